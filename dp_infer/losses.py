@@ -1,0 +1,327 @@
+"""Per-example losses that carry the constants the privacy analysis needs.
+
+A loss is ``ell(theta, x, y) -> scalar`` for one example, with ``theta`` a flat parameter vector.
+Constants (seed-001 digest §2.2), all with respect to replace-one neighbouring datasets:
+
+* ``lipschitz`` L: sup over the domain and the data bounds of ||grad ell(theta; d)||_2.
+* ``grad_diff`` G: sup ||grad ell(theta; d) - grad ell(theta; d')||_2 (G <= 2L). The gradient
+  sensitivity of the mean loss is G / n.
+* ``smoothness`` M: Lipschitz constant of grad ell (None if unknown).
+* ``strong_convexity`` m: from an explicit L2 regulariser only (data curvature is never assumed).
+* ``value_range``: sup - inf of ell over the domain (needed by the pure-eps route; None if unbounded).
+
+Constants come from *declared* bounds on the data (row norm, label range) and are enforced:
+``check_data`` refuses rows or labels outside the declared bounds (nothing is clipped silently);
+:func:`dp_infer.datasets.clip_rows` clips rows and reports how many it clipped.
+For a user loss, :func:`clipped_loss` clips per-example gradients inside ``jax.grad`` so the
+sensitivity holds for the function actually run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from ._validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
+from .domains import Domain, Euclidean
+
+__all__ = [
+    "LossConstants",
+    "PerExampleLoss",
+    "logistic",
+    "multinomial_logistic",
+    "squared",
+    "huber",
+    "clipped_loss",
+]
+
+ExampleLoss = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+
+
+@dataclass(frozen=True)
+class LossConstants:
+    """Constants of a per-example loss on a domain, under declared data bounds."""
+
+    lipschitz: float
+    grad_diff: float
+    smoothness: float | None = None
+    strong_convexity: float = 0.0
+    value_range: float | None = None
+
+    def gradient_sensitivity(self, n: int) -> float:
+        """sup_theta ||grad L(theta; D) - grad L(theta; D')|| for the mean loss over n examples."""
+        return self.grad_diff / check_positive_int("n", n)
+
+    def as_dict(self) -> dict:
+        return {
+            "lipschitz": self.lipschitz,
+            "grad_diff": self.grad_diff,
+            "smoothness": self.smoothness,
+            "strong_convexity": self.strong_convexity,
+            "value_range": self.value_range,
+        }
+
+
+@dataclass(frozen=True)
+class PerExampleLoss:
+    """A per-example loss with its constants and declared data bounds.
+
+    ``fn(theta, x, y)`` is the loss of one example (``theta`` flat, ``x`` a feature row,
+    ``y`` a label). ``mean(theta, X, y)`` is the empirical loss L(theta; D) = (1/n) sum ell.
+    ``l2`` adds (l2/2)||theta||^2 to every example (strong convexity l2, same for all examples,
+    so it does not change G).
+    """
+
+    name: str
+    fn: ExampleLoss
+    constants: LossConstants
+    row_norm: float
+    label_check: Callable[[np.ndarray], None] | None = None
+    l2: float = 0.0
+    domain: Domain | None = None
+    num_params_fn: Callable[[int], int] = field(default=lambda d: d)
+    clip_norm: float | None = None
+
+    def num_params(self, num_features: int) -> int:
+        """Length of the flat parameter vector for data with ``num_features`` columns."""
+        return self.num_params_fn(num_features)
+
+    def example(self, theta, x, y):
+        base = self.fn(theta, x, y)
+        if self.l2:
+            base = base + 0.5 * self.l2 * jnp.sum(theta**2)
+        return base
+
+    def per_example(self, theta, X, y):
+        """Vector of per-example losses, shape (n,)."""
+        return jax.vmap(self.example, in_axes=(None, 0, 0))(theta, X, y)
+
+    def mean(self, theta, X, y):
+        """Empirical loss L(theta; D) = mean of per-example losses."""
+        if self.clip_norm is not None:
+            return _clipped_mean(self.example, self.clip_norm, theta, X, y)
+        return jnp.mean(self.per_example(theta, X, y))
+
+    def gradient_sensitivity(self, n: int) -> float:
+        return self.constants.gradient_sensitivity(n)
+
+    def check_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        """Validate data against the declared bounds; raise (never clip) on violation."""
+        X = check_finite_array("X", X, ndim=2)
+        y = check_finite_array("y", y, ndim=1)
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {y.shape[0]}")
+        norms = np.linalg.norm(X, axis=1)
+        over = int(np.sum(norms > self.row_norm * (1 + 1e-6)))
+        if over and self.clip_norm is None:
+            raise ValueError(
+                f"{over} row(s) of X exceed the declared row_norm={self.row_norm} "
+                f"(max {norms.max():.4g}); clip them with dp_infer.datasets.clip_rows, which reports how many"
+            )
+        if self.label_check is not None:
+            self.label_check(y)
+        return X, y
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "row_norm": self.row_norm,
+            "l2": self.l2,
+            "clip_norm": self.clip_norm,
+            "domain": None if self.domain is None else self.domain.describe(),
+            **self.constants.as_dict(),
+        }
+
+
+def _radius(domain: Domain | None) -> float:
+    """Largest ||theta|| on the domain (inf when unbounded)."""
+    if domain is None or not domain.bounded:
+        return math.inf
+    c = np.asarray(domain.default_init(), dtype=float)
+    return float(np.linalg.norm(c) + domain.diameter)
+
+
+def _with_l2(lip: float, grad_diff: float, smooth: float | None, l2: float, domain: Domain | None,
+             value_range_fn: Callable[[float], float | None]) -> LossConstants:
+    r = _radius(domain)
+    lip_total = lip + l2 * r if l2 else lip
+    smooth_total = None if smooth is None else smooth + l2
+    vr = value_range_fn(r) if math.isfinite(r) else None
+    if vr is not None and l2:
+        vr = vr + 0.5 * l2 * r * r
+    return LossConstants(lipschitz=lip_total, grad_diff=grad_diff, smoothness=smooth_total,
+                         strong_convexity=l2, value_range=vr)
+
+
+def _binary_labels(y: np.ndarray) -> None:
+    bad = ~np.isin(y, (0.0, 1.0))
+    if bad.any():
+        raise ValueError(f"y must contain only 0/1 labels for the logistic loss; {int(bad.sum())} row(s) do not")
+
+
+def logistic(row_norm: float = 1.0, l2: float = 0.0, domain: Domain | None = None) -> PerExampleLoss:
+    """Binary logistic loss softplus(<theta,x>) - y <theta,x>, labels in {0, 1}, ||x|| <= row_norm.
+
+    grad = (sigmoid(<theta,x>) - y) x, so L = R, G = 2R (attained as |<theta,x>| -> inf),
+    M = R^2/4. With l2 > 0: m = l2 and L grows by l2 * sup||theta|| (finite on bounded domains).
+    """
+    R = check_positive("row_norm", row_norm)
+    l2 = check_nonnegative("l2", l2)
+
+    def fn(theta, x, y):
+        z = jnp.dot(theta, x)
+        return jax.nn.softplus(z) - y * z
+
+    consts = _with_l2(R, 2 * R, R * R / 4, l2, domain, lambda r: r * R)
+    return PerExampleLoss("logistic", fn, consts, R, _binary_labels, l2, domain)
+
+
+def multinomial_logistic(num_classes: int, row_norm: float = 1.0, l2: float = 0.0,
+                         domain: Domain | None = None) -> PerExampleLoss:
+    """Softmax cross-entropy with theta = vec(W), W of shape (d, K), labels in {0..K-1}.
+
+    grad_W = x (p - e_y)^T with ||p - e_y||_2 <= sqrt(2): L = sqrt(2) R, G = 2 sqrt(2) R,
+    M = R^2 / 2 (largest eigenvalue of diag(p) - p p^T is <= 1/2).
+    """
+    K = check_positive_int("num_classes", num_classes)
+    if K < 2:
+        raise ValueError(f"num_classes must be >= 2, got {K}")
+    R = check_positive("row_norm", row_norm)
+    l2 = check_nonnegative("l2", l2)
+
+    def fn(theta, x, y):
+        W = theta.reshape(x.shape[-1], K)
+        logits = x @ W
+        return jax.nn.logsumexp(logits) - logits[y.astype(jnp.int32)]
+
+    def labels(y):
+        bad = ~np.isin(y, np.arange(K))
+        if bad.any():
+            raise ValueError(f"y must contain integer labels in [0, {K - 1}]; {int(bad.sum())} row(s) do not")
+
+    consts = _with_l2(math.sqrt(2) * R, 2 * math.sqrt(2) * R, R * R / 2, l2, domain,
+                      lambda r: 2 * r * R)
+    return PerExampleLoss("multinomial_logistic", fn, consts, R, labels, l2, domain,
+                          num_params_fn=lambda d: d * K)
+
+
+def squared(label_bound: float, domain: Domain, row_norm: float = 1.0, l2: float = 0.0) -> PerExampleLoss:
+    """Squared loss (<theta,x> - y)^2 / 2 with |y| <= label_bound on a bounded domain.
+
+    |<theta,x> - y| <= r R + B with r = sup||theta||, so L = R (r R + B), G = 2 L, M = R^2.
+    An unbounded domain has no finite Lipschitz constant: use huber() or clipped_loss() instead.
+    """
+    B = check_positive("label_bound", label_bound)
+    R = check_positive("row_norm", row_norm)
+    l2 = check_nonnegative("l2", l2)
+    if domain is None or not isinstance(domain, Domain) or not domain.bounded:
+        raise ValueError(
+            "domain must be a bounded Domain (L2Ball or Box) for the squared loss: on an unbounded "
+            "domain its gradient has no bound; use huber() or clipped_loss()"
+        )
+    r = _radius(domain)
+    lip = R * (r * R + B)
+
+    def fn(theta, x, y):
+        return 0.5 * (jnp.dot(theta, x) - y) ** 2
+
+    def labels(y):
+        over = int(np.sum(np.abs(y) > B))
+        if over:
+            raise ValueError(f"{over} label(s) exceed the declared label_bound={B}")
+
+    consts = _with_l2(lip, 2 * lip, R * R, l2, domain, lambda rr: 0.5 * (rr * R + B) ** 2)
+    return PerExampleLoss("squared", fn, consts, R, labels, l2, domain)
+
+
+def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
+          domain: Domain | None = None) -> PerExampleLoss:
+    """Huber loss of the residual <theta,x> - y with the given threshold; labels unbounded.
+
+    |psi'| <= threshold, so L = threshold R, G = 2 threshold R, M = R^2.
+    """
+    t = check_positive("threshold", threshold)
+    R = check_positive("row_norm", row_norm)
+    l2 = check_nonnegative("l2", l2)
+
+    def fn(theta, x, y):
+        r = jnp.dot(theta, x) - y
+        a = jnp.abs(r)
+        return jnp.where(a <= t, 0.5 * r * r, t * (a - 0.5 * t))
+
+    consts = _with_l2(t * R, 2 * t * R, R * R, l2, domain, lambda r: None)
+    return PerExampleLoss("huber", fn, consts, R, None, l2, domain)
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-example gradient clipping for any loss
+# ----------------------------------------------------------------------------------------------
+
+def _clip_tree(g, clip_norm):
+    flat, unravel = ravel_pytree(g)
+    norm = jnp.linalg.norm(flat)
+    scale = jnp.minimum(1.0, clip_norm / jnp.maximum(norm, 1e-30))
+    return unravel(flat * scale), norm > clip_norm
+
+
+def _clipped_mean(example_fn, clip_norm, theta, X, y):
+    @jax.custom_vjp
+    def f(theta):
+        return jnp.mean(jax.vmap(example_fn, in_axes=(None, 0, 0))(theta, X, y))
+
+    def fwd(theta):
+        vals, grads = jax.vmap(jax.value_and_grad(example_fn), in_axes=(None, 0, 0))(theta, X, y)
+        clipped, _ = jax.vmap(_clip_tree, in_axes=(0, None))(grads, clip_norm)
+        mean_grad = jax.tree_util.tree_map(lambda a: jnp.mean(a, axis=0), clipped)
+        return jnp.mean(vals), mean_grad
+
+    def bwd(mean_grad, ct):
+        return (jax.tree_util.tree_map(lambda a: ct * a, mean_grad),)
+
+    f.defvjp(fwd, bwd)
+    return f(theta)
+
+
+def clipped_fraction(loss: PerExampleLoss, theta, X, y) -> float:
+    """Share of examples whose gradient is clipped at ``theta`` (reads private data: debug only)."""
+    if loss.clip_norm is None:
+        return 0.0
+    grads = jax.vmap(jax.grad(loss.example), in_axes=(None, 0, 0))(theta, X, y)
+    _, was = jax.vmap(_clip_tree, in_axes=(0, None))(grads, loss.clip_norm)
+    return float(jnp.mean(was))
+
+
+def clipped_loss(fn: ExampleLoss, clip_norm: float, *, name: str = "clipped",
+                 smoothness: float | None = None, domain: Domain | None = None) -> PerExampleLoss:
+    """Wrap any per-example loss so that jax.grad of its mean is the mean of clipped gradients.
+
+    Each per-example gradient is rescaled to norm <= clip_norm (a ``jax.custom_vjp``), so
+    L = clip_norm and G = 2 clip_norm hold for the function actually run, whatever ``fn`` is.
+    The clipped drift no longer targets exp(-beta L) unless no clip is active; ``smoothness``
+    (if declared) is the user's claim and is not enforced. Rows are not norm-checked.
+    """
+    C = check_positive("clip_norm", clip_norm)
+    consts = LossConstants(lipschitz=C, grad_diff=2 * C, smoothness=smoothness)
+    return PerExampleLoss(name, fn, consts, math.inf, None, 0.0, domain, clip_norm=C)
+
+
+def with_l2(loss: PerExampleLoss, l2: float) -> PerExampleLoss:
+    """A copy of a built-in loss with a different L2 regulariser (constants recomputed)."""
+    l2 = check_nonnegative("l2", l2)
+    c = loss.constants
+    base_m = c.strong_convexity - loss.l2
+    r = _radius(loss.domain)
+    lip = c.lipschitz - (loss.l2 * r if loss.l2 and math.isfinite(r) else 0.0)
+    consts = replace(
+        c,
+        lipschitz=lip + (l2 * r if l2 else 0.0),
+        smoothness=None if c.smoothness is None else c.smoothness - loss.l2 + l2,
+        strong_convexity=base_m + l2,
+    )
+    return replace(loss, l2=l2, constants=consts)

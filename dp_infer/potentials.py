@@ -1,0 +1,178 @@
+"""Gibbs and Rashomon-thresholded potentials, as JAX functions and as NumPyro models.
+
+A potential is U(theta) = -log density (up to a constant), a plain JAX function of a flat
+parameter vector, usable as NumPyro's ``potential_fn``:
+
+* Gibbs: ``U(theta) = beta * L(theta; D) + (lam / 2) ||theta - theta0||^2``.
+* Rashomon-thresholded: ``U(theta) = beta * max{L(theta; D), L* + psi}`` (+ the same optional
+  quadratic term), flat on the Rashomon set {L <= L* + psi}.
+
+Privacy-relevant quantities of a potential (data independent): the gradient sensitivity of
+U is ``beta * G / n`` for Gibbs and ``beta * (G / n + sqrt(2 M psi))`` for the thresholded loss
+(seed-001 digest §4.3: the paper's eq. (9) constant is wrong as written). The regulariser
+``lam`` and ``theta0`` are data independent and add nothing to the sensitivity.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from numpyro.distributions import constraints
+
+from ._validation import check_finite_array, check_nonnegative, check_positive
+from .losses import PerExampleLoss
+
+__all__ = ["GibbsPotential", "gibbs_potential", "rashomon_potential", "gibbs_model"]
+
+
+@dataclass(frozen=True)
+class GibbsPotential:
+    """U(theta) = beta * loss'(theta; D) + (lam/2)||theta - theta0||^2 with its constants.
+
+    ``psi is None`` gives the plain Gibbs potential; otherwise the thresholded loss
+    ``max{L, L_star + psi}`` is used. Call it like a function: ``U(theta)``.
+    """
+
+    loss: PerExampleLoss
+    X: jax.Array
+    y: jax.Array
+    beta: float
+    lam: float = 0.0
+    theta0: jax.Array | None = None
+    psi: float | None = None
+    L_star: float | None = None
+    prior_potential: Callable[[jax.Array], jax.Array] | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return self.loss.num_params(int(self.X.shape[1]))
+
+    def data_loss(self, theta):
+        """The (possibly thresholded) empirical loss, without beta."""
+        L = self.loss.mean(theta, self.X, self.y)
+        if self.psi is not None:
+            L = jnp.maximum(L, self.L_star + self.psi)
+        return L
+
+    def __call__(self, theta):
+        u = self.beta * self.data_loss(theta)
+        if self.lam:
+            t0 = 0.0 if self.theta0 is None else self.theta0
+            u = u + 0.5 * self.lam * jnp.sum((theta - t0) ** 2)
+        if self.prior_potential is not None:
+            u = u + self.prior_potential(theta)
+        return u
+
+    # --- data-independent constants ---------------------------------------------------------
+    def loss_sensitivity(self) -> float:
+        """sup_theta ||grad loss'(theta; D) - grad loss'(theta; D')|| (without beta)."""
+        c = self.loss.constants
+        base = c.grad_diff / self.n
+        if self.psi is None or self.psi == 0:
+            return base
+        if c.smoothness is None:
+            # without smoothness, the gradient inside the set is only bounded by L (digest §4.3)
+            return base + c.lipschitz
+        return base + math.sqrt(2.0 * c.smoothness * self.psi)
+
+    def gradient_sensitivity(self) -> float:
+        """Delta_U = sup_theta ||grad U_D - grad U_D'|| = beta * loss_sensitivity()."""
+        return self.beta * self.loss_sensitivity()
+
+    def strong_convexity(self) -> float:
+        """A lower bound m_U on the Hessian of U (from the loss's declared m and lam)."""
+        return self.beta * self.loss.constants.strong_convexity + self.lam
+
+    def smoothness(self) -> float | None:
+        """An upper bound M_U on the Hessian of U (None if the loss has no declared M)."""
+        M = self.loss.constants.smoothness
+        return None if M is None else self.beta * M + self.lam
+
+    def describe(self) -> dict:
+        return {
+            "kind": "gibbs" if self.psi is None else "rashomon",
+            "beta": self.beta,
+            "lam": self.lam,
+            "psi": self.psi,
+            "n": self.n,
+            "dim": self.dim,
+            "loss": self.loss.describe(),
+            "gradient_sensitivity": self.gradient_sensitivity(),
+        }
+
+
+def _prepare(loss: PerExampleLoss, X, y, beta, lam, theta0):
+    if not isinstance(loss, PerExampleLoss):
+        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+    X, y = loss.check_data(X, y)
+    beta = check_positive("beta", beta)
+    lam = check_nonnegative("lam", lam)
+    d = loss.num_params(X.shape[1])
+    if theta0 is not None:
+        theta0 = check_finite_array("theta0", theta0, ndim=1)
+        if theta0.shape != (d,):
+            raise ValueError(f"theta0 must have shape ({d},), got {theta0.shape}")
+        theta0 = jnp.asarray(theta0)
+    return jnp.asarray(X), jnp.asarray(y), beta, lam, theta0
+
+
+def gibbs_potential(loss: PerExampleLoss, X, y, beta: float, lam: float = 0.0,
+                    theta0=None) -> GibbsPotential:
+    """Gibbs potential U(theta) = beta * L(theta; D) + (lam/2)||theta - theta0||^2.
+
+    ``beta`` is the inverse temperature (> 0); L is the *mean* loss, so beta = n gives the
+    ordinary (untempered) posterior of a likelihood-based loss. Data are checked against the
+    loss's declared bounds (bad rows raise; nothing is clipped here).
+    """
+    X, y, beta, lam, theta0 = _prepare(loss, X, y, beta, lam, theta0)
+    return GibbsPotential(loss, X, y, beta, lam, theta0)
+
+
+def rashomon_potential(loss: PerExampleLoss, X, y, beta: float, psi: float, L_star: float,
+                       lam: float = 0.0, theta0=None) -> GibbsPotential:
+    """Thresholded potential U(theta) = beta * max{L(theta; D), L_star + psi}.
+
+    ``L_star`` must be the exact minimum of L over the domain (see dp_infer.rashomon for how it
+    is computed and how an optimiser's tolerance is handled); psi >= 0.
+    """
+    X, y, beta, lam, theta0 = _prepare(loss, X, y, beta, lam, theta0)
+    psi = check_nonnegative("psi", psi)
+    L_star = float(L_star)
+    if not math.isfinite(L_star):
+        raise ValueError(f"L_star must be a finite number, got {L_star!r}")
+    return GibbsPotential(loss, X, y, beta, lam, theta0, psi=psi, L_star=L_star)
+
+
+def gibbs_model(potential: GibbsPotential, prior: dist.Distribution | None = None,
+                site: str = "theta") -> Callable[[], None]:
+    """The potential as a NumPyro model: ``theta ~ prior``; ``factor(-beta * loss'(theta))``.
+
+    With ``prior=None`` theta gets an improper flat prior and the (lam/2)||theta - theta0||^2
+    term of the potential (if any) is kept as a factor, so the model's potential equals U.
+    A user prior (a NumPyro distribution on R^dim) replaces that quadratic term: its gradient is
+    data independent, so it adds nothing to the sensitivity.
+    """
+    d = potential.dim
+
+    def model():
+        if prior is None:
+            theta = numpyro.sample(site, dist.ImproperUniform(constraints.real_vector, (), (d,)))
+            if potential.lam:
+                t0 = 0.0 if potential.theta0 is None else potential.theta0
+                numpyro.factor("regulariser", -0.5 * potential.lam * jnp.sum((theta - t0) ** 2))
+        else:
+            theta = numpyro.sample(site, prior)
+        numpyro.factor("gibbs_loss", -potential.beta * potential.data_loss(theta))
+
+    return model
