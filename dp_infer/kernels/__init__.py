@@ -1,0 +1,27 @@
+"""Unadjusted Langevin kernels: pure functional cores and NumPyro ``MCMCKernel`` adapters.
+
+* :mod:`dp_infer.kernels.langevin` -- (projected) unadjusted Langevin algorithm,
+  :class:`Langevin`;
+* :mod:`dp_infer.kernels.underdamped` -- kinetic Langevin, Euler kinetic scheme,
+  :class:`UnderdampedLangevin`.
+
+Each functional module exposes ``init``, ``build_kernel`` (``-> step(rng_key, state)``),
+``keyed_transition`` and ``sample_chain`` (a ``lax.scan`` driver). The kernels never decide
+privacy: the potential already contains the inverse temperature, and the step size, friction
+and number of steps come from a privacy plan chosen without looking at the data.
+"""
+
+from . import langevin, underdamped
+from .langevin import Langevin, LangevinDebugState, LangevinState
+from .underdamped import UnderdampedLangevin, UnderdampedLangevinDebugState, UnderdampedLangevinState
+
+__all__ = [
+    "langevin",
+    "underdamped",
+    "Langevin",
+    "LangevinState",
+    "LangevinDebugState",
+    "UnderdampedLangevin",
+    "UnderdampedLangevinState",
+    "UnderdampedLangevinDebugState",
+]
