@@ -22,7 +22,17 @@ def _mixing_block(dt, report) -> None:
     from .diagnostics import check_mixing
 
     mix = check_mixing(dt, report)
-    click.echo(mix.format() if hasattr(mix, "format") else str(mix))
+    tab = mix.table()
+    click.echo(f"{mix.num_chains} chain(s) x {mix.num_draws} draws: max R-hat {mix.max_rhat:.3f}, "
+               f"min bulk ESS {mix.min_ess_bulk:.0f}, min tail ESS {mix.min_ess_tail:.0f}, "
+               f"divergent draws {mix.num_divergences}")
+    if len(tab) > 8:
+        col = next((c for c in tab.columns if "hat" in c.lower()), tab.columns[0])
+        click.echo(f"the 8 parameters with the largest R-hat (of {len(tab)}):")
+        tab = tab.sort_values(col, ascending=False).head(8)
+    click.echo(tab.to_string(float_format=lambda x: f"{x:.4g}"))
+    for w in mix.warnings:
+        click.echo(f"WARNING: {w}")
 
 
 def _run_and_report(loss, X, y, *, eps, delta, horizon, chains, kernel, friction, lam, seed,
@@ -150,6 +160,11 @@ def report(run_file, plots):
     from .diagnostics import report_from_file
 
     click.echo(report_from_file(run_file, plots))
+
+
+from .rashomon_cli import rashomon_command  # noqa: E402
+
+main.add_command(rashomon_command)
 
 
 def run() -> None:

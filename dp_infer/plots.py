@@ -1,0 +1,308 @@
+"""Plots for private runs: ArviZ (arviz-plots, matplotlib backend) and privacy/utility charts.
+
+All functions write a PNG and return its :class:`~pathlib.Path`; figures are closed after
+saving. Importing this module selects matplotlib's non-interactive ``Agg`` backend unless
+``pyplot`` is already imported or ``MPLBACKEND`` is set (so notebooks keep theirs).
+
+MCMC plots read only the ``posterior`` and ``sample_stats.diverging`` groups; a non-private
+(debug) tree gets a red "NON-PRIVATE" banner in the figure so that a chart cannot be
+mistaken for a releasable one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+    matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import xarray as xr  # noqa: E402
+
+from ._validation import check_nonnegative, check_positive  # noqa: E402
+from .diagnostics import _quiet_nonfinite  # noqa: E402
+
+__all__ = [
+    "plot_trace",
+    "plot_rank",
+    "plot_autocorr",
+    "plot_privacy_utility",
+    "plot_budget",
+    "write_report_plots",
+    "write_report_plots_safe",
+]
+
+#: at most this many scalar components per variable are drawn (first ones along each dim).
+MAX_COMPONENTS = 6
+
+
+def _as_tree(dt: Any) -> xr.DataTree:
+    if isinstance(dt, xr.DataTree):
+        if "posterior" not in dt.children:
+            raise ValueError("dt must have a 'posterior' group")
+        return dt
+    from .diagnostics import to_datatree
+
+    return to_datatree(dt)
+
+
+def _limit(dt: xr.DataTree, max_components: int) -> dict | None:
+    """coords selecting at most ``max_components`` entries of each non-sample dimension."""
+    post = dt["posterior"]
+    sel = {}
+    for dim, size in post.sizes.items():
+        if dim in ("chain", "draw"):
+            continue
+        if size > max_components:
+            sel[dim] = post[dim].values[:max_components] if dim in post.coords else np.arange(max_components)
+    return sel or None
+
+
+def _figure(pc):
+    return pc.viz["figure"].item()
+
+
+def _finish(pc, dt: xr.DataTree, path: str | Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    from .diagnostics import DEBUG_WARNING, PRIVATE_ATTR, is_private
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = _figure(pc)
+    try:
+        if PRIVATE_ATTR in dt.attrs and not is_private(dt):
+            fig.text(0.005, 0.005, DEBUG_WARNING, color="red", ha="left", va="bottom", fontsize=8, weight="bold",
+                     bbox={"facecolor": "white", "edgecolor": "red", "alpha": 0.9})
+        pc.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_trace(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
+               max_components: int = MAX_COMPONENTS) -> Path:
+    """Trace + marginal density per variable (``az.plot_trace_dist``), divergences as a rug."""
+    import arviz as az
+
+    dt = _as_tree(dt)
+    with _quiet_nonfinite():
+        pc = az.plot_trace_dist(dt, var_names=var_names, coords=_limit(dt, max_components), backend="matplotlib")
+    return _finish(pc, dt, path)
+
+
+def plot_rank(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
+              max_components: int = MAX_COMPONENTS) -> Path:
+    """Rank ECDF-difference plot per variable and chain (``az.plot_rank``)."""
+    import arviz as az
+
+    dt = _as_tree(dt)
+    with _quiet_nonfinite():
+        pc = az.plot_rank(dt, var_names=var_names, coords=_limit(dt, max_components), backend="matplotlib")
+    return _finish(pc, dt, path)
+
+
+def plot_autocorr(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
+                  max_components: int = MAX_COMPONENTS, max_lag: int | None = None) -> Path:
+    """Autocorrelation per variable and chain (``az.plot_autocorr``)."""
+    import arviz as az
+
+    dt = _as_tree(dt)
+    with _quiet_nonfinite():
+        pc = az.plot_autocorr(dt, var_names=var_names, coords=_limit(dt, max_components), max_lag=max_lag,
+                              backend="matplotlib")
+    return _finish(pc, dt, path)
+
+
+_REPORT_PLOTS = (("trace", plot_trace), ("rank", plot_rank), ("autocorr", plot_autocorr))
+
+
+def write_report_plots_safe(dt: Any, outdir: str | Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Like :func:`write_report_plots` but collect failures ``(name, message)`` instead of raising."""
+    dt = _as_tree(dt)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    paths, failures = [], []
+    for name, fn in _REPORT_PLOTS:
+        try:
+            paths.append(fn(dt, outdir / f"{name}.png"))
+        except Exception as e:  # noqa: BLE001 - reported to the caller by name
+            failures.append((name, f"{type(e).__name__}: {e}"))
+    return paths, failures
+
+
+def write_report_plots(dt: Any, outdir: str | Path) -> list[Path]:
+    """Write ``trace.png``, ``rank.png`` and ``autocorr.png`` into ``outdir``; return the paths."""
+    paths, failures = write_report_plots_safe(dt, outdir)
+    if failures:
+        raise RuntimeError("; ".join(f"{n}: {m}" for n, m in failures))
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------
+# privacy / utility charts (plain matplotlib)
+# ---------------------------------------------------------------------------------------------
+
+_Y_KEYS = ("accuracy", "excess_loss", "excess_risk", "value", "metric", "loss", "error")
+_ERR_KEYS = ("stderr", "se", "err", "error_bar", "std", "sd")
+
+
+def _records(table: Any, name: str) -> list[dict]:
+    if hasattr(table, "to_dict") and hasattr(table, "columns"):  # pandas DataFrame
+        table = table.to_dict(orient="records")
+    if isinstance(table, Mapping):
+        raise ValueError(f"{name} must be a list of records (dicts), got a single mapping")
+    try:
+        recs = [dict(r) for r in table]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a list of records (dicts) or a DataFrame") from None
+    if not recs:
+        raise ValueError(f"{name} must contain at least one record")
+    return recs
+
+
+def plot_privacy_utility(
+    table: Any,
+    path: str | Path,
+    *,
+    x: str = "eps",
+    y: str | None = None,
+    yerr: str | None = None,
+    group: str = "method",
+    logx: bool | None = None,
+    title: str | None = None,
+) -> Path:
+    """Utility (accuracy or excess loss) against privacy for several methods, with error bars.
+
+    :param table: records (list of dicts or a DataFrame) such as
+        ``{"method": "langevin", "eps": 1.0, "accuracy": 0.81, "stderr": 0.01}``.
+    :param x: column with the privacy level (default ``"eps"``).
+    :param y: utility column (default: the first of accuracy, excess_loss, excess_risk,
+        value, metric, loss, error present).
+    :param yerr: error-bar column (default: the first of stderr, se, err, error_bar, std,
+        sd present; none -> no bars).
+    :param group: column naming the method (one line per value; default ``"method"``).
+    :param logx: log-scale x axis (default: when x spans more than a factor of 10).
+    """
+    import matplotlib.pyplot as plt
+
+    recs = _records(table, "table")
+    keys = set().union(*recs)
+    if x not in keys:
+        raise ValueError(f"x column {x!r} not found in table (columns: {sorted(keys)})")
+    if y is None:
+        y = next((k for k in _Y_KEYS if k in keys), None)
+        if y is None:
+            raise ValueError(f"table has no utility column; pass y= one of {sorted(keys)}")
+    elif y not in keys:
+        raise ValueError(f"y column {y!r} not found in table (columns: {sorted(keys)})")
+    if yerr is None:
+        yerr = next((k for k in _ERR_KEYS if k in keys), None)
+    elif yerr not in keys:
+        raise ValueError(f"yerr column {yerr!r} not found in table (columns: {sorted(keys)})")
+
+    groups: dict[str, list[dict]] = {}
+    for r in recs:
+        groups.setdefault(str(r.get(group, "all")), []).append(r)
+    xs_all = np.array([float(r[x]) for r in recs if r.get(x) is not None], dtype=np.float64)
+    if logx is None:
+        pos = xs_all[xs_all > 0]
+        logx = pos.size > 0 and pos.max() / pos.min() > 10
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    try:
+        for name, rows in groups.items():
+            rows = sorted((r for r in rows if r.get(x) is not None and r.get(y) is not None), key=lambda r: float(r[x]))
+            if not rows:
+                continue
+            xv = np.array([float(r[x]) for r in rows])
+            yv = np.array([float(r[y]) for r in rows])
+            ev = None
+            if yerr is not None:
+                ev = np.array([float(r[yerr]) if r.get(yerr) is not None else np.nan for r in rows])
+                ev = np.where(np.isfinite(ev), ev, 0.0)
+            ax.errorbar(xv, yv, yerr=ev, marker="o", capsize=3, label=name)
+        if logx:
+            ax.set_xscale("log")
+        ax.set_xlabel("privacy budget " + ("ε" if x == "eps" else x))
+        ax.set_ylabel(y.replace("_", " "))
+        ax.set_title(title or f"{y.replace('_', ' ')} vs privacy")
+        ax.grid(True, alpha=0.3)
+        if len(groups) > 1 or group in keys:
+            ax.legend()
+        fig.tight_layout()
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_budget(spent_records: Any, total_budget: float, path: str | Path, *, key: str = "eps",
+                title: str | None = None) -> Path:
+    """Spent vs remaining privacy budget.
+
+    Left: eps charged per run (bars) and the cumulative spend (line) against the total budget
+    (dashed). Right: one stacked bar, spent vs remaining; an overspent budget is drawn in red.
+    Basic composition (sums of eps) is what is drawn: pass the accountant's own cumulative
+    values as ``key`` if it composes more tightly.
+
+    :param spent_records: records ``{"run": name, "eps": value}`` in the order spent.
+    :param total_budget: the total eps budget (> 0).
+    """
+    import matplotlib.pyplot as plt
+
+    total = check_positive("total_budget", total_budget)
+    recs = [] if spent_records is None else list(spent_records)
+    recs = _records(recs, "spent_records") if recs else []
+    names, spent = [], []
+    for i, r in enumerate(recs):
+        if key not in r:
+            raise ValueError(f"spent_records[{i}] has no {key!r} entry: {r!r}")
+        spent.append(check_nonnegative(f"spent_records[{i}][{key!r}]", r[key]))
+        names.append(str(r.get("run", f"run {i + 1}")))
+    cum = np.cumsum(spent) if spent else np.array([])
+    used = float(cum[-1]) if spent else 0.0
+    remaining = max(total - used, 0.0)
+    over = used > total * (1 + 1e-12)
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.4, 4.0), gridspec_kw={"width_ratios": [3, 1]})
+    try:
+        idx = np.arange(len(spent))
+        if spent:
+            ax1.bar(idx, spent, color="tab:blue", alpha=0.7, label=f"{key} per run")
+            ax1.plot(idx, cum, color="tab:red" if over else "tab:orange", marker="o", label="cumulative")
+            ax1.set_xticks(idx)
+            ax1.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
+        else:
+            ax1.text(0.5, 0.5, "no runs yet", ha="center", va="center", transform=ax1.transAxes)
+        ax1.axhline(total, color="k", linestyle="--", label=f"total budget {total:g}")
+        ax1.set_ylabel(key)
+        ax1.set_ylim(0, max(total, used) * 1.15)
+        ax1.legend(fontsize=8)
+        ax1.grid(True, axis="y", alpha=0.3)
+        ax2.bar([0], [min(used, total)], color="tab:red" if over else "tab:blue", label=f"spent {used:.3g}")
+        ax2.bar([0], [remaining], bottom=[min(used, total)], color="tab:green", alpha=0.6,
+                label=f"remaining {remaining:.3g}")
+        if over:
+            ax2.bar([0], [used - total], bottom=[total], color="darkred", hatch="//", label=f"over by {used - total:.3g}")
+        ax2.set_xticks([])
+        ax2.set_ylim(0, max(total, used) * 1.15)
+        ax2.legend(fontsize=7, loc="upper center")
+        frac = used / total if total > 0 else math.inf
+        fig.suptitle(title or f"privacy budget: {used:.3g} of {total:g} spent ({100 * frac:.0f}%)"
+                     + (" — OVERSPENT" if over else ""), color="red" if over else "black")
+        fig.tight_layout()
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
