@@ -26,10 +26,46 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from ._validation import check_finite_array, check_nonnegative, check_positive
-from .losses import PerExampleLoss
+from ._validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
+from .losses import LossConstants, PerExampleLoss
 
-__all__ = ["GibbsPotential", "gibbs_potential", "rashomon_potential", "gibbs_model"]
+__all__ = ["GibbsPotential", "gibbs_potential", "rashomon_potential", "gibbs_model",
+           "thresholded_sensitivity"]
+
+
+def thresholded_sensitivity(constants: LossConstants, n: int, psi: float, tol: float = 0.0,
+                            boundary: bool = False) -> float:
+    """sup_theta ||grad max{L_D, L_hat*_D + psi} - grad max{L_D', L_hat*_D' + psi}||.
+
+    ``tol`` bounds ``L_hat* - L*_glob`` (global unconstrained infimum; digest §9 item 18).
+    Cases (digest §4.3): with a finite certificate and declared smoothness M,
+    ``G/n + min(L, sqrt(2 M (psi + tol)))``; with ``boundary=True`` (constrained minimiser on the
+    boundary of C, nonzero gradient, no global certificate), no smoothness or ``tol = inf``:
+    ``G/n + L``. ``L`` is the loss's Lipschitz constant on the sampler's domain.
+    """
+    if not isinstance(constants, LossConstants):
+        raise ValueError(f"constants must be a dp_infer.losses.LossConstants, got {type(constants).__name__}")
+    n = check_positive_int("n", n)
+    psi = check_nonnegative("psi", psi)
+    try:
+        tol = float(tol)
+    except (TypeError, ValueError):
+        raise ValueError(f"tol must lie in [0, inf], got {tol!r}") from None
+    if math.isnan(tol) or tol < 0:
+        raise ValueError(f"tol must lie in [0, inf], got {tol!r}")
+    base = constants.grad_diff / n
+    lip = constants.lipschitz
+    if boundary or constants.smoothness is None or math.isinf(tol):
+        inner = lip
+    else:
+        inner = min(lip, math.sqrt(2.0 * constants.smoothness * (psi + tol)))
+    if not math.isfinite(base + inner):
+        raise ValueError(
+            "the thresholded loss has no finite gradient sensitivity: without a certified L* "
+            "(strong convexity m > 0) or declared smoothness, the bound is G/n + L and the loss "
+            "declares L = inf; use a bounded domain or an L2 regulariser (l2 > 0)")
+    return base + inner
+
 
 
 @dataclass(frozen=True)
@@ -49,6 +85,8 @@ class GibbsPotential:
     psi: float | None = None
     L_star: float | None = None
     prior_potential: Callable[[jax.Array], jax.Array] | None = None
+    L_star_tol: float = 0.0
+    boundary: bool = False
 
     @property
     def n(self) -> int:
@@ -78,13 +116,9 @@ class GibbsPotential:
     def loss_sensitivity(self) -> float:
         """sup_theta ||grad loss'(theta; D) - grad loss'(theta; D')|| (without beta)."""
         c = self.loss.constants
-        base = c.grad_diff / self.n
-        if self.psi is None or self.psi == 0:
-            return base
-        if c.smoothness is None:
-            # without smoothness, the gradient inside the set is only bounded by L (digest §4.3)
-            return base + c.lipschitz
-        return base + math.sqrt(2.0 * c.smoothness * self.psi)
+        if self.psi is None:
+            return c.grad_diff / self.n
+        return thresholded_sensitivity(c, self.n, self.psi, self.L_star_tol, self.boundary)
 
     def gradient_sensitivity(self) -> float:
         """Delta_U = sup_theta ||grad U_D - grad U_D'|| = beta * loss_sensitivity()."""
@@ -140,18 +174,22 @@ def gibbs_potential(loss: PerExampleLoss, X, y, beta: float, lam: float = 0.0,
 
 
 def rashomon_potential(loss: PerExampleLoss, X, y, beta: float, psi: float, L_star: float,
-                       lam: float = 0.0, theta0=None) -> GibbsPotential:
+                       lam: float = 0.0, theta0=None, *, L_star_tol: float = 0.0,
+                       boundary: bool = False) -> GibbsPotential:
     """Thresholded potential U(theta) = beta * max{L(theta; D), L_star + psi}.
 
-    ``L_star`` must be the exact minimum of L over the domain (see dp_infer.rashomon for how it
-    is computed and how an optimiser's tolerance is handled); psi >= 0.
+    ``L_star`` is the minimum of L computed by dp_infer.rashomon.rashomon_minimum; ``L_star_tol``
+    bounds how far it may sit above the global infimum and ``boundary`` flags a constrained
+    minimiser on the boundary with nonzero gradient: both enter the gradient sensitivity
+    (:func:`thresholded_sensitivity`). psi >= 0.
     """
     X, y, beta, lam, theta0 = _prepare(loss, X, y, beta, lam, theta0)
     psi = check_nonnegative("psi", psi)
     L_star = float(L_star)
     if not math.isfinite(L_star):
         raise ValueError(f"L_star must be a finite number, got {L_star!r}")
-    return GibbsPotential(loss, X, y, beta, lam, theta0, psi=psi, L_star=L_star)
+    return GibbsPotential(loss, X, y, beta, lam, theta0, psi=psi, L_star=L_star,
+                          L_star_tol=float(L_star_tol), boundary=bool(boundary))
 
 
 def gibbs_model(potential: GibbsPotential, prior: dist.Distribution | None = None,

@@ -44,7 +44,7 @@ from .domains import Box, Domain, Euclidean, L2Ball
 from .kernels import Langevin
 from .losses import LossConstants, PerExampleLoss
 from .plan import plan_trajectory
-from .potentials import rashomon_potential
+from .potentials import rashomon_potential, thresholded_sensitivity
 
 __all__ = [
     "RashomonMinimum",
@@ -187,40 +187,6 @@ def rashomon_minimum(loss: PerExampleLoss, X, y, domain: Domain | None = None, *
     return RashomonMinimum(value=float(value), theta=np.asarray(theta), tol=float(glob),
                            constrained_gap=cgap, boundary=bool(on_bd and not math.isfinite(glob)),
                            grad_norm=gn, method=method, converged=conv)
-
-
-def thresholded_sensitivity(constants: LossConstants, n: int, psi: float, tol: float = 0.0,
-                            boundary: bool = False) -> float:
-    """sup_theta ||grad max{L_D, L_hat*_D + psi} - grad max{L_D', L_hat*_D' + psi}||.
-
-    ``tol`` bounds ``L_hat* - L*_glob`` (global unconstrained infimum; digest §9 item 18).
-    Cases (digest §4.3): with a finite certificate and declared smoothness M,
-    ``G/n + min(L, sqrt(2 M (psi + tol)))``; with ``boundary=True`` (constrained minimiser on the
-    boundary of C, nonzero gradient, no global certificate), no smoothness or ``tol = inf``:
-    ``G/n + L``. ``L`` is the loss's Lipschitz constant on the sampler's domain.
-    """
-    if not isinstance(constants, LossConstants):
-        raise ValueError(f"constants must be a dp_infer.losses.LossConstants, got {type(constants).__name__}")
-    n = check_positive_int("n", n)
-    psi = check_nonnegative("psi", psi)
-    try:
-        tol = float(tol)
-    except (TypeError, ValueError):
-        raise ValueError(f"tol must lie in [0, inf], got {tol!r}") from None
-    if math.isnan(tol) or tol < 0:
-        raise ValueError(f"tol must lie in [0, inf], got {tol!r}")
-    base = constants.grad_diff / n
-    lip = constants.lipschitz
-    if boundary or constants.smoothness is None or math.isinf(tol):
-        inner = lip
-    else:
-        inner = min(lip, math.sqrt(2.0 * constants.smoothness * (psi + tol)))
-    if not math.isfinite(base + inner):
-        raise ValueError(
-            "the thresholded loss has no finite gradient sensitivity: without a certified L* "
-            "(strong convexity m > 0) or declared smoothness, the bound is G/n + L and the loss "
-            "declares L = inf; use a bounded domain or an L2 regulariser (l2 > 0)")
-    return base + inner
 
 
 def mixing_time(beta: float, strong_convexity: float, psi: float, lipschitz: float,
@@ -420,7 +386,8 @@ def sample_rashomon(loss: PerExampleLoss, X, y, psi: float, *, eps: float | None
 
     def build_potential(b):
         if smoothing is None:
-            pot = rashomon_potential(loss, X, y, beta=b, psi=psi, L_star=base)
+            pot = rashomon_potential(loss, X, y, beta=b, psi=psi, L_star=base, L_star_tol=tol,
+                                     boundary=mini.boundary)
             return pot
         return _smoothed_potential(loss, X, y, b, threshold, smoothing, smoothing_samples, seed, dim)
 

@@ -1,0 +1,438 @@
+"""A persistent privacy-budget ledger per dataset (SQLite, standard library only).
+
+Every run that touches a private dataset is *charged* before any draw is released::
+
+    ledger = Ledger("~/.dp_infer/ledger.sqlite")         # or Ledger() -> default_ledger_path()
+    ledger.register_dataset("adult", eps_budget=3.0, delta_budget=1e-6)
+    with ledger.reserve("adult", plan_event, run_label="gibbs-chain-4") as receipt:
+        draws = run_sampler(...)                          # only after the charge is on disk
+
+Rules
+-----
+* The ledger stores, per dataset, the (eps, delta) budget and one row per charged run holding the
+  run's :class:`~dp_infer.privacy.events.PrivacyEvent` as JSON (``event.to_dict()``).
+* The amount spent is never a running sum of per-run epsilons: it is recomputed by composing
+  *every* recorded event of the dataset with :class:`~dp_infer.privacy.accountant.Accountant`
+  and converting to eps at the dataset's ``delta_budget``.
+* :meth:`Ledger.charge` composes the recorded events plus the new one inside a single
+  ``BEGIN IMMEDIATE`` write transaction; if the composed eps exceeds ``eps_budget`` the run is
+  refused (:class:`BudgetExceededError`) and nothing is written. Since the check and the insert
+  happen under SQLite's write lock, concurrent processes are serialised and cannot jointly
+  overspend. The row is committed (fsync'd by SQLite) before :meth:`charge` returns.
+* A run is recorded with status ``"charged"``; :meth:`Ledger.complete` marks it ``"completed"``.
+  Both statuses count. A run that crashed or was killed stays ``"charged"`` and is never refunded
+  automatically (its draws may have been partially computed or released).
+
+Default location
+----------------
+:func:`default_ledger_path` returns ``$DP_INFER_LEDGER`` if that environment variable is set
+(``~`` expanded), else ``~/.dp_infer/ledger.sqlite``. The parent directory is created on first use.
+Use a local file system: SQLite locking is unreliable on some network file systems (NFS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import math
+import os
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from .._validation import check_delta, check_positive, check_positive_int
+from .accountant import Accountant
+from .events import PrivacyEvent, event_from_dict
+
+__all__ = [
+    "Ledger",
+    "ChargeReceipt",
+    "BudgetExceededError",
+    "UnknownDatasetError",
+    "default_ledger_path",
+    "LEDGER_ENV_VAR",
+]
+
+LEDGER_ENV_VAR = "DP_INFER_LEDGER"
+_SCHEMA_VERSION = 1
+_BUSY_TIMEOUT_S = 120.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS datasets (
+    dataset_id   TEXT PRIMARY KEY,
+    eps_budget   REAL NOT NULL,
+    delta_budget REAL NOT NULL,
+    created_at   REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    dataset_id   TEXT NOT NULL REFERENCES datasets(dataset_id),
+    run_label    TEXT NOT NULL,
+    event_json   TEXT NOT NULL,
+    count        INTEGER NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('charged', 'completed')),
+    charged_at   REAL NOT NULL,
+    completed_at REAL,
+    eps_run      REAL NOT NULL,
+    eps_after    REAL NOT NULL,
+    pid          INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_by_dataset ON runs(dataset_id, run_id);
+"""
+
+
+def default_ledger_path() -> Path:
+    """``$DP_INFER_LEDGER`` if set (``~`` expanded), else ``~/.dp_infer/ledger.sqlite``."""
+    env = os.environ.get(LEDGER_ENV_VAR, "").strip()
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".dp_infer" / "ledger.sqlite"
+
+
+class BudgetExceededError(RuntimeError):
+    """A charge was refused because the composed eps would exceed the dataset's eps budget.
+
+    Attributes: ``dataset_id``, ``eps_budget``, ``delta_budget``, ``eps_spent`` (before the refused
+    run), ``eps_remaining`` (= budget - spent), ``eps_requested_total`` (composed eps had the run
+    been accepted), ``eps_run`` (the run's own eps at ``delta_budget``).
+    """
+
+    def __init__(self, dataset_id: str, eps_budget: float, delta_budget: float, eps_spent: float,
+                 eps_requested_total: float, eps_run: float, run_label: str = ""):
+        self.dataset_id = dataset_id
+        self.eps_budget = eps_budget
+        self.delta_budget = delta_budget
+        self.eps_spent = eps_spent
+        self.eps_remaining = eps_budget - eps_spent
+        self.eps_requested_total = eps_requested_total
+        self.eps_run = eps_run
+        self.run_label = run_label
+        super().__init__(
+            f"privacy budget of dataset {dataset_id!r} would be exceeded by run {run_label!r}: "
+            f"eps spent {eps_spent:.6g} of eps_budget {eps_budget:.6g} at delta_budget {delta_budget:.3g} "
+            f"(remaining {self.eps_remaining:.6g}); this run alone costs eps {eps_run:.6g} and the "
+            f"composition would reach eps {eps_requested_total:.6g} > {eps_budget:.6g}. "
+            "The run was refused and nothing was recorded."
+        )
+
+
+class UnknownDatasetError(ValueError):
+    """``dataset_id`` is not registered in the ledger."""
+
+
+@dataclass(frozen=True)
+class ChargeReceipt:
+    """Proof that a run was charged (returned by :meth:`Ledger.charge`).
+
+    ``eps_run``: the run's own eps at ``delta``; ``eps_spent``: composed eps of the dataset after
+    this charge; ``eps_remaining`` = ``eps_budget - eps_spent``; ``delta`` = the dataset's
+    ``delta_budget`` at which all epsilons are stated.
+    """
+
+    run_id: int
+    dataset_id: str
+    run_label: str
+    eps_run: float
+    eps_spent: float
+    eps_remaining: float
+    eps_budget: float
+    delta: float
+    charged_at: float
+    ledger_path: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc).isoformat()
+
+
+def _check_dataset_id(dataset_id: Any) -> str:
+    if not isinstance(dataset_id, str) or not dataset_id.strip():
+        raise ValueError(f"dataset_id must be a non-empty string, got {dataset_id!r}")
+    return dataset_id
+
+
+def _check_run_label(run_label: Any) -> str:
+    if run_label is None:
+        return ""
+    if not isinstance(run_label, str):
+        raise ValueError(f"run_label must be a string, got {run_label!r}")
+    return run_label
+
+
+def _serialise_event(event: Any) -> tuple[PrivacyEvent, str]:
+    """JSON of ``event`` and the event rebuilt from that JSON (what later composition will see).
+
+    Refuses events whose JSON form does not round-trip exactly, so that the accounting done at
+    charge time is exactly the accounting any later reader of the ledger will redo.
+    """
+    if not isinstance(event, PrivacyEvent):
+        raise ValueError(f"event must be a PrivacyEvent (GdpEvent, ZcdpEvent, RdpCurveEvent, PureDpEvent, "
+                         f"ApproxDpEvent), got {type(event).__name__}")
+    d = event.to_dict()
+    text = json.dumps(d, sort_keys=True)
+    rebuilt = event_from_dict(json.loads(text))
+    if json.dumps(rebuilt.to_dict(), sort_keys=True) != text:
+        raise ValueError(f"event of kind {event.kind!r} does not survive a JSON round trip; cannot be recorded")
+    return rebuilt, text
+
+
+class Ledger:
+    """Persistent per-dataset privacy ledger in an SQLite file.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The SQLite file (created with its parent directory if missing). ``None`` uses
+        :func:`default_ledger_path`. ``":memory:"`` is refused (a ledger must persist).
+
+    Each method opens its own short-lived connection, so a ``Ledger`` can be shared across
+    threads and passed to (or re-created in) other processes.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        if path is None:
+            path = default_ledger_path()
+        if not isinstance(path, (str, os.PathLike)) or str(path).strip() in ("", ":memory:"):
+            raise ValueError(f"path must be a file path for the ledger database, got {path!r}")
+        self.path = Path(path).expanduser()
+        if self.path.exists() and self.path.is_dir():
+            raise ValueError(f"path must be a file, not a directory: {str(self.path)!r}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._init_schema()
+
+    # ------------------------------------------------------------------ connections
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        con.row_factory = sqlite3.Row
+        con.execute("PRAGMA foreign_keys = ON")
+        con.execute("PRAGMA synchronous = FULL")
+        return con
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: holds the database write lock from the first read."""
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            else:
+                con.execute("COMMIT")
+        finally:
+            con.close()
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for multi-statement reads."""
+        con = self._connect()
+        try:
+            con.execute("BEGIN")
+            try:
+                yield con
+            finally:
+                con.execute("ROLLBACK")
+        finally:
+            con.close()
+
+    def _init_schema(self) -> None:
+        with self._write() as con:
+            for stmt in _SCHEMA.strip().split(";"):
+                if stmt.strip():
+                    con.execute(stmt)
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                con.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(_SCHEMA_VERSION),))
+            elif int(row["value"]) != _SCHEMA_VERSION:
+                raise ValueError(f"ledger at {str(self.path)!r} has schema_version {row['value']}, "
+                                 f"this dp_infer reads schema_version {_SCHEMA_VERSION}")
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _dataset_row(con: sqlite3.Connection, dataset_id: str) -> sqlite3.Row:
+        row = con.execute("SELECT * FROM datasets WHERE dataset_id = ?", (dataset_id,)).fetchone()
+        if row is None:
+            known = [r[0] for r in con.execute("SELECT dataset_id FROM datasets ORDER BY dataset_id")]
+            raise UnknownDatasetError(
+                f"dataset_id {dataset_id!r} is not registered in this ledger (known: {known}); "
+                "call register_dataset(dataset_id, eps_budget, delta_budget) first")
+        return row
+
+    @staticmethod
+    def _events(con: sqlite3.Connection, dataset_id: str) -> list[tuple[PrivacyEvent, int]]:
+        rows = con.execute("SELECT event_json, count FROM runs WHERE dataset_id = ? ORDER BY run_id",
+                           (dataset_id,)).fetchall()
+        return [(event_from_dict(json.loads(r["event_json"])), int(r["count"])) for r in rows]
+
+    @staticmethod
+    def _epsilon(items: list[tuple[PrivacyEvent, int]], delta: float) -> float:
+        if not items:
+            return 0.0
+        eps = float(Accountant(items).get_epsilon(delta))
+        return math.inf if math.isnan(eps) else eps
+
+    # ------------------------------------------------------------------ datasets
+    def register_dataset(self, dataset_id: str, eps_budget: float, delta_budget: float) -> dict:
+        """Register ``dataset_id`` with a total budget (eps_budget in (0, inf), delta_budget in (0, 1)).
+
+        Idempotent when re-registered with the same budget; a different budget raises
+        ``ValueError`` (budgets are never changed silently). Returns the dataset's budget dict.
+        """
+        dataset_id = _check_dataset_id(dataset_id)
+        eps_budget = check_positive("eps_budget", eps_budget)
+        delta_budget = check_delta(delta_budget, "delta_budget")
+        with self._write() as con:
+            row = con.execute("SELECT * FROM datasets WHERE dataset_id = ?", (dataset_id,)).fetchone()
+            if row is None:
+                con.execute("INSERT INTO datasets(dataset_id, eps_budget, delta_budget, created_at) "
+                            "VALUES (?, ?, ?, ?)", (dataset_id, eps_budget, delta_budget, time.time()))
+            elif row["eps_budget"] != eps_budget or row["delta_budget"] != delta_budget:
+                raise ValueError(
+                    f"dataset_id {dataset_id!r} is already registered with eps_budget {row['eps_budget']!r}, "
+                    f"delta_budget {row['delta_budget']!r}; re-registering with eps_budget {eps_budget!r}, "
+                    f"delta_budget {delta_budget!r} is refused (a budget cannot be changed)")
+        return {"dataset_id": dataset_id, "eps_budget": eps_budget, "delta_budget": delta_budget}
+
+    def datasets(self) -> list[dict]:
+        """All registered datasets with their budgets."""
+        with self._read() as con:
+            rows = con.execute("SELECT dataset_id, eps_budget, delta_budget, created_at FROM datasets "
+                               "ORDER BY dataset_id").fetchall()
+        return [{"dataset_id": r["dataset_id"], "eps_budget": r["eps_budget"], "delta_budget": r["delta_budget"],
+                 "created_at": _iso(r["created_at"])} for r in rows]
+
+    # ------------------------------------------------------------------ charging
+    def charge(self, dataset_id: str, event: PrivacyEvent, run_label: str = "", *, count: int = 1) -> ChargeReceipt:
+        """Charge ``count`` adaptive repetitions of ``event`` (e.g. K chains) to ``dataset_id``.
+
+        Composes every recorded event of the dataset plus this one with the Accountant, at the
+        dataset's ``delta_budget``. Raises :class:`BudgetExceededError` (recording nothing) if the
+        composed eps exceeds ``eps_budget``; otherwise commits the run with status ``"charged"``
+        and returns a :class:`ChargeReceipt`. Call this *before* releasing any draw.
+        """
+        dataset_id = _check_dataset_id(dataset_id)
+        run_label = _check_run_label(run_label)
+        count = check_positive_int("count", count)
+        rebuilt, text = _serialise_event(event)
+        with self._write() as con:
+            ds = self._dataset_row(con, dataset_id)
+            eps_budget, delta = float(ds["eps_budget"]), float(ds["delta_budget"])
+            items = self._events(con, dataset_id)
+            eps_before = self._epsilon(items, delta)
+            eps_after = self._epsilon(items + [(rebuilt, count)], delta)
+            eps_run = self._epsilon([(rebuilt, count)], delta)
+            # composition can only add privacy loss: guard against any numerical non-monotonicity
+            eps_after = max(eps_after, eps_before, eps_run)
+            if not (eps_after <= eps_budget):  # also refuses inf / nan
+                raise BudgetExceededError(dataset_id, eps_budget, delta, eps_before, eps_after, eps_run, run_label)
+            now = time.time()
+            cur = con.execute(
+                "INSERT INTO runs(dataset_id, run_label, event_json, count, status, charged_at, eps_run, "
+                "eps_after, pid) VALUES (?, ?, ?, ?, 'charged', ?, ?, ?, ?)",
+                (dataset_id, run_label, text, count, now, eps_run, eps_after, os.getpid()))
+            run_id = int(cur.lastrowid)
+        return ChargeReceipt(run_id=run_id, dataset_id=dataset_id, run_label=run_label, eps_run=eps_run,
+                             eps_spent=eps_after, eps_remaining=eps_budget - eps_after, eps_budget=eps_budget,
+                             delta=delta, charged_at=now, ledger_path=str(self.path))
+
+    def complete(self, receipt: ChargeReceipt | int) -> None:
+        """Mark a charged run ``"completed"`` (idempotent). The charge still counts."""
+        run_id = receipt.run_id if isinstance(receipt, ChargeReceipt) else receipt
+        if isinstance(run_id, bool) or not isinstance(run_id, int):
+            raise ValueError(f"receipt must be a ChargeReceipt or an integer run_id, got {receipt!r}")
+        with self._write() as con:
+            row = con.execute("SELECT status, dataset_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise ValueError(f"receipt (run_id {run_id}) is not in the ledger at {str(self.path)!r}")
+            if isinstance(receipt, ChargeReceipt) and row["dataset_id"] != receipt.dataset_id:
+                raise ValueError(f"receipt run_id {run_id} belongs to dataset {row['dataset_id']!r}, "
+                                 f"not {receipt.dataset_id!r}")
+            if row["status"] == "charged":
+                con.execute("UPDATE runs SET status = 'completed', completed_at = ? WHERE run_id = ?",
+                            (time.time(), run_id))
+
+    @contextlib.contextmanager
+    def reserve(self, dataset_id: str, event: PrivacyEvent, run_label: str = "", *,
+                count: int = 1) -> Iterator[ChargeReceipt]:
+        """Charge on enter, mark completed on clean exit.
+
+        On an exception (or if the process dies) the run stays ``"charged"`` and keeps counting:
+        draws may have been partially computed or released.
+        """
+        receipt = self.charge(dataset_id, event, run_label, count=count)
+        yield receipt
+        self.complete(receipt)
+
+    # ------------------------------------------------------------------ queries
+    def spent(self, dataset_id: str) -> dict:
+        """Composed spend of all recorded runs (charged and completed) at the dataset's delta_budget.
+
+        Keys: eps, delta (= delta_budget, the delta at which eps is stated), n_runs, n_charged,
+        n_completed, eps_budget, delta_budget, remaining_eps (= eps_budget - eps).
+        """
+        dataset_id = _check_dataset_id(dataset_id)
+        with self._read() as con:
+            ds = self._dataset_row(con, dataset_id)
+            items = self._events(con, dataset_id)
+            counts = dict(con.execute("SELECT status, COUNT(*) FROM runs WHERE dataset_id = ? GROUP BY status",
+                                      (dataset_id,)).fetchall())
+        eps_budget, delta = float(ds["eps_budget"]), float(ds["delta_budget"])
+        eps = self._epsilon(items, delta)
+        return {"eps": eps, "delta": delta, "n_runs": len(items), "n_charged": int(counts.get("charged", 0)),
+                "n_completed": int(counts.get("completed", 0)), "eps_budget": eps_budget,
+                "delta_budget": delta, "remaining_eps": eps_budget - eps}
+
+    def accountant(self, dataset_id: str) -> Accountant:
+        """An Accountant holding every recorded event of ``dataset_id`` (for full reports)."""
+        dataset_id = _check_dataset_id(dataset_id)
+        with self._read() as con:
+            self._dataset_row(con, dataset_id)
+            return Accountant(self._events(con, dataset_id))
+
+    def history(self, dataset_id: str) -> list[dict]:
+        """One record per run, oldest first.
+
+        Keys: run_id, run_label, status ("charged" | "completed"), charged_at / completed_at (ISO
+        8601 UTC), time (unix seconds of the charge), event (dict), count, eps_run (the run alone),
+        eps_after (composed eps of the dataset right after this charge), delta, pid.
+        """
+        dataset_id = _check_dataset_id(dataset_id)
+        with self._read() as con:
+            ds = self._dataset_row(con, dataset_id)
+            rows = con.execute("SELECT * FROM runs WHERE dataset_id = ? ORDER BY run_id", (dataset_id,)).fetchall()
+        return [{"run_id": r["run_id"], "run_label": r["run_label"], "status": r["status"],
+                 "time": r["charged_at"], "charged_at": _iso(r["charged_at"]),
+                 "completed_at": _iso(r["completed_at"]), "event": json.loads(r["event_json"]),
+                 "count": r["count"], "eps_run": r["eps_run"], "eps_after": r["eps_after"],
+                 "delta": float(ds["delta_budget"]), "pid": r["pid"]} for r in rows]
+
+    def records_for_plot(self, dataset_id: str) -> list[dict]:
+        """Rows for a spent-vs-remaining plot, oldest first.
+
+        Keys: run (label, or ``"run <id>"`` if unlabelled), run_id, status, eps_run (the run alone
+        at delta_budget), eps_cumulative (composed eps after the run), eps_remaining, eps_budget.
+        ``eps_cumulative`` is the composition, not the sum of ``eps_run`` (composition is sublinear).
+        """
+        hist = self.history(dataset_id)
+        with self._read() as con:
+            budget = float(self._dataset_row(con, dataset_id)["eps_budget"])
+        return [{"run": h["run_label"] or f"run {h['run_id']}", "run_id": h["run_id"], "status": h["status"],
+                 "eps_run": h["eps_run"], "eps_cumulative": h["eps_after"],
+                 "eps_remaining": budget - h["eps_after"], "eps_budget": budget} for h in hist]
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"

@@ -1,0 +1,86 @@
+"""Execute every notebook in notebooks/ with the project's own interpreter; check none has outputs.
+
+The kernel is a throw-away kernelspec written to a temporary JUPYTER_PATH whose argv starts
+with ``sys.executable``: the notebooks run in the same environment as the tests (the venv made
+by ``./dev test``), never in whatever ``python3`` kernel happens to be installed elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+KERNEL_NAME = "dp-infer-test-python"
+CELL_TIMEOUT = 300  # seconds per cell
+
+
+def test_notebooks_exist():
+    assert NOTEBOOKS, f"no notebooks found in {NOTEBOOK_DIR}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_committed_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        assert cell.get("outputs", []) == [], f"{path.name}: cell {i} has outputs; clear them before committing"
+        assert cell.get("execution_count") is None, f"{path.name}: cell {i} has an execution count"
+
+
+@pytest.fixture(scope="module")
+def venv_kernel(tmp_path_factory):
+    """A kernelspec that launches ipykernel with this very interpreter."""
+    jdir = tmp_path_factory.mktemp("jupyter")
+    kdir = jdir / "kernels" / KERNEL_NAME
+    kdir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"dp_infer tests ({sys.executable})",
+        "language": "python",
+    }
+    (kdir / "kernel.json").write_text(json.dumps(spec))
+    old = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(jdir) + (os.pathsep + old if old else "")
+    # the kernel inherits the environment: keep JAX on the CPU and matplotlib headless
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    try:
+        yield KERNEL_NAME
+    finally:
+        if old is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = old
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_executes(path, venv_kernel, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    # first cell: prove the kernel is this interpreter (not a stray system python3)
+    probe = nbformat.v4.new_code_cell("import sys; print(sys.executable)")
+    nb.cells.insert(0, probe)
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name=venv_kernel,
+        timeout=CELL_TIMEOUT,
+        resources={"metadata": {"path": str(tmp_path)}},  # run in a scratch dir: files land there
+    )
+    client.execute()
+    printed = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("output_type") == "stream").strip()
+    assert Path(printed).resolve() == Path(sys.executable).resolve(), (
+        f"notebook kernel ran {printed!r}, not the test interpreter {sys.executable!r}"
+    )
