@@ -35,38 +35,68 @@ def _mixing_block(dt, report) -> None:
         click.echo(f"WARNING: {w}")
 
 
-def _run_and_report(loss, X, y, *, eps, delta, horizon, chains, kernel, friction, lam, seed,
-                    progress, X_test=None, y_test=None, out=None, nonprivate_ref=True):
+def _run_and_report(loss, X, y, *, eps, delta, pure, route, horizon, chains, kernel, friction,
+                    lam_rel, radius, seed, progress, ledger, dataset_id, budget, X_test=None,
+                    y_test=None, out=None, nonprivate_ref=True):
     from . import nonprivate
-    from .fit import fit
+    from .calibrate import calibrate
+    from .domains import L2Ball
+    from .fit import sample
 
+    X, y = loss.check_data(X, y)
+    dim = loss.num_params(X.shape[1])
+    domain = L2Ball(dim, radius) if radius is not None else None
+    plan = calibrate(loss.constants, X.shape[0], dim, eps=eps, delta=None if pure else delta,
+                     route=route, domain=domain, horizon=horizon, num_chains=chains, kernel=kernel,
+                     friction=friction, lam_rel=lam_rel)
+    click.echo("Routes considered (data independent: n, dimension and the loss's declared constants)")
+    click.echo(plan.explain())
+    click.echo("")
+    receipt = None
+    if ledger is not None:
+        from .privacy.ledger import Ledger
+
+        led = Ledger(ledger)
+        if budget is not None:
+            led.register_dataset(dataset_id, budget[0], budget[1])
+        receipt = led.charge(dataset_id, plan.event, run_label=f"dp-infer {plan.route} seed={seed}")
+        sp = led.spent(dataset_id)
+        click.echo(f"ledger {ledger}: charged this run before sampling; dataset {dataset_id!r} has spent "
+                   f"eps = {sp['eps']:.4g} of {sp['eps_budget']:g} at delta = {sp['delta_budget']:g}")
     t0 = time.time()
-    run = fit(loss, X, y, eps=eps, delta=delta, horizon=horizon, num_chains=chains, kernel=kernel,
-              friction=friction, lam=lam, seed=seed, progress_bar=progress)
+    run = sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=progress)
     elapsed = time.time() - t0
+    if receipt is not None:
+        led.complete(receipt)
     report = run.report()
     report["elapsed_seconds"] = elapsed
     _print_report(report)
     dt = run.to_datatree()
-    click.echo("")
-    click.echo("ArviZ diagnostics of the released draws (post-processing: free)")
-    _mixing_block(dt, report)
-    if X_test is not None and loss.name in ("logistic", "model_nll"):
-        theta = run.posterior_mean()
-        acc_priv = nonprivate.accuracy(theta, X_test, y_test)
+    if plan.release == "trajectory":
         click.echo("")
-        click.echo(f"test accuracy, private posterior mean ({report['eps_spent']:.3g}, "
-                   f"{delta:g})-DP : {acc_priv:.4f}")
+        click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
+                   "(post-processing: free)")
+        from .diagnostics import to_datatree
+
+        _mixing_block(to_datatree({"theta": run.draws()}, report), report)
+    else:
+        click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
+    if X_test is not None and loss.name in ("logistic", "model_nll"):
+        acc_priv = nonprivate.accuracy(run.estimate(), X_test, y_test)
+        click.echo("")
+        guarantee = (f"({report['eps_spent']:.3g}, {plan.delta:g})-DP" if plan.delta > 0
+                     else f"pure {report['eps_spent']:.3g}-DP")
+        click.echo(f"route: {plan.route}; test accuracy of the released estimate, {guarantee}: {acc_priv:.4f}")
         if nonprivate_ref:
             th_np, _, _ = nonprivate.minimize_loss(loss, X, y)
-            click.echo(f"test accuracy, non-private fit (reference, NOT private)  : "
+            click.echo(f"test accuracy, non-private fit (reference, NOT private): "
                        f"{nonprivate.accuracy(th_np, X_test, y_test):.4f}")
     click.echo(f"sampling time: {elapsed:.1f} s")
     if out is not None:
         from .diagnostics import save
 
         path = save(dt, out)
-        click.echo(f"wrote {path} (ArviZ DataTree: posterior draws, diverging, privacy report)")
+        click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
     return run
 
 
@@ -79,15 +109,27 @@ def main() -> None:
 _common = [
     click.option("--eps", type=float, default=1.0, show_default=True, help="privacy epsilon (> 0)"),
     click.option("--delta", type=float, default=1e-5, show_default=True, help="privacy delta in (0, 1)"),
+    click.option("--pure", is_flag=True, default=False,
+                 help="pure eps-DP (route 'pure': needs --radius; purifies the estimate)"),
+    click.option("--route", type=click.Choice(["auto", "trajectory", "last_iterate", "stationary", "pure"]),
+                 default="auto", show_default=True, help="force a privacy route"),
+    click.option("--radius", type=float, default=None,
+                 help="L2-ball domain radius for theta (required by --pure)"),
     click.option("--horizon", type=float, default=1.0, show_default=True,
-                 help="integrated Langevin time per chain (privacy grows with it)"),
+                 help="integrated Langevin time per chain (trajectory route: privacy grows with it)"),
     click.option("--chains", type=int, default=2, show_default=True,
                  help="number of chains (K chains cost K times the RDP of one)"),
     click.option("--kernel", type=click.Choice(["langevin", "underdamped"]), default="langevin",
                  show_default=True),
     click.option("--friction", type=float, default=None, help="friction gamma (underdamped only)"),
-    click.option("--lam", type=float, default=0.0, show_default=True,
-                 help="L2 regulariser (lam/2)||theta||^2 added to the potential (data independent)"),
+    click.option("--lam-rel", type=float, default=None,
+                 help="loss-level L2 regulariser (lam_rel/2)||theta||^2 (default: none for the "
+                      "trajectory route, a data-independent choice for routes needing strong convexity)"),
+    click.option("--ledger", type=click.Path(dir_okay=False), default=None,
+                 help="SQLite privacy ledger: the run is charged before sampling, refused if over budget"),
+    click.option("--dataset-id", default="default", show_default=True, help="dataset name in the ledger"),
+    click.option("--budget", type=(float, float), default=None,
+                 help="register the dataset's (eps, delta) budget in the ledger"),
     click.option("--seed", type=int, default=0, show_default=True),
     click.option("--progress/--no-progress", default=True, show_default=True),
     click.option("--out", type=click.Path(dir_okay=False), default=None,
@@ -103,7 +145,8 @@ def _with_common(f):
 
 @main.command()
 @_with_common
-def demo(eps, delta, horizon, chains, kernel, friction, lam, seed, progress, out):
+def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ledger,
+         dataset_id, budget, seed, progress, out):
     """Private Bayesian logistic regression on the embedded UCI Adult data."""
     from . import datasets, losses
 
@@ -115,9 +158,10 @@ def demo(eps, delta, horizon, chains, kernel, friction, lam, seed, progress, out
                f"train {data.clip_train.n_clipped}, test {data.clip_test.n_clipped}")
     click.echo("")
     _run_and_report(losses.logistic(row_norm=1.0), data.X_train, data.y_train, eps=eps,
-                    delta=delta, horizon=horizon, chains=chains, kernel=kernel, friction=friction,
-                    lam=lam, seed=seed, progress=progress, X_test=data.X_test, y_test=data.y_test,
-                    out=out)
+                    delta=delta, pure=pure, route=route, horizon=horizon, chains=chains,
+                    kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
+                    progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget,
+                    X_test=data.X_test, y_test=data.y_test, out=out)
 
 
 @main.command()
@@ -131,8 +175,9 @@ def demo(eps, delta, horizon, chains, kernel, friction, lam, seed, progress, out
 @click.option("--test-csv", type=click.Path(exists=True, dir_okay=False), default=None,
               help="held-out CSV (same columns) for accuracy")
 @_with_common
-def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, eps, delta, horizon,
-           chains, kernel, friction, lam, seed, progress, out):
+def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, eps, delta, pure,
+           route, radius, horizon, chains, kernel, friction, lam_rel, ledger, dataset_id, budget,
+           seed, progress, out):
     """Private draws for a numeric CSV (features must already be on a public scale)."""
     from . import datasets, losses
 
@@ -146,9 +191,10 @@ def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, eps
     if test_csv:
         Xt, yt, _ = datasets.load_csv(test_csv, target)
         Xt, _ = datasets.clip_rows(Xt, row_norm)
-    _run_and_report(loss, Xc, y, eps=eps, delta=delta, horizon=horizon, chains=chains,
-                    kernel=kernel, friction=friction, lam=lam, seed=seed, progress=progress,
-                    X_test=Xt, y_test=yt, out=out)
+    _run_and_report(loss, Xc, y, eps=eps, delta=delta, pure=pure, route=route, horizon=horizon,
+                    chains=chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
+                    radius=radius, seed=seed, progress=progress, ledger=ledger,
+                    dataset_id=dataset_id, budget=budget, X_test=Xt, y_test=yt, out=out)
 
 
 @main.command()

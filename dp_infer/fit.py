@@ -19,7 +19,8 @@ from ._validation import check_finite_array
 from .domains import Domain, Euclidean
 from .kernels import Langevin, UnderdampedLangevin
 from .losses import PerExampleLoss
-from .plan import SamplingPlan, plan_trajectory
+from .calibrate import calibrate
+from .plan import SamplingPlan
 from .potentials import GibbsPotential, gibbs_potential
 
 __all__ = ["PrivateRun", "sample", "fit"]
@@ -35,15 +36,25 @@ class PrivateRun:
     mcmc: MCMC
     plan: SamplingPlan
     potential: GibbsPotential
+    purified: np.ndarray | None = None
 
     def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
-        """Released draws, shape (chains, draws, dim); burn-in dropped by default (post-processing)."""
+        """Draws, shape (chains, draws, dim); burn-in dropped by default (post-processing).
+
+        Route ``trajectory``: the whole accounted path. ``last_iterate``: one draw per chain (the
+        only accounted release). ``pure``: the raw draws are only covered by the upstream
+        (eps_a, delta_a) guarantee; release :meth:`estimate` (purified) instead.
+        """
         z = np.asarray(self.mcmc.get_samples(group_by_chain=True)["theta"])
         return z[:, self.plan.burn_in:] if drop_burn_in else z
 
     def posterior_mean(self) -> np.ndarray:
         """Mean of the post-burn-in draws over all chains (post-processing of released draws)."""
         return self.draws().reshape(-1, self.plan.dim).mean(axis=0)
+
+    def estimate(self) -> np.ndarray:
+        """The released point estimate: the purified mean (route ``pure``) or the posterior mean."""
+        return self.purified if self.purified is not None else self.posterior_mean()
 
     def num_divergent(self) -> int:
         div = self.mcmc.get_extra_fields(group_by_chain=True).get("diverging")
@@ -59,6 +70,9 @@ class PrivateRun:
         """Privacy-safe ArviZ DataTree (posterior + diverging + report in attributes)."""
         from .diagnostics import to_datatree
 
+        if self.purified is not None and not debug:
+            # only the purified estimate carries the pure guarantee
+            return to_datatree({"theta": self.purified[None, None, :]}, self.report())
         return to_datatree(self.mcmc, self.report(), debug=debug)
 
 
@@ -98,20 +112,38 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
                 progress_bar=progress_bar)
     init_params = {"theta": jnp.broadcast_to(init, (plan.num_chains, plan.dim))
                    if plan.num_chains > 1 else init}
-    mcmc.run(jax.random.PRNGKey(seed), init_params=init_params)
-    return PrivateRun(mcmc, plan, potential)
+    key_run, key_purify = jax.random.split(jax.random.PRNGKey(seed))
+    mcmc.run(key_run, init_params=init_params)
+    run = PrivateRun(mcmc, plan, potential)
+    if plan.release == "purified_mean":
+        from .privacy.purification import PurificationParams, purify
+
+        if domain is None or not domain.bounded:
+            raise ValueError("route 'pure' needs the bounded domain its plan was made for")
+        pdict = dict(plan.purification)
+        pdict["q"] = float(pdict["q"])  # "inf" is stored as a string for JSON
+        params = PurificationParams(**pdict)
+        with jax.enable_x64(True):  # project in float64 so the point lies in the domain exactly
+            mean = np.asarray(domain.project(jnp.asarray(run.posterior_mean(), dtype=jnp.float64)))
+        run.purified = np.asarray(purify(key_purify, mean, params, domain))
+    return run
 
 
-def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float, horizon: float = 1.0,
-        num_chains: int = 1, kernel: str = "langevin", friction: float | None = None,
-        lam: float = 0.0, num_draws: int = 1000, domain: Domain | None = None, seed: int = 0,
-        progress_bar: bool = True, **plan_kwargs: Any) -> PrivateRun:
-    """Plan the trajectory route from (eps, delta) and the loss constants, then sample.
+def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, route: str = "auto",
+        horizon: float = 1.0, num_chains: int = 1, kernel: str = "langevin",
+        friction: float | None = None, lam_rel: float | None = None, num_draws: int = 1000,
+        domain: Domain | None = None, seed: int = 0, progress_bar: bool = True,
+        **calibrate_kwargs: Any) -> PrivateRun:
+    """Calibrate a plan for (eps, delta) — pure eps when ``delta`` is None — and sample it.
 
-    ``X, y`` are checked against the loss's declared bounds before anything runs.
+    The plan comes from :func:`dp_infer.calibrate.calibrate` (data independent: n, the
+    dimension and the loss's declared constants only). ``X, y`` are checked against the loss's
+    declared bounds before anything runs.
     """
     X, y = loss.check_data(X, y)
-    plan = plan_trajectory(loss.constants, X.shape[0], loss.num_params(X.shape[1]), eps=eps,
-                           delta=delta, horizon=horizon, num_chains=num_chains, kernel=kernel,
-                           friction=friction, lam=lam, num_draws=num_draws, **plan_kwargs)
+    domain = domain if domain is not None else loss.domain
+    plan = calibrate(loss.constants, X.shape[0], loss.num_params(X.shape[1]), eps=eps,
+                     delta=delta, route=route, domain=domain, horizon=horizon,
+                     num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
+                     num_draws=num_draws, **calibrate_kwargs)
     return sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=progress_bar)

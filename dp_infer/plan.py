@@ -56,6 +56,10 @@ class SamplingPlan:
     excess_risk_bound: float | None = None
     relaxation_time: float | None = None
     notes: tuple[str, ...] = field(default=())
+    release: str = "trajectory"
+    upstream_log_delta: float | None = None
+    purification: dict | None = None
+    options: tuple = field(default=(), compare=False)
 
     @property
     def horizon(self) -> float:
@@ -69,12 +73,27 @@ class SamplingPlan:
         return Accountant([self.event])
 
     def spent(self) -> dict:
-        """(eps, delta) actually spent, recomputed by the accountant from the event."""
+        """(eps, delta) actually spent, recomputed by the accountant from the event.
+
+        A pure-DP plan (delta = 0) reports the event's epsilon (basic composition is exact for
+        a single pure event)."""
+        from .privacy.events import PureDpEvent
+
+        if self.delta == 0:
+            if not isinstance(self.event, PureDpEvent):
+                raise ValueError("a pure-DP plan must carry a PureDpEvent")
+            return {"eps": float(self.event.epsilon), "delta": 0.0}
         acc = self.accountant()
         return {"eps": acc.get_epsilon(self.delta), "delta": self.delta}
 
+    def explain(self) -> str:
+        """The routes side by side: feasibility, beta, bounds and why this one was chosen."""
+        from .calibrate import explain_options
+
+        return explain_options(self)
+
     def as_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "event"}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("event", "options")}
         d["horizon"] = self.horizon
         d["num_draws"] = self.num_draws
         d["event"] = self.event.to_dict()
@@ -82,7 +101,16 @@ class SamplingPlan:
         d["eps_spent"] = self.spent()["eps"]
         d["assumptions"] = list(self.assumptions) + list(self.event.assumptions)
         d["notes"] = list(self.notes)
-        return json.loads(json.dumps(d, default=float))
+        if self.options:
+            d["routes_considered"] = [o.as_dict() for o in self.options]
+        return json.loads(json.dumps(d, default=_json_default))
+
+
+def _json_default(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return str(x)
 
 
 def _stable_step(M_U: float, friction: float | None, safety: float) -> float:
@@ -97,7 +125,8 @@ def _stable_step(M_U: float, friction: float | None, safety: float) -> float:
     return min(safety / math.sqrt(M_U), safety / friction)
 
 
-def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float, delta: float,
+def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
+                    delta: float | None = None, log_delta: float | None = None,
                     horizon: float = 1.0, num_chains: int = 1, kernel: str = "langevin",
                     friction: float | None = None, lam: float = 0.0, num_draws: int = 1000,
                     burn_in_fraction: float = 0.5, step_safety: float = 0.5,
@@ -110,7 +139,15 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float, d
     mixing and the excess-risk bound p / beta need convexity (stated in the assumptions).
     """
     eps = check_epsilon(eps)
-    delta = check_delta(delta)
+    if (delta is None) == (log_delta is None):
+        raise ValueError("give exactly one of delta (in (0, 1)) or log_delta (< 0)")
+    if delta is not None:
+        delta = check_delta(delta)
+        log_delta = math.log(delta)
+    elif not (math.isfinite(log_delta) and log_delta < 0):
+        raise ValueError(f"log_delta must be a finite number < 0, got {log_delta!r}")
+    else:
+        delta = math.exp(log_delta)  # may underflow to 0 for purification's tiny upstream delta
     n = check_positive_int("n", n)
     dim = check_positive_int("dim", dim)
     horizon = check_positive("horizon", horizon)
@@ -135,7 +172,7 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float, d
         if friction is not None:
             raise ValueError("friction applies to kernel='underdamped' only")
     sensitivity = constants.grad_diff / n
-    beta = path_privacy.beta_max(eps, delta, sensitivity=sensitivity, time=horizon,
+    beta = path_privacy.beta_max(eps, log_delta=log_delta, sensitivity=sensitivity, time=horizon,
                                  friction=friction, num_chains=num_chains)
     M_U = beta * constants.smoothness + lam
     h = min(_stable_step(M_U, friction, step_safety), horizon / min_steps)
@@ -165,5 +202,5 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float, d
         sampling_error_tv=None,
         excess_risk_bound=dim / beta,
         relaxation_time=(1.0 / m_U / h) if m_U > 0 else None,
-        notes=tuple(notes),
+        notes=tuple(notes), upstream_log_delta=log_delta,
     )
