@@ -3,7 +3,9 @@
 * :mod:`dp_infer.kernels.langevin` -- (projected) unadjusted Langevin algorithm,
   :class:`Langevin`;
 * :mod:`dp_infer.kernels.underdamped` -- kinetic Langevin, Euler kinetic scheme,
-  :class:`UnderdampedLangevin`.
+  :class:`UnderdampedLangevin`;
+* :mod:`dp_infer.kernels.sgld` -- Poisson-subsampled SGLD with per-example clipping,
+  :class:`MinibatchSGLD` (accounted by :mod:`dp_infer.privacy.minibatch`).
 
 Each functional module exposes ``init``, ``build_kernel`` (``-> step(rng_key, state)``),
 ``keyed_transition`` and ``sample_chain`` (a ``lax.scan`` driver). The kernels never decide
@@ -11,13 +13,16 @@ privacy: the potential already contains the inverse temperature, and the step si
 and number of steps come from a privacy plan chosen without looking at the data.
 """
 
-from . import langevin, underdamped
+from . import langevin, sgld, underdamped
+from .sgld import MinibatchSGLD
 from .langevin import Langevin, LangevinDebugState, LangevinState
 from .underdamped import UnderdampedLangevin, UnderdampedLangevinDebugState, UnderdampedLangevinState
 
 __all__ = [
     "langevin",
     "underdamped",
+    "sgld",
+    "MinibatchSGLD",
     "Langevin",
     "LangevinState",
     "LangevinDebugState",
