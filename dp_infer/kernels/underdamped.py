@@ -209,7 +209,9 @@ class UnderdampedLangevin(LangevinKernelBase):
     :param float step_size: h > 0 (keyword-only, required).
     :param float friction: gamma > 0 (keyword-only, required).
     :param domain: optional Domain on the flat (unconstrained) position; only ``x`` is projected.
-    :param divergence_radius, init_strategy, debug: as for :class:`~dp_infer.kernels.Langevin`.
+    :param divergence_radius: as for :class:`~dp_infer.kernels.Langevin`.
+    :param init_strategy: as for :class:`~dp_infer.kernels.Langevin` (data independent).
+    :param bool debug: as for :class:`~dp_infer.kernels.Langevin` (adds non-private fields).
 
     State :class:`UnderdampedLangevinState` ``(i, z, v, diverging, rng_key)``; default export
     ``("z", "diverging")``; ``extra_fields=("v",)`` collects velocities (covered by the
