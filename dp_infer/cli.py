@@ -215,9 +215,11 @@ main.add_command(rashomon_command)
 
 def run() -> None:
     """Console entry point: a bad input prints one clear error line, not a traceback."""
+    from .privacy.ledger import BudgetExceededError
+
     try:
         main(standalone_mode=True)
-    except ValueError as e:
+    except (ValueError, BudgetExceededError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
 
