@@ -45,6 +45,10 @@ def test_ledger_refuses_a_run_over_budget(tmp_path):
     second = CliRunner().invoke(main, args)
     assert second.exit_code != 0
     assert "budget" in str(second.exception).lower() or "budget" in second.output.lower()
+    # the refused run was not recorded: the ledger still holds one run of eps 1
+    rep = CliRunner().invoke(main, ["budget", str(led), "--plot", str(tmp_path / "budget.png")])
+    assert rep.exit_code == 0, rep.output
+    assert "over 1 run(s)" in rep.output and (tmp_path / "budget.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize("args,needle", [(["--eps", "-1"], "eps"), (["--delta", "2"], "delta"),
