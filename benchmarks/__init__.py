@@ -1,0 +1,1 @@
+"""Benchmarks for dp_infer: ``python -m benchmarks [--quick]`` (writes benchmarks/results/)."""

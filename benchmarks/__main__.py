@@ -1,0 +1,66 @@
+"""``python -m benchmarks [--quick] [--only SECTION ...]``: run the benchmarks, write
+benchmarks/results/results.json, results.md and PNG plots, and docs/results.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+from ._common import machine
+
+SECTIONS = ("audits", "kernels", "hardware", "chains", "utility", "quality")
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "results")
+DOCS = os.path.join(os.path.dirname(HERE), "docs", "results.md")
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m benchmarks")
+    p.add_argument("--quick", action="store_true", help="~3 minute version (smaller problems, fewer seeds)")
+    p.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
+    p.add_argument("--no-docs", action="store_true", help="do not rewrite docs/results.md")
+    a = p.parse_args(argv)
+    os.makedirs(OUT, exist_ok=True)
+    res = {"command": "python -m benchmarks" + (" --quick" if a.quick else "")
+           + (" --only " + " ".join(a.only) if a.only else ""),
+           "quick": a.quick, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+           "sections": {}, "runtime_s": {}}
+    log(f"machine: {res['machine']}")
+    for name in a.only or SECTIONS:
+        mod = __import__(f"benchmarks.{name}", fromlist=["run"])
+        t0 = time.perf_counter()
+        log(f"[{name}] ...")
+        try:
+            res["sections"][name] = mod.run(a.quick, log=log)
+        except Exception:  # noqa: BLE001 - record and carry on
+            res["sections"][name] = {"error": traceback.format_exc()}
+            log(res["sections"][name]["error"])
+        res["runtime_s"][name] = time.perf_counter() - t0
+        log(f"[{name}] {res['runtime_s'][name]:.1f} s")
+        with open(os.path.join(OUT, "results.json"), "w") as f:  # incremental: partial runs leave results
+            json.dump(res, f, indent=1, default=float)
+    from .report import plots, to_markdown
+
+    md = to_markdown(res)
+    with open(os.path.join(OUT, "results.md"), "w") as f:
+        f.write(md)
+    plots(res, OUT)
+    if not a.no_docs:
+        os.makedirs(os.path.dirname(DOCS), exist_ok=True)
+        with open(DOCS, "w") as f:
+            f.write("# Benchmark results\n\n" "Latest run of `" + res["command"] + "` (regenerate with the same "
+                    "command; raw numbers in `benchmarks/results/results.json`, plots next to it).\n\n" + md)
+    log(f"wrote {OUT}/results.json, results.md and plots" + ("" if a.no_docs else f"; {DOCS}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Markdown tables and PNG plots from a results dict."""
+
+from __future__ import annotations
+
+import os
+
+
+def _f(x, nd=3):
+    if x is None:
+        return "—"
+    if isinstance(x, float):
+        return f"{x:.{nd}f}"
+    return str(x)
+
+
+def to_markdown(res: dict) -> str:
+    m = res["machine"]
+    L = [f"Machine: {m['cpu']}, nproc {m['nproc']} (affinity {m['affinity']}), memory {m['memory']}, "
+         f"JAX {m['jax']} ({m['backend']}), Python {m['python']}; load average at start {m.get('loadavg_at_start')} "
+         "(the machine is shared: absolute times are noisy, ratios are measured in the same run).",
+         f"Started {res['started']}; section runtimes (s): "
+         + ", ".join(f"{k} {v:.0f}" for k, v in res["runtime_s"].items()) + ".", ""]
+    S = res["sections"]
+    for name, sec in S.items():
+        if "error" in sec:
+            L += [f"## {name}: FAILED", "", "```", sec["error"][-1500:], "```", ""]
+    a = S.get("audits", {})
+    if "rows" in a:
+        L += ["## Empirical privacy audits (95% Clopper-Pearson lower bounds)", "",
+              "| family | route | statistic | claimed eps | delta | eps lower bound | exact eps of audited law | chains/side | caught? |",
+              "|---|---|---|---|---|---|---|---|---|"]
+        for r in a["rows"]:
+            bad = r["eps_lower"] > r["claimed_eps"]
+            L.append(f"| {r['family']} | {r['route']} | {r['statistic']} | {_f(r['claimed_eps'])} | {r['delta']:g} | "
+                     f"{_f(r['eps_lower'])} | {_f(r['eps_exact'])} | {r['num_samples']} | {'VIOLATION' if bad else 'ok'} |")
+        L.append("")
+    k = S.get("kernels", {})
+    if "rows" in k:
+        L += ["## Kernel overhead (marginal steps/s; ratio = inline loop per-step time / variant's, target >= 0.9)", "",
+              "| problem | n | d | kernel | variant | steps/s | ratio vs inline (per step) | fixed s per run | "
+              "ratio vs inline (total, long run) |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in k["rows"]:
+            L.append(f"| {r['problem']} | {r['n']} | {r['d']} | {r['kernel']} | {r['variant']} | "
+                     f"{r['steps_per_s']:.1f} | {r['ratio_vs_inline']:.3f} | {r['fixed_s']:.2f} | "
+                     f"{r['ratio_total_vs_inline']:.3f} ({r['steps']} steps) |")
+        L += ["", "BlackJAX: " + ("installed; `blackjax_mala` is its MALA step in a lax.scan (a different, "
+                                  "Metropolis-adjusted update: one extra potential evaluation per step)."
+                                  if k.get("blackjax") else "absent."), ""]
+    h = S.get("hardware", {})
+    if "copy_GBps" in h:
+        L += ["## Hardware bound", "",
+              f"Full-batch logistic gradient, n = {h['n']}, d = {h['d']}: {h['grad_step_s'] * 1e3:.2f} ms per step, "
+              f"{h['bytes_per_step'] / 1e6:.0f} MB moved (X read twice) = {h['achieved_GBps']:.2f} GB/s; "
+              f"same run, {h.get('array_MB', 0):.0f} MB array: read (reduction) {h.get('read_GBps', 0):.2f} GB/s, "
+              f"copy (read + write, donated) {h['copy_GBps']:.2f} GB/s; gradient step at "
+              f"{h['fraction_of_bandwidth']:.2f} of the read bandwidth.", ""]
+    c = S.get("chains", {})
+    if "rows" in c:
+        L += ["## Vectorised chains (Adult, chain_method='vectorized')", "",
+              "| chains | ms per step (marginal) | fixed s per run | step time vs 1 chain | per-chain cost vs 1 |",
+              "|---|---|---|---|---|"]
+        for r in c["rows"]:
+            L.append(f"| {r['chains']} | {r['per_step_s'] * 1e3:.2f} | {r['fixed_s']:.2f} | {r['time_vs_one']:.2f} | "
+                     f"{r['per_chain_cost_vs_one']:.3f} |")
+        L.append("")
+    u = S.get("utility", {})
+    if "methods" in u:
+        eps = u["eps"]
+        L += [f"## Privacy-utility on Adult (test accuracy, mean ± sd over seeds {u['seeds']}, delta = {u['delta']:g})", "",
+              "| method | " + " | ".join(f"eps={e:g}" for e in eps) + " | time (s) |",
+              "|---|" + "---|" * (len(eps) + 1)]
+        for name, rows in u["methods"].items():
+            L.append(f"| {name} | " + " | ".join(f"{r['mean']:.4f} ± {r['sd']:.4f}" for r in rows)
+                     + f" | {u['timing_s'].get(name, 0):.0f} |")
+        dpl = u.get("diffprivlib", {})
+        if "rows" in dpl:
+            L.append(f"| diffprivlib {dpl.get('version', '')} (pure eps) | "
+                     + " | ".join(f"{r['mean']:.4f} ± {r['sd']:.4f}" for r in dpl["rows"])
+                     + f" | {dpl.get('timing_s', 0):.0f} |")
+        L.append(f"| non-private (L-BFGS) | " + " | ".join(f"{u['nonprivate']:.4f}" for _ in eps) + " | |")
+        if "absent" in dpl:
+            L.append(f"\ndiffprivlib: {dpl['absent']}")
+        if "last_iterate_error" in u:
+            L.append(f"\nlast-iterate route failed: {u['last_iterate_error']}")
+        L.append("")
+    q = S.get("quality", {})
+    if "nuts" in q:
+        L += [f"## Sampler quality (non-private posterior, beta = n, N(0, 1) prior, Adult subsample n = {q['n_subsample']}, d = {q['d']})", "",
+              "| sampler | seconds | ESS min | ESS median | ESS min / s | ESS median / s | notes |", "|---|---|---|---|---|---|---|"]
+        for name in ("nuts", "langevin"):
+            r = q[name]
+            note = (f"{r['warmup']} warmup + {r['draws']} draws, {r['grad_evals']} leapfrog steps" if name == "nuts"
+                    else f"{r['steps']} steps, h = {r['step_size']:.2e}, thin {r['thinning']}, "
+                         f"max |mean - NUTS mean| = {r['max_abs_mean_diff_over_sd_vs_nuts']:.2f} sd")
+            L.append(f"| {name} | {r['seconds']:.1f} | {r['ess_min']:.1f} | {r['ess_median']:.1f} | "
+                     f"{r['ess_min_per_s']:.2f} | {r['ess_median_per_s']:.2f} | {note} |")
+        L.append("")
+    return "\n".join(L) + "\n"
+
+
+def plots(res: dict, out: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    S = res["sections"]
+    u = S.get("utility", {})
+    if "methods" in u:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for name, rows in u["methods"].items():
+            ax.errorbar([r["eps"] for r in rows], [r["mean"] for r in rows], yerr=[r["sd"] for r in rows],
+                        marker="o", capsize=3, label=name)
+        if "rows" in u.get("diffprivlib", {}):
+            rows = u["diffprivlib"]["rows"]
+            ax.errorbar([r["eps"] for r in rows], [r["mean"] for r in rows], yerr=[r["sd"] for r in rows],
+                        marker="s", capsize=3, label="diffprivlib (pure eps)")
+        ax.axhline(u["nonprivate"], color="k", ls="--", label="non-private")
+        ax.set_xscale("log")
+        ax.set_xlabel("eps (delta = 1e-5)")
+        ax.set_ylabel("test accuracy")
+        ax.set_title("Adult: privacy-utility")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "utility.png"), dpi=120)
+        plt.close(fig)
+    a = S.get("audits", {})
+    if "rows" in a:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        rows = a["rows"]
+        lbl = [f"{r['family'][:4]}/{r['route']}\n(eps {r['claimed_eps']:.2g})" for r in rows]
+        x = range(len(rows))
+        ax.bar([i - 0.2 for i in x], [r["claimed_eps"] for r in rows], 0.4, label="claimed")
+        ax.bar([i + 0.2 for i in x], [r["eps_lower"] for r in rows], 0.4, label="95% lower bound")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(lbl, rotation=60, fontsize=6, ha="right")
+        ax.legend()
+        ax.set_title("Empirical audits")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "audits.png"), dpi=120)
+        plt.close(fig)
+    c = S.get("chains", {})
+    if "rows" in c:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.plot([r["chains"] for r in c["rows"]], [r["time_vs_one"] for r in c["rows"]], "o-")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("vectorised chains")
+        ax.set_ylabel("time / time(1 chain)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "chains.png"), dpi=120)
+        plt.close(fig)
+    k = S.get("kernels", {})
+    if "rows" in k:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        rows = k["rows"]
+        ax.barh([f"{r['problem']}/{r['kernel']}/{r['variant']}" for r in rows], [r["ratio_vs_inline"] for r in rows])
+        ax.axvline(0.9, color="r", ls="--")
+        ax.set_xlabel("speed ratio vs inline lax.scan")
+        ax.tick_params(labelsize=6)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "kernels.png"), dpi=120)
+        plt.close(fig)
