@@ -167,9 +167,23 @@ def _stationary(constants, n, dim, eps, delta, lam_rel, theta_scale, tv_target, 
             f"(> max_steps = {max_steps:g})", beta=beta,
             excess_risk_bound=dim / beta + 0.5 * lam_rel * theta_scale**2,
             releases="one exact-enough draw per chain", details=details)
-    return RouteOption("stationary", False,
-                       f"feasible in principle ({steps:.3g} steps) but not wired to a runner yet",
-                       beta=beta, details=details)
+    num_steps = int(math.ceil(steps))
+    event = stat.stationary_event(beta, s, m, tv_error=tau)
+    plan = SamplingPlan(
+        route="stationary", eps=eps, delta=delta, beta=beta, lam=beta * lam_rel, step_size=h,
+        num_steps=num_steps, num_chains=1, kernel="langevin", friction=None, thinning=num_steps,
+        burn_in=0, n=n, dim=dim, sensitivity=s, event=event,
+        assumptions=(f"loss-level strong convexity m = {m:g} (L2 regulariser lam_rel = {lam_rel:g})",
+                     f"||theta*|| <= theta_scale = {theta_scale:g} (initial-KL bound)",
+                     "ULA TV bound of Vempala-Wibisono (LSI constant beta m, smoothness beta M)"),
+        sampling_error_tv=tau, excess_risk_bound=dim / beta + 0.5 * lam_rel * theta_scale**2,
+        relaxation_time=1.0 / (h * beta * m), release="last_iterate",
+        notes=(f"final draw at TV <= {tau:.2g} from the Gibbs target: delta includes (1 + e^eps) tau",))
+    return RouteOption("stationary", True,
+                       "one draw within an explicit TV bound of the exact Gibbs distribution",
+                       beta=beta, excess_risk_bound=plan.excess_risk_bound,
+                       releases="the final draw of one chain", assumptions=plan.assumptions,
+                       details=details, plan=plan)
 
 
 def _pure(constants, n, dim, eps, domain, horizon, num_chains, num_draws, eps_prime_fraction,

@@ -89,3 +89,41 @@ def test_calibration_is_monotone():
     assert bn[0] < bn[1] < bn[2]
     bt = [calibrate(QUAD, N, 1, eps=1.0, delta=1e-5, route="trajectory", horizon=t).beta for t in (0.5, 1, 2)]
     assert bt[0] > bt[1] > bt[2]
+
+
+def test_stationary_route_when_its_tv_bound_is_reachable_accounts_the_sampling_error():
+    """1-D quadratic with a loose TV target: the explicit ULA bound is reachable, the plan
+    releases one final draw, and delta = delta_mu(eps) + (1 + e^eps) tau stays within target."""
+    eps, delta, tau = 1.0, 0.1, 5e-3  # the ULA bound needs ~8 log(KL0/tau^2)/tau^2 steps: tau must be loose
+    plan = calibrate(QUAD, N, 1, eps=eps, delta=delta, route="stationary", lam_rel=0.0,
+                     tv_target=tau, theta_scale=1.0, max_steps=1e7)
+    assert plan.route == "stationary" and plan.release == "last_iterate"
+    assert plan.sampling_error_tv == tau and plan.event.tv_error == tau
+    # exact draw of exp(-beta L) for the quadratic family: N(mean, 1/beta), shift 2/n
+    mu_exact = (2.0 / N) * math.sqrt(plan.beta)
+    assert gdp_delta(eps, mu_exact) + (1 + math.exp(eps)) * tau <= delta * (1 + 1e-9)
+    assert plan.accountant().get_delta(eps) <= delta * (1 + 1e-9)
+    # the ULA discretisation bias bound at the planned step: 8 h p M_U^2 / c <= tau^2 (KL)
+    M_U = c = plan.beta
+    assert 8 * plan.step_size * 1 * M_U**2 / c <= tau**2 * (1 + 1e-9)
+
+
+def test_fit_runs_the_last_iterate_and_pure_routes_end_to_end():
+    import dp_infer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    y = (X @ np.array([2.0, -1.0, 0.5]) > 0).astype(float)
+    run = dp_infer.fit(losses.logistic(), X, y, eps=1.0, delta=1e-5, route="last_iterate",
+                       lam_rel=0.05, num_chains=3, progress_bar=False)
+    assert run.draws().shape == (3, 1, 3)  # only the last iterate of each chain
+    assert dict(run.to_datatree().posterior.sizes)["draw"] == 1
+    assert run.report()["eps_spent"] <= 1.0
+    ball = L2Ball(3, 5.0)
+    pure = dp_infer.fit(losses.logistic(), X, y, eps=1.0, delta=None, domain=ball, progress_bar=False)
+    est = pure.estimate()
+    assert est.shape == (3,) and np.all(np.isfinite(est))
+    assert pure.report()["eps_spent"] == pytest.approx(1.0)
+    # the default export holds only the purified estimate, not the (eps, delta_a) draws
+    assert dict(pure.to_datatree().posterior.sizes)["draw"] == 1
