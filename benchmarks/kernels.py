@@ -156,8 +156,8 @@ def run(quick: bool, log=print):
     a = load_adult()
     X = jnp.asarray(a.X_train, jnp.float32)
     y = jnp.asarray(a.y_train, jnp.float32)
-    rows, bj = bench_problem("adult", X, y, 600 if quick else 1500, repeats=1 if quick else 2, log=log)
+    rows, bj = bench_problem("adult", X, y, 600 if quick else 1000, repeats=1 if quick else 2, log=log)
     n_big = 200_000 if quick else 1_000_000
     Xs, ys = synthetic_logistic(n_big, 100)
-    r2, _ = bench_problem(f"synthetic", Xs, ys, 60 if quick else 100, repeats=1 if quick else 2, log=log)
+    r2, _ = bench_problem(f"synthetic", Xs, ys, 60, repeats=1, log=log)
     return {"rows": rows + r2, "blackjax": bj}

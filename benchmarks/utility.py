@@ -31,7 +31,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from dp_infer.domains import L2Ball
-from dp_infer.fit import fit
 from dp_infer.losses import logistic
 from dp_infer.nonprivate import accuracy, minimize_loss
 from dp_infer.privacy.events import gdp_mu
@@ -76,6 +75,37 @@ def dpgd(X, y, eps, delta, seed, T=200, lr=2.0, clip=1.0):
     return np.asarray(run(jax.random.PRNGKey(seed)))
 
 
+def dp_infer_seeds(loss, X, y, eps, delta, seeds, *, domain=None, **calib):
+    """Estimates of ``len(seeds)`` independent runs of the calibrated plan, computed in ONE
+    vectorised MCMC call (compute batching only): the plan for one run has K chains; we sample
+    K * len(seeds) independent chains and give each run its own group of K. Each group has
+    exactly the law of a separate K-chain run; the pure route purifies each group's mean."""
+    import dataclasses
+
+    from dp_infer.calibrate import calibrate
+    from dp_infer.fit import sample
+    from dp_infer.privacy.purification import PurificationParams, purify
+
+    plan = calibrate(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, domain=domain, **calib)
+    K = plan.num_chains
+    run_ = sample(loss, X, y, dataclasses.replace(plan, num_chains=K * len(seeds),
+                                                    release="trajectory" if plan.release == "purified_mean"
+                                                    else plan.release),
+                  domain=domain, seed=int(seeds[0]), progress_bar=False)
+    draws = run_.draws()  # (K * seeds, draws, d)
+    out = []
+    for i, s in enumerate(seeds):
+        est = draws[i * K:(i + 1) * K].reshape(-1, X.shape[1]).mean(axis=0)
+        if plan.release == "purified_mean":
+            pd = dict(plan.purification)
+            pd["q"] = float(pd["q"])
+            with jax.enable_x64(True):
+                est = np.asarray(domain.project(jnp.asarray(est, dtype=jnp.float64)))
+            est = purify(jax.random.PRNGKey(1000 + int(s)), est, PurificationParams(**pd), domain)
+        out.append(est)
+    return out, plan
+
+
 def run(quick: bool, log=print):
     from dp_infer.datasets import load_adult
 
@@ -93,25 +123,26 @@ def run(quick: bool, log=print):
     res["nonprivate"] = accuracy(th, Xte, yte)
     res["timing_s"]["nonprivate"] = time.perf_counter() - t0
 
-    def sweep(name, f):
+    def sweep(name, f, batched=False):
         t0 = time.perf_counter()
         out = []
         for e in eps_list:
-            accs = [accuracy(f(e, s), Xte, yte) for s in seeds]
+            accs = ([accuracy(th, Xte, yte) for th in f(e, seeds)] if batched
+                    else [accuracy(f(e, s), Xte, yte) for s in seeds])
             out.append({"eps": e, "mean": float(np.mean(accs)), "sd": float(np.std(accs, ddof=1)), "accs": accs})
             log(f"  [utility] {name} eps={e}: {out[-1]['mean']:.4f} +- {out[-1]['sd']:.4f}")
         res["methods"][name] = out
         res["timing_s"][name] = time.perf_counter() - t0
 
     # the demo's configuration: calibrated route (trajectory here), 2 chains, horizon 1
-    sweep("dp_infer_auto_2chains", lambda e, s: fit(loss, Xtr, ytr, eps=e, delta=delta, seed=s,
-                                                    num_chains=2, progress_bar=False).estimate())
-    sweep("dp_infer_last_iterate", lambda e, s: fit(loss, Xtr, ytr, eps=e, delta=delta, seed=s,
-                                                    route="last_iterate", progress_bar=False).estimate())
+    sweep("dp_infer_auto_2chains", lambda e, ss: dp_infer_seeds(loss, Xtr, ytr, e, delta, ss,
+                                                                num_chains=2)[0], batched=True)
+    sweep("dp_infer_last_iterate", lambda e, ss: dp_infer_seeds(loss, Xtr, ytr, e, delta, ss,
+                                                                route="last_iterate")[0], batched=True)
     # pure eps (comparable with diffprivlib): trajectory + purification on an L2 ball of radius 30
     ball = L2Ball(Xtr.shape[1], 30.0)
-    sweep("dp_infer_pure", lambda e, s: fit(loss, Xtr, ytr, eps=e, delta=None, domain=ball, seed=s,
-                                            progress_bar=False).estimate())
+    sweep("dp_infer_pure", lambda e, ss: dp_infer_seeds(loss, Xtr, ytr, e, None, ss, domain=ball)[0],
+          batched=True)
     sweep("dpgd", lambda e, s: dpgd(Xtr, ytr, e, delta, s))
     res["diffprivlib"] = _diffprivlib(Xtr, ytr, Xte, yte, eps_list, seeds, log)
     return res
