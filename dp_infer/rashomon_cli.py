@@ -26,7 +26,7 @@ def _fmt(v):
 @click.option("--adult", is_flag=True, help="use the embedded UCI Adult data (train = private, test = evaluation)")
 @click.option("--target", default=None, help="name of the 0/1 label column (CSV input)")
 @click.option("--test-csv", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="evaluation CSV (public or held out); default: hold out 30%% of CSV_FILE")
+              help="evaluation CSV (public or held out); default: hold out 30% of CSV_FILE")
 @click.option("--row-norm", type=float, default=1.0, show_default=True,
               help="rows are clipped to this l2 norm (the count is reported)")
 @click.option("--l2", type=float, default=0.01, show_default=True,
