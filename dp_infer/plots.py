@@ -87,38 +87,33 @@ def _finish(pc, dt: xr.DataTree, path: str | Path) -> Path:
     return path
 
 
-def plot_trace(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
-               max_components: int = MAX_COMPONENTS) -> Path:
-    """Trace + marginal density per variable (``az.plot_trace_dist``), divergences as a rug."""
+def _arviz_plot(name: str, dt: Any, path: str | Path, var_names, max_components: int, **kw) -> Path:
+    """Call ``az.<name>`` with the matplotlib backend on at most ``max_components`` per variable."""
     import arviz as az
 
     dt = _as_tree(dt)
     with _quiet_nonfinite():
-        pc = az.plot_trace_dist(dt, var_names=var_names, coords=_limit(dt, max_components), backend="matplotlib")
+        pc = getattr(az, name)(dt, var_names=var_names, coords=_limit(dt, max_components),
+                               backend="matplotlib", **kw)
     return _finish(pc, dt, path)
+
+
+def plot_trace(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
+               max_components: int = MAX_COMPONENTS) -> Path:
+    """Trace + marginal density per variable (``az.plot_trace_dist``), divergences as a rug."""
+    return _arviz_plot("plot_trace_dist", dt, path, var_names, max_components)
 
 
 def plot_rank(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
               max_components: int = MAX_COMPONENTS) -> Path:
     """Rank ECDF-difference plot per variable and chain (``az.plot_rank``)."""
-    import arviz as az
-
-    dt = _as_tree(dt)
-    with _quiet_nonfinite():
-        pc = az.plot_rank(dt, var_names=var_names, coords=_limit(dt, max_components), backend="matplotlib")
-    return _finish(pc, dt, path)
+    return _arviz_plot("plot_rank", dt, path, var_names, max_components)
 
 
 def plot_autocorr(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
                   max_components: int = MAX_COMPONENTS, max_lag: int | None = None) -> Path:
     """Autocorrelation per variable and chain (``az.plot_autocorr``)."""
-    import arviz as az
-
-    dt = _as_tree(dt)
-    with _quiet_nonfinite():
-        pc = az.plot_autocorr(dt, var_names=var_names, coords=_limit(dt, max_components), max_lag=max_lag,
-                              backend="matplotlib")
-    return _finish(pc, dt, path)
+    return _arviz_plot("plot_autocorr", dt, path, var_names, max_components, max_lag=max_lag)
 
 
 _REPORT_PLOTS = (("trace", plot_trace), ("rank", plot_rank), ("autocorr", plot_autocorr))
