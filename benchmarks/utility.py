@@ -83,8 +83,7 @@ def dp_infer_seeds(loss, X, y, eps, delta, seeds, *, domain=None, **calib):
     import dataclasses
 
     from dp_infer.calibrate import calibrate
-    from dp_infer.fit import sample
-    from dp_infer.privacy.purification import PurificationParams, purify
+    from dp_infer.fit import purify_estimate, sample
 
     plan = calibrate(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, domain=domain, **calib)
     K = plan.num_chains
@@ -97,11 +96,7 @@ def dp_infer_seeds(loss, X, y, eps, delta, seeds, *, domain=None, **calib):
     for i, s in enumerate(seeds):
         est = draws[i * K:(i + 1) * K].reshape(-1, X.shape[1]).mean(axis=0)
         if plan.release == "purified_mean":
-            pd = dict(plan.purification)
-            pd["q"] = float(pd["q"])
-            with jax.enable_x64(True):
-                est = np.asarray(domain.project(jnp.asarray(est, dtype=jnp.float64)))
-            est = purify(jax.random.PRNGKey(1000 + int(s)), est, PurificationParams(**pd), domain)
+            est = purify_estimate(plan, domain, est, jax.random.PRNGKey(1000 + int(s)))
         out.append(est)
     return out, plan
 

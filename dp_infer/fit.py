@@ -84,6 +84,20 @@ def _kernel(plan: SamplingPlan, potential_fn, domain: Domain | None):
                                friction=plan.friction, domain=dom)
 
 
+def purify_estimate(plan: SamplingPlan, domain: Domain | None, estimate, key) -> np.ndarray:
+    """Project ``estimate`` onto the plan's bounded domain (float64) and purify it with the
+    plan's purification parameters (seed 003 Algorithm 1): the pure route's only release."""
+    from .privacy.purification import PurificationParams, purify
+
+    if domain is None or not domain.bounded:
+        raise ValueError("route 'pure' needs the bounded domain its plan was made for")
+    pdict = dict(plan.purification)
+    pdict["q"] = float(pdict["q"])  # "inf" is stored as a string for JSON
+    with jax.enable_x64(True):  # project in float64 so the point lies in the domain exactly
+        point = np.asarray(domain.project(jnp.asarray(estimate, dtype=jnp.float64)))
+    return np.asarray(purify(key, point, PurificationParams(**pdict), domain))
+
+
 def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | None = None,
            seed: int = 0, progress_bar: bool = True, chain_method: str = "vectorized",
            theta0=None) -> PrivateRun:
@@ -116,16 +130,7 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
     mcmc.run(key_run, init_params=init_params)
     run = PrivateRun(mcmc, plan, potential)
     if plan.release == "purified_mean":
-        from .privacy.purification import PurificationParams, purify
-
-        if domain is None or not domain.bounded:
-            raise ValueError("route 'pure' needs the bounded domain its plan was made for")
-        pdict = dict(plan.purification)
-        pdict["q"] = float(pdict["q"])  # "inf" is stored as a string for JSON
-        params = PurificationParams(**pdict)
-        with jax.enable_x64(True):  # project in float64 so the point lies in the domain exactly
-            mean = np.asarray(domain.project(jnp.asarray(run.posterior_mean(), dtype=jnp.float64)))
-        run.purified = np.asarray(purify(key_purify, mean, params, domain))
+        run.purified = purify_estimate(plan, domain, run.posterior_mean(), key_purify)
     return run
 
 
