@@ -47,6 +47,7 @@ import numpy as np
 import xarray as xr
 
 from ._validation import check_delta, check_positive, check_positive_int
+from .privacy.events import gdp_epsilon, rdp_epsilon
 
 __all__ = [
     "PRIVATE_ATTR",
@@ -64,8 +65,6 @@ __all__ = [
     "check_mixing",
     "single_chain_rhat",
     "privacy_cost_of_chains",
-    "gdp_epsilon",
-    "rdp_epsilon",
     "format_report",
     "summary",
     "report_from_file",
@@ -660,20 +659,6 @@ def load(path: str | Path) -> xr.DataTree:
 # ---------------------------------------------------------------------------------------------
 
 
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """Smallest eps with ``mu``-GDP => (eps, delta)-DP (exact; from :mod:`dp_infer.privacy.events`)."""
-    from .privacy.events import gdp_epsilon as _gdp_epsilon
-
-    return _gdp_epsilon(check_positive("mu", mu), check_delta(delta))
-
-
-def rdp_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) -> float:
-    """(eps, delta) from an RDP curve over the given orders (from :mod:`dp_infer.privacy.events`)."""
-    from .privacy.events import rdp_epsilon as _rdp_epsilon
-
-    return float(_rdp_epsilon(orders, rdp, check_delta(delta))[0])
-
-
 def _rdp_curve(value: Any) -> tuple[list[float], list[float]] | None:
     if isinstance(value, Mapping):
         orders = value.get("orders", value.get("alphas"))
@@ -698,7 +683,7 @@ def privacy_cost_of_chains(report: Any, num_chains: int) -> dict:
     (curve: ``{"orders": [...], "rdp": [...]}`` or a list of ``[order, value]`` pairs); if only
     totals ``mu`` / ``rho`` / ``rdp`` are given they are taken to cover the report's
     ``num_chains`` chains (default 1) and divided accordingly. If the report has ``delta``
-    the resulting eps is included (GDP: exact conversion; RDP: :func:`rdp_epsilon`).
+    the resulting eps is included (GDP: exact conversion; RDP: :func:`dp_infer.privacy.events.rdp_epsilon`).
 
     :returns: dict with ``num_chains`` and whichever of ``mu``, ``mu_per_chain``, ``rho``,
         ``rho_per_chain``, ``rdp`` (curve), ``eps``, ``delta`` apply.
@@ -751,9 +736,9 @@ def privacy_cost_of_chains(report: Any, num_chains: int) -> dict:
         out["delta"] = delta
         cands = []
         if "mu" in out:
-            cands.append(gdp_epsilon(out["mu"], delta))
+            cands.append(gdp_epsilon(out["mu"], delta))  # exact (privacy.events)
         if "rdp" in out:
-            cands.append(rdp_epsilon(out["rdp"]["orders"], out["rdp"]["rdp"], delta))
+            cands.append(rdp_epsilon(out["rdp"]["orders"], out["rdp"]["rdp"], delta)[0])
         if "rho" in out:  # rdp(a) = rho a: eps = rho + 2 sqrt(rho log(1/delta))
             cands.append(out["rho"] + 2 * math.sqrt(out["rho"] * math.log(1 / delta)))
         out["eps"] = min(cands)
