@@ -87,6 +87,15 @@ def _finish(pc, dt: xr.DataTree, path: str | Path) -> Path:
     return path
 
 
+def _save(fig, path: str | Path) -> Path:
+    """Lay out and write a matplotlib figure as PNG (creating the folder)."""
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return path
+
+
 def _arviz_plot(name: str, dt: Any, path: str | Path, var_names, max_components: int, **kw) -> Path:
     """Call ``az.<name>`` with the matplotlib backend on at most ``max_components`` per variable."""
     import arviz as az
@@ -231,13 +240,9 @@ def plot_privacy_utility(
         ax.grid(True, alpha=0.3)
         if len(groups) > 1 or group in keys:
             ax.legend()
-        fig.tight_layout()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return path
 
 
 def plot_budget(spent_records: Any, total_budget: float, path: str | Path, *, key: str = "eps",
@@ -294,10 +299,6 @@ def plot_budget(spent_records: Any, total_budget: float, path: str | Path, *, ke
         frac = used / total if total > 0 else math.inf
         fig.suptitle(title or f"privacy budget: {used:.3g} of {total:g} spent ({100 * frac:.0f}%)"
                      + (" — OVERSPENT" if over else ""), color="red" if over else "black")
-        fig.tight_layout()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return path
