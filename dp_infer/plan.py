@@ -177,10 +177,9 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
     M_U = beta * constants.smoothness + lam
     h = min(_stable_step(M_U, friction, step_safety), horizon / min_steps)
     num_steps = int(math.ceil(horizon / h))
-    h = horizon / num_steps  # exact horizon
     thinning = max(1, num_steps // num_draws)
-    num_steps = thinning * (num_steps // thinning)
-    h = horizon / num_steps
+    num_steps = thinning * int(math.ceil(num_steps / thinning))  # round up: h stays <= the stable step
+    h = horizon / num_steps  # exact horizon
     event = path_privacy.path_event(beta, sensitivity, horizon, friction, num_chains)
     m_U = beta * constants.strong_convexity + lam
     assumptions = (
