@@ -31,9 +31,30 @@ def check_nonnegative(name: str, value: Any) -> float:
     return v
 
 
+#: Largest privacy target a planner accepts. Beyond it the guarantee is vacuous anyway, and the
+#: exponentials of the conversions (e^eps, e^{eps/2} mu-searches) leave float64's range.
+MAX_TARGET_EPSILON = 100.0
+
+
 def check_epsilon(value: Any, name: str = "eps") -> float:
     """Privacy epsilon: finite and > 0."""
     return check_positive(name, value)
+
+
+def check_target_epsilon(value: Any, name: str = "eps") -> float:
+    """A privacy *target* for a planner: in (0, MAX_TARGET_EPSILON]."""
+    v = check_positive(name, value)
+    if v > MAX_TARGET_EPSILON:
+        raise ValueError(f"{name} must lie in (0, {MAX_TARGET_EPSILON:g}] (a larger target gives no "
+                         f"meaningful privacy), got {value!r}")
+    return v
+
+
+def check_choice(name: str, value: Any, choices) -> Any:
+    """``value`` if it is one of ``choices`` (compared with ==), else a one-line error."""
+    if value not in tuple(choices):
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
 
 
 def check_delta(value: Any, name: str = "delta", *, allow_zero: bool = False) -> float:

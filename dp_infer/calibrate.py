@@ -33,11 +33,11 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from ._validation import (check_delta, check_epsilon, check_nonnegative, check_positive,
-                          check_positive_int)
-from .domains import Domain
+from ._validation import (check_choice, check_delta, check_nonnegative, check_positive,
+                          check_positive_int, check_target_epsilon)
+from .domains import Domain, Euclidean
 from .losses import LossConstants, PerExampleLoss
-from .plan import SamplingPlan, plan_trajectory
+from .plan import KERNELS, SamplingPlan, plan_trajectory
 from .privacy import last_iterate as li
 from .privacy import pure as pure_privacy
 from .privacy import purification as purif
@@ -99,7 +99,13 @@ def _trajectory(constants, n, dim, eps, delta, horizon, num_chains, kernel, fric
         plan=plan)
 
 
+_CLIPPED_REASON = ("needs a contraction: the loss clips per-example gradients, and a clipped gradient "
+                   "map is not a contraction whatever the declared m and M (use the trajectory route)")
+
+
 def _last_iterate(constants, n, dim, eps, delta, num_chains, lam_rel, theta_scale, relaxations):
+    if constants.clipped:
+        return RouteOption("last_iterate", False, _CLIPPED_REASON)
     if constants.smoothness is None:
         return RouteOption("last_iterate", False, "needs a declared smoothness M (step-size condition)")
     m = constants.strong_convexity + lam_rel
@@ -141,7 +147,14 @@ def _last_iterate(constants, n, dim, eps, delta, num_chains, lam_rel, theta_scal
                                                "lam_rel": lam_rel}, plan=plan)
 
 
-def _stationary(constants, n, dim, eps, delta, lam_rel, theta_scale, tv_target, max_steps):
+def _stationary(constants, n, dim, eps, delta, lam_rel, theta_scale, tv_target, max_steps, domain):
+    if constants.clipped:
+        return RouteOption("stationary", False, _CLIPPED_REASON.replace("a contraction", "a Gibbs target "
+                                                                        "whose drift is the loss gradient"))
+    if domain is not None and not isinstance(domain, Euclidean):
+        return RouteOption("stationary", False,
+                           "its explicit ULA TV bound assumes an unprojected chain on R^d; a bounded "
+                           "domain projects every step (use the trajectory or last-iterate route)")
     m = constants.strong_convexity + lam_rel
     if m <= 0:
         return RouteOption("stationary", False,
@@ -175,9 +188,11 @@ def _stationary(constants, n, dim, eps, delta, lam_rel, theta_scale, tv_target, 
         burn_in=0, n=n, dim=dim, sensitivity=s, event=event,
         assumptions=(f"loss-level strong convexity m = {m:g} (L2 regulariser lam_rel = {lam_rel:g})",
                      f"||theta*|| <= theta_scale = {theta_scale:g} (initial-KL bound)",
-                     "ULA TV bound of Vempala-Wibisono (LSI constant beta m, smoothness beta M)"),
+                     "ULA TV bound of Vempala-Wibisono (LSI constant beta m, smoothness beta M), "
+                     "for the start law N(0, I / M_U) the run uses and no projection"),
         sampling_error_tv=tau, excess_risk_bound=dim / beta + 0.5 * lam_rel * theta_scale**2,
         relaxation_time=1.0 / (h * beta * m), release="last_iterate",
+        init_law="gaussian", init_scale=1.0 / math.sqrt(M_U),
         notes=(f"final draw at TV <= {tau:.2g} from the Gibbs target: delta includes (1 + e^eps) tau",))
     return RouteOption("stationary", True,
                        "one draw within an explicit TV bound of the exact Gibbs distribution",
@@ -239,14 +254,37 @@ def calibrate(loss: PerExampleLoss | LossConstants, n: int, dim: int, *, eps: fl
         raise ValueError("loss must be a PerExampleLoss or LossConstants")
     if domain is None and isinstance(loss, PerExampleLoss):
         domain = loss.domain
-    eps = check_epsilon(eps)
+    # Every user choice is validated here, before any route is evaluated: a bad value is an
+    # error, never a silent switch to another route.
+    eps = check_target_epsilon(eps)
     pure_target = delta is None or delta == 0
     if not pure_target:
         delta = check_delta(delta)
     n = check_positive_int("n", n)
     dim = check_positive_int("dim", dim)
+    if domain is not None and not isinstance(domain, Domain):
+        raise ValueError(f"domain must be a dp_infer.domains.Domain or None, got {type(domain).__name__}")
+    if domain is not None and domain.dim != dim:
+        raise ValueError(f"domain.dim = {domain.dim} does not match the parameter dimension {dim}")
     theta_scale = check_positive("theta_scale", theta_scale)
+    horizon = check_positive("horizon", horizon)
     num_chains = check_positive_int("num_chains", num_chains)
+    num_draws = check_positive_int("num_draws", num_draws)
+    relaxations = check_positive("relaxations", relaxations)
+    max_steps = check_positive("max_steps", max_steps)
+    if tv_target is not None:
+        tv_target = check_positive("tv_target", tv_target)
+        if tv_target >= 1:
+            raise ValueError(f"tv_target must lie in (0, 1), got {tv_target!r}")
+    if lam_rel is not None:
+        lam_rel = check_nonnegative("lam_rel", lam_rel)
+    check_choice("kernel", kernel, KERNELS)
+    if kernel == "underdamped":
+        friction = check_positive("friction", 1.0 if friction is None else friction)
+    elif friction is not None:
+        raise ValueError("friction applies to kernel='underdamped' only")
+    if purification_scale is not None:
+        purification_scale = check_positive("purification_scale", purification_scale)
     if route != "auto" and route not in ROUTES:
         raise ValueError(f"route must be 'auto' or one of {ROUTES}, got {route!r}")
     if pure_target and route not in ("auto", "pure"):
@@ -278,7 +316,7 @@ def calibrate(loss: PerExampleLoss | LossConstants, n: int, dim: int, *, eps: fl
         options.append(_last_iterate(constants, n, dim, eps, delta, num_chains, lam_sc,
                                      theta_scale, relaxations))
         options.append(_stationary(constants, n, dim, eps, delta, lam_sc, theta_scale, tv_target,
-                                   max_steps))
+                                   max_steps, domain))
         options.append(RouteOption("pure", False, "the target is (eps, delta); pass delta=None for pure eps"))
         options.extend(_optional_routes(constants, n, dim, eps, delta, lam_sc))
 

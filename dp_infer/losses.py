@@ -9,6 +9,11 @@ Constants (seed-001 digest §2.2), all with respect to replace-one neighbouring 
 * ``smoothness`` M: Lipschitz constant of grad ell (None if unknown).
 * ``strong_convexity`` m: from an explicit L2 regulariser only (data curvature is never assumed).
 * ``value_range``: sup - inf of ell over the domain (needed by the pure-eps route; None if unbounded).
+* ``clipped``: the gradients are clipped per example (:func:`clipped_loss`). Clipping keeps the
+  sensitivity but breaks the gradient map's contraction, so routes that need a contraction
+  (last iterate, stationary) refuse such losses.
+* ``smoothness_is_declared``: M was declared by the user and is not checked by the library; a
+  guarantee that needs it states it as an assumption.
 
 Constants come from *declared* bounds on the data (row norm, label range) and are enforced:
 ``check_data`` refuses rows or labels outside the declared bounds (nothing is clipped silently);
@@ -53,6 +58,8 @@ class LossConstants:
     smoothness: float | None = None
     strong_convexity: float = 0.0
     value_range: float | None = None
+    clipped: bool = False
+    smoothness_is_declared: bool = False
 
     def gradient_sensitivity(self, n: int) -> float:
         """sup_theta ||grad L(theta; D) - grad L(theta; D')|| for the mean loss over n examples."""
@@ -65,6 +72,8 @@ class LossConstants:
             "smoothness": self.smoothness,
             "strong_convexity": self.strong_convexity,
             "value_range": self.value_range,
+            "clipped": self.clipped,
+            "smoothness_is_declared": self.smoothness_is_declared,
         }
 
 
@@ -264,10 +273,13 @@ def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
 # ----------------------------------------------------------------------------------------------
 
 def _clip_tree(g, clip_norm):
+    """Rescale one example's gradient to norm <= clip_norm; a non-finite gradient becomes 0
+    (so the sensitivity bound holds for the function actually run, whatever the loss does)."""
     flat, unravel = ravel_pytree(g)
     norm = jnp.linalg.norm(flat)
-    scale = jnp.minimum(1.0, clip_norm / jnp.maximum(norm, 1e-30))
-    return unravel(flat * scale), norm > clip_norm
+    finite = jnp.isfinite(norm)
+    scale = jnp.where(finite, jnp.minimum(1.0, clip_norm / jnp.maximum(norm, 1e-30)), 0.0)
+    return unravel(jnp.where(finite, flat, 0.0) * scale), jnp.logical_or(norm > clip_norm, ~finite)
 
 
 def _clipped_mean(example_fn, clip_norm, theta, X, y):
@@ -303,11 +315,16 @@ def clipped_loss(fn: ExampleLoss, clip_norm: float, *, name: str = "clipped",
 
     Each per-example gradient is rescaled to norm <= clip_norm (a ``jax.custom_vjp``), so
     L = clip_norm and G = 2 clip_norm hold for the function actually run, whatever ``fn`` is.
-    The clipped drift no longer targets exp(-beta L) unless no clip is active; ``smoothness``
-    (if declared) is the user's claim and is not enforced. Rows are not norm-checked.
+    A non-finite per-example gradient counts as 0. The clipped drift no longer targets
+    exp(-beta L) unless no clip is active; ``smoothness`` (if declared) is the user's claim and
+    is not enforced (``constants.smoothness_is_declared``). Clipping breaks contraction, so the
+    last-iterate and stationary routes refuse clipped losses. Rows are not norm-checked.
     """
     C = check_positive("clip_norm", clip_norm)
-    consts = LossConstants(lipschitz=C, grad_diff=2 * C, smoothness=smoothness)
+    if smoothness is not None:
+        smoothness = check_positive("smoothness", smoothness)
+    consts = LossConstants(lipschitz=C, grad_diff=2 * C, smoothness=smoothness, clipped=True,
+                           smoothness_is_declared=smoothness is not None)
     return PerExampleLoss(name, fn, consts, math.inf, None, 0.0, domain, clip_norm=C)
 
 

@@ -13,8 +13,8 @@ import json
 import math
 from dataclasses import dataclass, field, fields
 
-from ._validation import (check_delta, check_epsilon, check_nonnegative, check_positive,
-                          check_positive_int)
+from ._validation import (check_delta, check_nonnegative, check_positive, check_positive_int,
+                          check_target_epsilon)
 from .losses import LossConstants
 from .privacy import path as path_privacy
 from .privacy.accountant import Accountant
@@ -33,6 +33,9 @@ class SamplingPlan:
     U = beta * L + (lam/2)||theta||^2 (L the mean loss); ``num_steps = horizon / step_size``
     per chain; ``thinning`` keeps every thinning-th state as a draw; ``burn_in`` draws are
     released too (they are part of the accounted path) but dropped from estimates.
+    ``init_law``: ``"point"`` (every chain starts at the domain's data-independent default
+    point, 0 without a domain) or ``"gaussian"`` (each chain starts from an independent
+    N(0, init_scale^2 I) draw -- the start law the stationary route's TV certificate assumes).
     """
 
     route: str
@@ -59,6 +62,8 @@ class SamplingPlan:
     release: str = "trajectory"
     upstream_log_delta: float | None = None
     purification: dict | None = None
+    init_law: str = "point"
+    init_scale: float | None = None
     options: tuple = field(default=(), compare=False)
 
     @property
@@ -138,7 +143,7 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
     gamma = friction (1 for the overdamped kernel). No convexity is needed for privacy;
     mixing and the excess-risk bound p / beta need convexity (stated in the assumptions).
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     if (delta is None) == (log_delta is None):
         raise ValueError("give exactly one of delta (in (0, 1)) or log_delta (< 0)")
     if delta is not None:
