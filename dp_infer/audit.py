@@ -79,6 +79,7 @@ from jax import lax, random
 from scipy import stats
 
 from .kernels import langevin as ula
+from .randomness import secret_key
 
 __all__ = [
     "AuditResult",
@@ -246,7 +247,7 @@ def _truncnorm_draws(key, n: int, mean: float, sd: float, lo: float, hi: float) 
 
 def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float = 1e-5, n: int = 100,
                     horizon: float = 1.0, num_samples: int = 200_000, confidence: float = 0.95,
-                    statistic: str | None = None, seed: int = 0, eps_prime: float = 0.5,
+                    statistic: str | None = None, seed: int | None = None, eps_prime: float = 0.5,
                     omega: float = 0.05, mixing_times: float = 8.0) -> AuditResult:
     """Audit one route on the 1-D quadratic family with a canary at +1 (D) / -1 (D').
 
@@ -263,7 +264,7 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
     consts = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)
     sens = consts.grad_diff / n
     c_d, c_dp = 1.0 / n, -1.0 / n          # mean(d) with the canary at +1 / -1, others 0
-    k_d, k_dp, k_p = random.split(random.PRNGKey(seed), 3)
+    k_d, k_dp, k_p = random.split(secret_key(seed)[0], 3)
     params: dict = {"n": n, "sensitivity": sens}
     claimed, claimed_delta, eps_exact = eps, delta, None
     stat = statistic or ("llr" if route.startswith("trajectory") else "final")
@@ -340,7 +341,7 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
 
 
 def logistic_audit(*, eps: float = 2.0, delta: float = 1e-5, n: int = 50, dim: int = 3, horizon: float = 1.0,
-                   num_samples: int = 20_000, confidence: float = 0.95, seed: int = 0,
+                   num_samples: int = 20_000, confidence: float = 0.95, seed: int | None = None,
                    unsafe: bool = False) -> AuditResult:
     """Trajectory route on logistic regression with a label-flipped canary row (see module doc)."""
     from . import plan as plan_mod
@@ -348,7 +349,7 @@ def logistic_audit(*, eps: float = 2.0, delta: float = 1e-5, n: int = 50, dim: i
     from .privacy import path
 
     loss = logistic(row_norm=1.0)
-    kx, ky, k_d, k_dp = random.split(random.PRNGKey(seed), 4)
+    kx, ky, k_d, k_dp = random.split(secret_key(seed)[0], 4)
     X = np.asarray(random.normal(kx, (n, dim)), dtype=np.float64)
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
     y = np.asarray(random.bernoulli(ky, 0.5, (n,)), dtype=np.float64)

@@ -22,6 +22,7 @@ from .losses import PerExampleLoss
 from .calibrate import calibrate
 from .plan import SamplingPlan
 from .potentials import GibbsPotential, gibbs_potential
+from .randomness import KeySource, secret_key
 
 __all__ = ["PrivateRun", "sample", "fit"]
 
@@ -36,6 +37,7 @@ class PrivateRun:
     mcmc: MCMC
     plan: SamplingPlan
     potential: GibbsPotential
+    randomness: KeySource
     purified: np.ndarray | None = None
 
     def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
@@ -61,19 +63,38 @@ class PrivateRun:
         return 0 if div is None else int(np.asarray(div).sum())
 
     def report(self) -> dict:
-        """The privacy report: the plan, the spent (eps, delta) recomputed by the accountant."""
+        """The privacy report: the plan, the spent (eps, delta) recomputed by the accountant, and
+        where the noise came from (never the key itself)."""
         d = self.plan.as_dict()
         d["potential"] = self.potential.describe()
+        d["randomness"] = self.randomness.describe()
         return d
 
+    def released_draws(self) -> np.ndarray:
+        """Exactly what the route's guarantee covers, shape (chains, draws, dim).
+
+        ``trajectory``: every draw of every chain (burn-in included). ``last_iterate`` and
+        ``stationary``: the final draw of each chain. ``pure``: the purified estimate only.
+        """
+        if self.purified is not None:
+            return self.purified[None, None, :]
+        z = self.draws(drop_burn_in=False)
+        return z if self.plan.release == "trajectory" else z[:, -1:]
+
     def to_datatree(self, *, debug: bool = False):
-        """Privacy-safe ArviZ DataTree (posterior + diverging + report in attributes)."""
+        """Privacy-safe ArviZ DataTree (posterior + diverging + report in attributes).
+
+        Routes that release only final draws (or a purified estimate) export exactly those,
+        with a divergence flag computed from them alone: the kernel's sticky flag summarises
+        the unreleased iterates and is not exported.
+        """
         from .diagnostics import to_datatree
 
-        if self.purified is not None and not debug:
-            # only the purified estimate carries the pure guarantee
-            return to_datatree({"theta": self.purified[None, None, :]}, self.report())
-        return to_datatree(self.mcmc, self.report(), debug=debug)
+        if debug:
+            return to_datatree(self.mcmc, self.report(), debug=True)
+        if self.plan.release != "trajectory":
+            return to_datatree({"theta": self.released_draws()}, self.report())
+        return to_datatree(self.mcmc, self.report())
 
 
 def _kernel(plan: SamplingPlan, potential_fn, domain: Domain | None):
@@ -98,15 +119,33 @@ def purify_estimate(plan: SamplingPlan, domain: Domain | None, estimate, key) ->
     return np.asarray(purify(key, point, PurificationParams(**pdict), domain))
 
 
+def _initial_points(plan: SamplingPlan, domain: Domain | None, key) -> jax.Array:
+    """Data-independent start of every chain, shape (chains, dim): the domain's default point
+    (0 without a domain), or independent N(0, init_scale^2 I) draws when the plan asks for the
+    start law its certificate assumes."""
+    if plan.init_law == "gaussian":
+        return plan.init_scale * jax.random.normal(key, (plan.num_chains, plan.dim))
+    if plan.init_law != "point":
+        raise ValueError(f"plan.init_law must be 'point' or 'gaussian', got {plan.init_law!r}")
+    x0 = jnp.zeros(plan.dim) if domain is None else jnp.asarray(domain.default_init(), dtype=jnp.float32)
+    return jnp.broadcast_to(x0, (plan.num_chains, plan.dim))
+
+
 def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | None = None,
-           seed: int = 0, progress_bar: bool = True, chain_method: str = "vectorized",
-           theta0=None) -> PrivateRun:
+           seed: int | None = None, key_impl: str = "threefry2x32", progress_bar: bool = True,
+           chain_method: str = "vectorized", theta0=None) -> PrivateRun:
     """Run ``plan`` on the data: Gibbs potential at the plan's beta, our kernel, NumPyro MCMC.
 
-    The initial point is ``domain.default_init()`` (0 without a domain): data independent.
+    The initial point follows ``plan.init_law`` (data independent). ``seed=None`` (default)
+    draws the key from the operating system's entropy; an integer seed makes the noise
+    reproducible by whoever holds it, and the report says so (:mod:`dp_infer.randomness`).
     """
     if not isinstance(plan, SamplingPlan):
         raise ValueError(f"plan must be a dp_infer.plan.SamplingPlan, got {type(plan).__name__}")
+    if chain_method not in ("vectorized", "sequential", "parallel"):
+        raise ValueError(f"chain_method must be one of ('vectorized', 'sequential', 'parallel'), "
+                         f"got {chain_method!r}")
+    key, source = secret_key(seed, impl=key_impl)
     X = check_finite_array("X", X, ndim=2)
     if X.shape[0] != plan.n:
         raise ValueError(f"the plan was made for n = {plan.n} rows but X has {X.shape[0]}: re-plan")
@@ -116,7 +155,8 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
     domain = domain if domain is not None else loss.domain
     if domain is not None and domain.dim != plan.dim:
         raise ValueError(f"domain.dim = {domain.dim} does not match the parameter dimension {plan.dim}")
-    init = jnp.zeros(plan.dim) if domain is None else jnp.asarray(domain.default_init(), dtype=jnp.float32)
+    key_run, key_init, key_purify = jax.random.split(key, 3)
+    init = _initial_points(plan, domain, key_init)
 
     def potential_fn(z):
         return potential(z["theta"])
@@ -124,11 +164,9 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
     mcmc = MCMC(_kernel(plan, potential_fn, domain), num_warmup=0, num_samples=plan.num_steps,
                 num_chains=plan.num_chains, thinning=plan.thinning, chain_method=chain_method,
                 progress_bar=progress_bar)
-    init_params = {"theta": jnp.broadcast_to(init, (plan.num_chains, plan.dim))
-                   if plan.num_chains > 1 else init}
-    key_run, key_purify = jax.random.split(jax.random.PRNGKey(seed))
+    init_params = {"theta": init if plan.num_chains > 1 else init[0]}
     mcmc.run(key_run, init_params=init_params)
-    run = PrivateRun(mcmc, plan, potential)
+    run = PrivateRun(mcmc, plan, potential, source)
     if plan.release == "purified_mean":
         run.purified = purify_estimate(plan, domain, run.posterior_mean(), key_purify)
     return run
@@ -137,13 +175,14 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
 def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, route: str = "auto",
         horizon: float = 1.0, num_chains: int = 1, kernel: str = "langevin",
         friction: float | None = None, lam_rel: float | None = None, num_draws: int = 1000,
-        domain: Domain | None = None, seed: int = 0, progress_bar: bool = True,
-        **calibrate_kwargs: Any) -> PrivateRun:
+        domain: Domain | None = None, seed: int | None = None, key_impl: str = "threefry2x32",
+        progress_bar: bool = True, **calibrate_kwargs: Any) -> PrivateRun:
     """Calibrate a plan for (eps, delta) — pure eps when ``delta`` is None — and sample it.
 
     The plan comes from :func:`dp_infer.calibrate.calibrate` (data independent: n, the
     dimension and the loss's declared constants only). ``X, y`` are checked against the loss's
-    declared bounds before anything runs.
+    declared bounds before anything runs. ``seed=None`` (default): secret noise from the
+    operating system; an integer seed makes the run reproducible by whoever holds it.
     """
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain
@@ -151,4 +190,5 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, route: s
                      delta=delta, route=route, domain=domain, horizon=horizon,
                      num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                      num_draws=num_draws, **calibrate_kwargs)
-    return sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=progress_bar)
+    return sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl,
+                  progress_bar=progress_bar)
