@@ -33,39 +33,35 @@ __all__ = ["GibbsPotential", "gibbs_potential", "rashomon_potential", "gibbs_mod
            "thresholded_sensitivity"]
 
 
-def thresholded_sensitivity(constants: LossConstants, n: int, psi: float, tol: float = 0.0,
-                            boundary: bool = False) -> float:
-    """sup_theta ||grad max{L_D, L_hat*_D + psi} - grad max{L_D', L_hat*_D' + psi}||.
+def thresholded_sensitivity(constants: LossConstants, n: int, psi: float, tol: float = 0.0) -> float:
+    """sup_theta ||grad max{L_D, b_D + psi} - grad max{L_D', b_D' + psi}|| from declared constants.
 
-    ``tol`` bounds ``L_hat* - L*_glob`` (global unconstrained infimum; digest §9 item 18).
-    Cases (digest §4.3): with a finite certificate and declared smoothness M,
-    ``G/n + min(L, sqrt(2 M (psi + tol)))``; with ``boundary=True`` (constrained minimiser on the
-    boundary of C, nonzero gradient, no global certificate), no smoothness or ``tol = inf``:
-    ``G/n + L``. ``L`` is the loss's Lipschitz constant on the sampler's domain.
+    ``b_D`` is the threshold base the sampler uses; ``tol`` is a DECLARED bound on
+    ``b_D - L*_glob(D)`` (global unconstrained infimum; digest §9 item 18) that the caller
+    enforces for every dataset (:func:`dp_infer.rashomon.sample_rashomon` lowers the base by
+    any excess of its certificate over ``tol``, so no data-dependent branch is needed).
+    With a declared smoothness M and strong convexity m > 0 (the certificate needs it):
+    ``G/n + min(L, sqrt(2 M (psi + tol)))`` (digest §4.3: at a point active for D only,
+    ``|grad L_D| <= G/n + |grad L_D'| <= G/n + sqrt(2 M (psi + tol))``). Otherwise ``G/n + L``,
+    valid for any threshold. ``L`` is the loss's Lipschitz constant on the sampler's domain.
     """
     if not isinstance(constants, LossConstants):
         raise ValueError(f"constants must be a dp_infer.losses.LossConstants, got {type(constants).__name__}")
     n = check_positive_int("n", n)
     psi = check_nonnegative("psi", psi)
-    try:
-        tol = float(tol)
-    except (TypeError, ValueError):
-        raise ValueError(f"tol must lie in [0, inf], got {tol!r}") from None
-    if math.isnan(tol) or tol < 0:
-        raise ValueError(f"tol must lie in [0, inf], got {tol!r}")
+    tol = check_nonnegative("tol", tol)
     base = constants.grad_diff / n
     lip = constants.lipschitz
-    if boundary or constants.smoothness is None or math.isinf(tol):
+    if constants.smoothness is None or constants.strong_convexity <= 0:
         inner = lip
     else:
         inner = min(lip, math.sqrt(2.0 * constants.smoothness * (psi + tol)))
     if not math.isfinite(base + inner):
         raise ValueError(
-            "the thresholded loss has no finite gradient sensitivity: without a certified L* "
-            "(strong convexity m > 0) or declared smoothness, the bound is G/n + L and the loss "
-            "declares L = inf; use a bounded domain or an L2 regulariser (l2 > 0)")
+            "the thresholded loss has no finite gradient sensitivity: without strong convexity "
+            "(m > 0, which certifies L*) and a declared smoothness M, the bound is G/n + L and the "
+            "loss declares L = inf; use a bounded domain or an L2 regulariser (l2 > 0)")
     return base + inner
-
 
 
 @dataclass(frozen=True)
@@ -86,7 +82,6 @@ class GibbsPotential:
     L_star: float | None = None
     prior_potential: Callable[[jax.Array], jax.Array] | None = None
     L_star_tol: float = 0.0
-    boundary: bool = False
 
     @property
     def n(self) -> int:
@@ -118,7 +113,7 @@ class GibbsPotential:
         c = self.loss.constants
         if self.psi is None:
             return c.grad_diff / self.n
-        return thresholded_sensitivity(c, self.n, self.psi, self.L_star_tol, self.boundary)
+        return thresholded_sensitivity(c, self.n, self.psi, self.L_star_tol)
 
     def gradient_sensitivity(self) -> float:
         """Delta_U = sup_theta ||grad U_D - grad U_D'|| = beta * loss_sensitivity()."""
@@ -174,13 +169,12 @@ def gibbs_potential(loss: PerExampleLoss, X, y, beta: float, lam: float = 0.0,
 
 
 def rashomon_potential(loss: PerExampleLoss, X, y, beta: float, psi: float, L_star: float,
-                       lam: float = 0.0, theta0=None, *, L_star_tol: float = 0.0,
-                       boundary: bool = False) -> GibbsPotential:
+                       lam: float = 0.0, theta0=None, *, L_star_tol: float = 0.0) -> GibbsPotential:
     """Thresholded potential U(theta) = beta * max{L(theta; D), L_star + psi}.
 
-    ``L_star`` is the minimum of L computed by dp_infer.rashomon.rashomon_minimum; ``L_star_tol``
-    bounds how far it may sit above the global infimum and ``boundary`` flags a constrained
-    minimiser on the boundary with nonzero gradient: both enter the gradient sensitivity
+    ``L_star`` is the threshold base (computed on the private data by
+    :func:`dp_infer.rashomon.sample_rashomon`: never release it); ``L_star_tol`` is the declared
+    bound on ``L_star - L*_glob`` that enters the gradient sensitivity
     (:func:`thresholded_sensitivity`). psi >= 0.
     """
     X, y, beta, lam, theta0 = _prepare(loss, X, y, beta, lam, theta0)
@@ -189,7 +183,7 @@ def rashomon_potential(loss: PerExampleLoss, X, y, beta: float, psi: float, L_st
     if not math.isfinite(L_star):
         raise ValueError(f"L_star must be a finite number, got {L_star!r}")
     return GibbsPotential(loss, X, y, beta, lam, theta0, psi=psi, L_star=L_star,
-                          L_star_tol=float(L_star_tol), boundary=bool(boundary))
+                          L_star_tol=check_nonnegative("L_star_tol", L_star_tol))
 
 
 def gibbs_model(potential: GibbsPotential, prior: dist.Distribution | None = None,

@@ -6,23 +6,22 @@ the Rashomon set ``G = {theta in C : L(theta; D) <= L* + psi}``.
 Privacy of the threshold
 ------------------------
 ``L*`` is computed on the private data (float64 convex solver, :func:`rashomon_minimum`). It is
-never released: it enters only through the threshold inside the sampler, whose sensitivity
-analysis covers it (digest §4.3: the gradient of ``max{L_D, L*_D + psi}`` differs between
-neighbours by at most ``G/n + sqrt(2 M (psi + tol))`` where ``tol`` certifies
-``L_hat* - L*_glob <= tol`` on each dataset; the pure route's sup-sensitivity ``L diam / n``
-also covers ``L*``, §4.1). Any separately reported ``L*``, membership rate or loss on the private
-rows is a further release (:func:`set_fidelity` flags it).
+never released and nothing derived from it steers the plan: beta, the step size, the horizon
+and the reported sensitivity come from declared constants only. It enters only through the
+threshold base ``b`` inside the sampler, whose sensitivity analysis covers it (digest §4.3):
+with a DECLARED tolerance ``tol`` the base is ``b = L_hat* - max(0, cert - tol)``, where
+``cert = |grad L(theta_hat)|^2 / (2 m)`` certifies ``L_hat* - L*_glob <= cert`` (strong
+convexity m > 0), so ``b - L*_glob <= tol`` on EVERY dataset without a data-dependent branch
+(a failed certificate lowers the threshold, it does not change the formula or abort). Then
 
-Sensitivity used (:func:`thresholded_sensitivity`, digest §4.3 and §9 item 18)::
+    Delta_psi = G/n + min(L, sqrt(2 M (psi + tol + float_slack)))   (m > 0 and M declared)
+    Delta_psi = G/n + L                                             (otherwise; any threshold)
 
-    Delta_psi = G/n + min(L, sqrt(2 M (psi + tol)))   tol = certified bound on L_hat* - L*_glob
-    Delta_psi = G/n + L                               no certificate (m = 0, or the constrained
-                                                      minimiser sits on the boundary of C)
-
-(not the paper's eq. (9) prose value ``sqrt(M psi / 2)``).
-
-Rejection to ``G`` on private data is never done (digest §9 item 17): every draw the chain
-releases is returned.
+(not the paper's eq. (9) prose value ``sqrt(M psi / 2)``); ``float_slack`` is a declared bound
+on the float32 evaluation error of L near the threshold (an idealisation, stated as such).
+Any separately reported ``L*``, membership rate or loss on the private rows is a further
+release (:func:`set_fidelity` flags it). Rejection to ``G`` on private data is never done
+(digest §9 item 17): every draw the chain releases is returned.
 """
 
 from __future__ import annotations
@@ -38,13 +37,14 @@ import numpy as np
 from numpyro.infer import MCMC
 from scipy import optimize
 
-from ._validation import (check_delta, check_epsilon, check_finite_array, check_nonnegative,
-                          check_positive, check_positive_int)
+from ._validation import (check_delta, check_finite_array, check_nonnegative, check_positive,
+                          check_positive_int, check_target_epsilon)
 from .domains import Box, Domain, Euclidean, L2Ball
 from .kernels import Langevin
 from .losses import LossConstants, PerExampleLoss
 from .plan import plan_trajectory
 from .potentials import rashomon_potential, thresholded_sensitivity
+from .randomness import secret_key
 
 __all__ = [
     "RashomonMinimum",
@@ -52,6 +52,9 @@ __all__ = [
     "thresholded_sensitivity",
     "mixing_time",
     "RashomonResult",
+    "RashomonPlan",
+    "plan_rashomon",
+    "threshold_base",
     "sample_rashomon",
     "coefficient_ranges",
     "sign_stability",
@@ -67,10 +70,13 @@ __all__ = [
 
 MODES = ("path", "pure", "nonprivate")
 
-# Relative slack added to the certified tolerance because the sampler evaluates L in float32
-# (|float32 mean - float64 mean| is ~1e-7 relative for pairwise reductions; 1e-5 is a generous
-# heuristic margin, not a certified rounding bound).
+#: Default declared bound on |L_float32 - L_float64| near the threshold (absolute). Pairwise
+#: float32 reductions of a mean loss of size ~1 err by ~1e-7 relative; 1e-5 is a margin, not a
+#: certified rounding bound, and it is reported as an assumption. Losses much larger than 1 at
+#: the threshold should declare a larger ``float_slack``.
 FLOAT32_SLACK = 1e-5
+#: Default declared bound on L_hat* - L*_glob (the solver's certificate is forced below it).
+DEFAULT_TOL = 1e-6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,16 +90,13 @@ class RashomonMinimum:
     ``tol``: certified upper bound on ``value - L*_glob`` (L*_glob = infimum of L over all of
     R^p, which the sqrt(2 M psi) argument needs); ``inf`` when no certificate exists.
     ``constrained_gap``: certified bound on ``value - min_C L`` (first-order / Frank-Wolfe gap
-    for a bounded domain, ||g||^2/(2m) unconstrained). ``boundary``: the minimiser lies on the
-    boundary of C with a nonzero gradient and there is no global certificate (then the
-    sensitivity falls back to G/n + L).
+    for a bounded domain, ||g||^2/(2m) unconstrained). ``grad_norm``: |grad L| at ``theta``.
     """
 
     value: float
     theta: np.ndarray
     tol: float
     constrained_gap: float
-    boundary: bool
     grad_norm: float
     method: str
     converged: bool
@@ -175,18 +178,13 @@ def rashomon_minimum(loss: PerExampleLoss, X, y, domain: Domain | None = None, *
     gn = float(np.linalg.norm(g))
     glob = gn * gn / (2 * m) if m > 0 else math.inf
     if domain is None or isinstance(domain, Euclidean):
-        cgap, on_bd = glob, False
+        cgap = glob
     elif isinstance(domain, Box):
         cgap = float(np.sum(g * theta) - np.sum(np.minimum(g * domain.lower, g * domain.upper)))
-        at = (theta <= domain.lower + 1e-9) | (theta >= domain.upper - 1e-9)
-        on_bd = bool(np.any(at & (np.abs(g) > 1e-6)))
     else:
         cgap = float(g @ (theta - domain.center) + domain.radius * gn)
-        on_bd = bool(np.linalg.norm(theta - domain.center) >= domain.radius * (1 - 1e-9) and gn > 1e-6)
-    cgap = max(cgap, 0.0)
     return RashomonMinimum(value=float(value), theta=np.asarray(theta), tol=float(glob),
-                           constrained_gap=cgap, boundary=bool(on_bd and not math.isfinite(glob)),
-                           grad_norm=gn, method=method, converged=conv)
+                           constrained_gap=max(cgap, 0.0), grad_norm=gn, method=method, converged=conv)
 
 
 def mixing_time(beta: float, strong_convexity: float, psi: float, lipschitz: float,
@@ -211,15 +209,15 @@ def mixing_time(beta: float, strong_convexity: float, psi: float, lipschitz: flo
 # sampling
 # ---------------------------------------------------------------------------------------------
 
-def _smoothed_potential(loss, X, y, beta, threshold, lam_s, num_samples, seed, dim):
+def _smoothed_potential(loss, X, y, beta, threshold, lam_s, num_samples, key, dim):
     """U(theta) = beta * mean_j max{L(theta + xi_j), threshold}, xi_j ~ N(0, lam_s^2 I) fixed.
 
     A sample-average version of the Gaussian smoothing of Theorem D.7 (MAX, not min): the xi_j
-    are drawn once from ``seed`` (data independent, common to D and D'), so the function is
+    are drawn once from ``key`` (data independent, common to D and D'), so the function is
     deterministic and its gradient difference is an average of thresholded gradient differences,
     hence bounded by the same Delta_psi.
     """
-    xi = lam_s * jax.random.normal(jax.random.PRNGKey(seed + 7919), (num_samples, dim))
+    xi = lam_s * jax.random.normal(key, (num_samples, dim))
     Xj, yj = jnp.asarray(X, dtype=jnp.float32), jnp.asarray(y, dtype=jnp.float32)
 
     def U(theta):
@@ -229,7 +227,7 @@ def _smoothed_potential(loss, X, y, beta, threshold, lam_s, num_samples, seed, d
     return U
 
 
-def _run_chains(potential, dim, step_size, num_steps, thinning, num_chains, domain, seed, init):
+def _run_chains(potential, dim, step_size, num_steps, thinning, num_chains, domain, key, init):
     def potential_fn(z):
         return potential(z["theta"])
 
@@ -239,7 +237,7 @@ def _run_chains(potential, dim, step_size, num_steps, thinning, num_chains, doma
                 thinning=thinning, chain_method="vectorized", progress_bar=False)
     init = jnp.asarray(init, dtype=jnp.float32)
     init_params = {"theta": jnp.broadcast_to(init, (num_chains, dim)) if num_chains > 1 else init}
-    mcmc.run(jax.random.PRNGKey(seed), init_params=init_params)
+    mcmc.run(key, init_params=init_params)
     z = np.asarray(mcmc.get_samples(group_by_chain=True)["theta"])
     return z.reshape(num_chains, -1, dim)
 
@@ -250,8 +248,8 @@ class RashomonResult:
 
     ``draws`` has shape (chains, draws, dim) and holds every released draw (burn-in included,
     it is part of the accounted path; ``burn_in`` draws per chain are dropped by
-    :meth:`flat_draws`). Nothing computed from the private data (L*, losses, memberships) is
-    stored here except inside ``_private`` (never exported).
+    :meth:`flat_draws`). Nothing computed from the private data other than the released draws
+    (no L*, threshold, minimiser, loss or membership) is stored here.
     """
 
     draws: np.ndarray
@@ -260,7 +258,6 @@ class RashomonResult:
     report: dict
     loss: PerExampleLoss
     burn_in: int = 0
-    _private: dict = field(default_factory=dict, repr=False)
 
     @property
     def is_private(self) -> bool:
@@ -271,7 +268,7 @@ class RashomonResult:
         return self.draws[:, self.burn_in:].reshape(-1, self.draws.shape[-1])
 
     def measures(self, X_eval, y_eval=None, *, reference=None, features=None,
-                 task: str = "classification", seed: int = 0) -> dict:
+                 task: str = "classification", seed: int | None = None) -> dict:
         """Rashomon measures of the released draws on a USER-SUPPLIED evaluation set.
 
         The evaluation set must be public or held out: measures are post-processing of the
@@ -309,44 +306,95 @@ def _check_mode(mode):
     return mode
 
 
-def sample_rashomon(loss: PerExampleLoss, X, y, psi: float, *, eps: float | None = None,
-                    delta: float | None = None, mode: str = "path", horizon: float = 1.0,
-                    num_chains: int = 1, num_draws: int = 1000, domain: Domain | None = None,
-                    seed: int = 0, beta: float | None = None, step_safety: float = 0.5,
-                    min_steps: int = 200, burn_in_fraction: float = 0.5,
-                    smoothing: float | None = None, smoothing_samples: int = 16,
-                    shift_threshold: bool = False, eps_prime_fraction: float = 0.1,
-                    omega: float = 0.01, tv_error: float = 1e-8) -> RashomonResult:
-    """Draws from the Rashomon-thresholded Gibbs law exp(-beta max{L, L* + psi}) on ``domain``.
+def threshold_base(minimum: RashomonMinimum, strong_convexity: float, tol: float, *,
+                   shift: bool = False) -> float:
+    """The threshold base ``b`` with ``b - L*_glob <= tol`` (or ``<= 0`` with ``shift``) on every
+    dataset, without a data-dependent branch: ``b = L_hat* - max(0, cert - tol)`` with
+    ``cert = |grad L(theta_hat)|^2 / (2 m)`` (``b = L_hat* - max(cert, tol)`` with ``shift``).
+    Computed on PRIVATE data: it enters only the sampler's threshold, never a report.
+    Needs ``strong_convexity`` m > 0 (without it the sensitivity does not use the base)."""
+    if strong_convexity <= 0:
+        return minimum.value
+    cert = minimum.grad_norm ** 2 / (2.0 * strong_convexity)
+    return minimum.value - (max(cert, tol) if shift else max(0.0, cert - tol))
 
-    Modes:
 
-    * ``"path"``: (eps, delta)-DP for the whole released trajectory of ``num_chains`` chains of
-      Langevin time ``horizon`` each (mu-GDP, seed-001 Lemma 2.2 with the corrected
-      ``Delta_psi`` of :func:`thresholded_sensitivity`); beta is calibrated, not chosen.
-    * ``"pure"``: exponential mechanism ``beta = eps_em n / (2 L diam)`` on a bounded domain
-      (L2Ball / Box), one released (final) draw per chain, each purified (seed 003) into pure
-      DP. ``eps`` is the TOTAL pure budget over all chains: per draw ``eps / num_chains`` split
-      into ``eps_em`` and ``eps' = eps_prime_fraction * (eps / num_chains)``. The chain is only
-      TV-close to the exact Gibbs law: ``tv_error`` is a DECLARED accuracy (the horizon from
-      :func:`mixing_time` in continuous time is reported; discretisation is not certified), and
-      the upstream delta passed to purification is ``(1 + e^eps_em) tv_error``.
-    * ``"nonprivate"``: user ``beta`` (large beta -> nearly uniform on G); NOT private.
+@dataclass(frozen=True)
+class RashomonPlan:
+    """Everything the Rashomon sampler needs, from declared constants only (no data).
 
-    ``smoothing=lambda`` uses the sample-average Gaussian smoothing of the thresholded loss
-    (Theorem D.7 with max); ``shift_threshold=True`` uses ``L_hat* - tol`` as threshold base (so
-    the sensitivity uses sqrt(2 M psi)) instead of inflating psi by tol. Draws are never
-    filtered by membership in G.
+    ``sampling_plan`` is the accounted :class:`~dp_infer.plan.SamplingPlan` (None in mode
+    ``"nonprivate"``); ``sensitivity`` is Delta_psi; ``tol_sensitivity`` the total declared
+    slack inside it (tol + float slack, or float slack alone with ``shift_threshold``).
     """
+
+    mode: str
+    psi: float
+    beta: float
+    step_size: float
+    num_steps: int
+    thinning: int
+    burn_in: int
+    num_chains: int
+    n: int
+    dim: int
+    sensitivity: float
+    tol: float
+    tol_sensitivity: float
+    shift_threshold: bool
+    smoothing: float | None
+    smoothing_samples: int
+    sampling_plan: object | None = None
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def event(self):
+        return None if self.sampling_plan is None else self.sampling_plan.event
+
+    def as_dict(self) -> dict:
+        d = {} if self.sampling_plan is None else self.sampling_plan.as_dict()
+        d.update({"mode": self.mode, "psi": self.psi, "beta": self.beta, "step_size": self.step_size,
+                  "num_steps": self.num_steps, "thinning": self.thinning, "num_chains": self.num_chains,
+                  "n": self.n, "dim": self.dim, "thresholded_sensitivity": self.sensitivity,
+                  "declared_tol": self.tol, "smoothing": self.smoothing})
+        return d
+
+
+def plan_rashomon(loss: PerExampleLoss | LossConstants, n: int, dim: int, psi: float, *,
+                  mode: str = "path", eps: float | None = None, delta: float | None = None,
+                  beta: float | None = None, horizon: float = 1.0, num_chains: int = 1,
+                  num_draws: int = 1000, domain: Domain | None = None, step_safety: float = 0.5,
+                  min_steps: int = 200, burn_in_fraction: float = 0.5,
+                  smoothing: float | None = None, smoothing_samples: int = 16,
+                  shift_threshold: bool = False, tol: float = DEFAULT_TOL,
+                  float_slack: float = FLOAT32_SLACK, eps_prime_fraction: float = 0.1,
+                  omega: float = 0.01) -> RashomonPlan:
+    """The Rashomon sampler's plan from n, the dimension, psi and the loss's DECLARED constants.
+
+    Data independent by construction (it never sees X or y): neighbouring datasets get the
+    same plan. See :func:`sample_rashomon` for the modes and parameters.
+    """
+    from .calibrate import calibrate
+
     mode = _check_mode(mode)
-    if not isinstance(loss, PerExampleLoss):
-        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+    c = loss.constants if isinstance(loss, PerExampleLoss) else loss
+    if not isinstance(c, LossConstants):
+        raise ValueError(f"loss must be a PerExampleLoss or LossConstants, got {type(loss).__name__}")
+    if domain is None and isinstance(loss, PerExampleLoss):
+        domain = loss.domain
+    n = check_positive_int("n", n)
+    dim = check_positive_int("dim", dim)
     psi = check_nonnegative("psi", psi)
     horizon = check_positive("horizon", horizon)
     num_chains = check_positive_int("num_chains", num_chains)
     num_draws = check_positive_int("num_draws", num_draws)
+    tol = check_nonnegative("tol", tol)
+    float_slack = check_nonnegative("float_slack", float_slack)
     if not 0 <= burn_in_fraction < 1:
         raise ValueError(f"burn_in_fraction must lie in [0, 1), got {burn_in_fraction!r}")
+    if not 0 < step_safety < 2:
+        raise ValueError(f"step_safety must lie in (0, 2) (h * M_U; ULA diverges at 2), got {step_safety!r}")
+    min_steps = check_positive_int("min_steps", min_steps)
     if smoothing is not None:
         smoothing = check_positive("smoothing", smoothing)
         smoothing_samples = check_positive_int("smoothing_samples", smoothing_samples)
@@ -360,132 +408,147 @@ def sample_rashomon(loss: PerExampleLoss, X, y, psi: float, *, eps: float | None
         if beta is not None:
             raise ValueError(f"beta is calibrated from (eps, delta) in mode={mode!r}; pass beta only "
                              "with mode='nonprivate'")
-        eps = check_epsilon(eps)
+        eps = check_target_epsilon(eps)
         if mode == "path":
             delta = check_delta(delta)
-    X, y = loss.check_data(X, y)
-    n = X.shape[0]
-    dim = loss.num_params(X.shape[1])
-    domain = domain if domain is not None else loss.domain
+        elif delta not in (None, 0):
+            raise ValueError("mode='pure' releases pure eps-DP: pass delta=None")
     if domain is not None and domain.dim != dim:
         raise ValueError(f"domain.dim = {domain.dim} does not match the parameter dimension {dim}")
-
-    mini = rashomon_minimum(loss, X, y, domain)
-    tol = mini.tol + FLOAT32_SLACK * (1 + abs(mini.value) + psi)
-    base = mini.value
-    if shift_threshold and math.isfinite(mini.tol):
-        base = mini.value - mini.tol
-        tol = FLOAT32_SLACK * (1 + abs(mini.value) + psi)
-    threshold = base + psi
-    c = loss.constants
-    init = (jnp.zeros(dim) if domain is None else jnp.asarray(domain.default_init()))
+    if mode == "pure" and (domain is None or not domain.bounded or not isinstance(domain, (L2Ball, Box))):
+        raise ValueError("mode='pure' needs a bounded domain (L2Ball or Box): pass domain=")
+    if c.smoothness is None:
+        raise ValueError("the loss declares no smoothness M: the step size cannot be chosen")
     M = c.smoothness
-    M_eff = None if M is None else (M if smoothing is None else
-                                    M + math.sqrt(2 / math.pi) * math.sqrt(2 * M * psi) / smoothing)
-    priv = {"L_star": mini.value, "threshold": threshold, "minimum": mini}
-
-    def build_potential(b):
-        if smoothing is None:
-            pot = rashomon_potential(loss, X, y, beta=b, psi=psi, L_star=base, L_star_tol=tol,
-                                     boundary=mini.boundary)
-            return pot
-        return _smoothed_potential(loss, X, y, b, threshold, smoothing, smoothing_samples, seed, dim)
-
+    M_eff = M if smoothing is None else M + math.sqrt(2 / math.pi) * math.sqrt(2 * M * psi) / smoothing
+    tol_sens = float_slack + (0.0 if shift_threshold else tol)
+    sens = thresholded_sensitivity(c, n, psi, tol_sens)
+    consts = replace(c, grad_diff=sens * n, smoothness=M_eff)
+    assumptions = (
+        f"thresholded gradient sensitivity Delta_psi = {sens:.6g} from declared constants "
+        f"(G = {c.grad_diff:g}, n = {n}, M = {M:g}, m = {c.strong_convexity:g}, psi = {psi:g}, "
+        f"declared tol = {tol:g}, declared float slack = {float_slack:g}); digest seed-001 §4.3",
+        "L* is computed on the private data and enters only the sampler's threshold (base lowered "
+        "by any excess of its certificate over tol); it is neither released nor used in the plan",
+        f"float32 evaluation error of L near the threshold <= float_slack = {float_slack:g} "
+        "(an idealisation, like float32 Gaussian noise)",
+    )
+    common = dict(mode=mode, psi=psi, num_chains=num_chains, n=n, dim=dim, sensitivity=sens, tol=tol,
+                  tol_sensitivity=tol_sens, shift_threshold=bool(shift_threshold), smoothing=smoothing,
+                  smoothing_samples=smoothing_samples)
     if mode == "path":
-        sens = thresholded_sensitivity(c, n, psi, tol, mini.boundary)
-        if M_eff is None:
-            raise ValueError("the loss declares no smoothness M: the step size cannot be chosen")
-        consts = replace(c, grad_diff=sens * n, smoothness=M_eff)
         plan = plan_trajectory(consts, n, dim, eps=eps, delta=delta, horizon=horizon,
                                num_chains=num_chains, num_draws=num_draws, step_safety=step_safety,
                                min_steps=min_steps, burn_in_fraction=burn_in_fraction)
-        assumptions = (
-            f"thresholded gradient sensitivity Delta_psi = G/n + min(L, sqrt(2 M (psi + tol))) = {sens:.6g} "
-            f"(G = {c.grad_diff:g}, n = {n}, M = {M}, psi = {psi:g}, tol = {tol:.3g} certified bound on "
-            f"L_hat* - L*_glob incl. float32 slack{', boundary fallback G/n + L' if mini.boundary else ''}); "
-            "digest seed-001 §4.3, not the paper's eq. (9)",
-            "L* is computed on the private data and enters only through the threshold; it is not released",
-            f"replace-one neighbouring datasets with n = {n} (public)",
-            "initial point, beta, step size, horizon and chains are data independent",
-            "no Metropolis correction, no warmup adaptation, no rejection to G",
-        )
-        plan = replace(plan, route="rashomon_path", assumptions=assumptions,
+        plan = replace(plan, route="rashomon_path", assumptions=assumptions + plan.assumptions[1:],
                        excess_risk_bound=psi + dim / plan.beta)
-        pot = build_potential(plan.beta)
-        draws = _run_chains(pot, dim, plan.step_size, plan.num_steps, plan.thinning, num_chains,
-                            domain, seed, init)
-        report = plan.as_dict()
-        report.update({"mode": "path", "psi": psi, "thresholded_sensitivity": sens,
-                       "smoothing": smoothing, "guarantee": f"({report['eps_spent']:.4g}, {delta:g})-DP "
-                       f"for the whole trajectory of {num_chains} chain(s)"})
-        return RashomonResult(draws, mode, psi, report, loss, plan.burn_in, priv)
-
-    if mode == "nonprivate":
-        if M_eff is None:
-            raise ValueError("the loss declares no smoothness M: the step size cannot be chosen")
-        M_U = beta * M_eff
-        h = min(step_safety / M_U, horizon / min_steps)
-        num_steps = int(math.ceil(horizon / h))
-        thinning = max(1, num_steps // num_draws)
-        num_steps = thinning * max(1, num_steps // thinning)
-        h = horizon / num_steps
-        pot = build_potential(beta)
-        draws = _run_chains(pot, dim, h, num_steps, thinning, num_chains, domain, seed, init)
-        report = {"mode": "nonprivate", "guarantee": "NON-PRIVATE (reference run; no privacy guarantee)",
-                  "beta": beta, "psi": psi, "step_size": h, "num_steps": num_steps,
-                  "thinning": thinning, "num_chains": num_chains, "horizon": horizon, "n": n,
-                  "dim": dim, "smoothing": smoothing}
-        return RashomonResult(draws, mode, psi, report, loss,
-                              int(burn_in_fraction * (num_steps // thinning)), priv)
-
-    # ---- pure: exponential mechanism + purification
-    try:
-        from .privacy import pure as pure_mod
-        from .privacy import purification as purif
-    except ImportError as e:  # pragma: no cover - depends on the other engineer's module
-        raise ValueError(f"mode='pure' is unavailable: {e}") from None
-    if domain is None or not domain.bounded or not isinstance(domain, (L2Ball, Box)):
-        raise ValueError("mode='pure' needs a bounded domain (L2Ball or Box): pass domain=")
-    if not 0 < eps_prime_fraction < 1:
-        raise ValueError(f"eps_prime_fraction must lie in (0, 1), got {eps_prime_fraction!r}")
-    tv_error = check_positive("tv_error", tv_error)
-    if tv_error >= 1:
-        raise ValueError(f"tv_error must lie in (0, 1), got {tv_error!r}")
-    if not math.isfinite(c.lipschitz):
-        raise ValueError("mode='pure' needs a finite Lipschitz constant L on the domain")
-    eps_draw = eps / num_chains
-    eps_p = eps_prime_fraction * eps_draw
-    eps_em = eps_draw - eps_p
-    b = pure_mod.pure_beta(eps_em, n, c.lipschitz, domain.diameter)
-    t_mix = (mixing_time(b, c.strong_convexity, psi, c.lipschitz, domain.diameter, tv_error)
-             if c.strong_convexity > 0 else None)
-    if M_eff is None:
-        raise ValueError("the loss declares no smoothness M: the step size cannot be chosen")
-    h = min(step_safety / (b * M_eff), horizon / min_steps)
+        return RashomonPlan(beta=plan.beta, step_size=plan.step_size, num_steps=plan.num_steps,
+                            thinning=plan.thinning, burn_in=plan.burn_in, sampling_plan=plan,
+                            assumptions=plan.assumptions, **common)
+    if mode == "pure":
+        plan = calibrate(consts, n, dim, eps=eps / num_chains, delta=None, route="pure", domain=domain,
+                         horizon=horizon, num_chains=1, num_draws=num_draws,
+                         eps_prime_fraction=eps_prime_fraction, omega=omega)
+        plan = replace(plan, route="rashomon_pure", assumptions=assumptions + plan.assumptions[1:])
+        return RashomonPlan(beta=plan.beta, step_size=plan.step_size, num_steps=plan.num_steps,
+                            thinning=plan.num_steps, burn_in=0, sampling_plan=plan,
+                            assumptions=plan.assumptions, **common)
+    M_U = beta * M_eff
+    h = min(step_safety / M_U, horizon / min_steps)
     num_steps = int(math.ceil(horizon / h))
-    h = horizon / num_steps
-    pot = build_potential(b)
-    last = _run_chains(pot, dim, h, num_steps, num_steps, num_chains, domain, seed, init)[:, -1]
+    thinning = max(1, num_steps // num_draws)
+    num_steps = thinning * int(math.ceil(num_steps / thinning))  # round up: h stays <= the stable step
+    return RashomonPlan(beta=beta, step_size=horizon / num_steps, num_steps=num_steps,
+                        thinning=thinning, burn_in=int(burn_in_fraction * (num_steps // thinning)),
+                        assumptions=("NON-PRIVATE reference run",), **common)
+
+
+def sample_rashomon(loss: PerExampleLoss, X, y, psi: float, *, eps: float | None = None,
+                    delta: float | None = None, mode: str = "path", horizon: float = 1.0,
+                    num_chains: int = 1, num_draws: int = 1000, domain: Domain | None = None,
+                    seed: int | None = None, key_impl: str = "threefry2x32",
+                    beta: float | None = None, step_safety: float = 0.5,
+                    min_steps: int = 200, burn_in_fraction: float = 0.5,
+                    smoothing: float | None = None, smoothing_samples: int = 16,
+                    shift_threshold: bool = False, tol: float = DEFAULT_TOL,
+                    float_slack: float = FLOAT32_SLACK, eps_prime_fraction: float = 0.1,
+                    omega: float = 0.01) -> RashomonResult:
+    """Draws from the Rashomon-thresholded Gibbs law exp(-beta max{L, L* + psi}) on ``domain``.
+
+    Modes:
+
+    * ``"path"``: (eps, delta)-DP for the whole released trajectory of ``num_chains`` chains of
+      Langevin time ``horizon`` each (mu-GDP, seed-001 Lemma 2.2 with the ``Delta_psi`` of
+      :func:`thresholded_sensitivity` from DECLARED constants, ``tol`` and ``float_slack``);
+      beta is calibrated, not chosen, and nothing computed from the data enters it.
+    * ``"pure"``: pure eps on a bounded domain (L2Ball / Box) through the certified pure route
+      of :func:`dp_infer.calibrate.calibrate`: each chain is a trajectory at
+      ``(eps_c (1 - f), delta_a)`` with a tiny ``delta_a``, and its final draw (inside the
+      domain) is purified (seed 003) to pure ``eps_c = eps / num_chains``; the chains compose
+      to pure ``eps``. Nothing relies on a mixing or TV claim.
+    * ``"nonprivate"``: user ``beta`` (large beta -> nearly uniform on G); NOT private.
+
+    The plan is :func:`plan_rashomon` (data independent). ``seed=None`` (default): secret noise
+    from the operating system. ``smoothing=lambda`` uses the sample-average Gaussian smoothing
+    of the thresholded loss (Theorem D.7 with max); ``shift_threshold=True`` lowers the base by
+    ``max(cert, tol)`` so the sensitivity uses ``sqrt(2 M (psi + float_slack))``. Draws are
+    never filtered by membership in G.
+    """
+    from .privacy import purification as purif
+    from .privacy.accountant import Accountant
+
+    if not isinstance(loss, PerExampleLoss):
+        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+    X, y = loss.check_data(X, y)
+    n, dim = X.shape[0], loss.num_params(X.shape[1])
+    domain = domain if domain is not None else loss.domain
+    rp = plan_rashomon(loss, n, dim, psi, mode=mode, eps=eps, delta=delta, beta=beta, horizon=horizon,
+                       num_chains=num_chains, num_draws=num_draws, domain=domain,
+                       step_safety=step_safety, min_steps=min_steps, burn_in_fraction=burn_in_fraction,
+                       smoothing=smoothing, smoothing_samples=smoothing_samples,
+                       shift_threshold=shift_threshold, tol=tol, float_slack=float_slack,
+                       eps_prime_fraction=eps_prime_fraction, omega=omega)
+    key, source = secret_key(seed, impl=key_impl)
+    key_run, key_smooth, key_purify = jax.random.split(key, 3)
+
+    # ---- the data: L* only inside the threshold ---------------------------------------------
+    mini = rashomon_minimum(loss, X, y, domain)
+    base = threshold_base(mini, loss.constants.strong_convexity, rp.tol, shift=rp.shift_threshold)
+    del mini  # private: never stored, returned or reported
+    init = jnp.zeros(dim) if domain is None else jnp.asarray(domain.default_init())
+    if rp.smoothing is None:
+        pot = rashomon_potential(loss, X, y, beta=rp.beta, psi=rp.psi, L_star=base,
+                                 L_star_tol=rp.tol_sensitivity)
+    else:
+        pot = _smoothed_potential(loss, X, y, rp.beta, base + rp.psi, rp.smoothing,
+                                  rp.smoothing_samples, key_smooth, dim)
+    draws = _run_chains(pot, dim, rp.step_size, rp.num_steps, rp.thinning, rp.num_chains, domain,
+                        key_run, init)
+    report = rp.as_dict()
+    report["randomness"] = source.describe()
+    if rp.mode == "path":
+        report["guarantee"] = (f"({report['eps_spent']:.4g}, {report['delta']:g})-DP for the whole "
+                               f"trajectory of {rp.num_chains} chain(s)")
+        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in)
+    if rp.mode == "nonprivate":
+        report["guarantee"] = "NON-PRIVATE (reference run; no privacy guarantee)"
+        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in)
+
+    # ---- pure: purify each chain's final draw (inside the domain: the chain is projected) -----
+    plan = rp.sampling_plan
+    pdict = dict(plan.purification)
+    pdict["q"] = float(pdict["q"])
+    params = purif.PurificationParams(**pdict)
     with jax.enable_x64(True):
-        last = np.asarray(domain.project(jnp.asarray(last, dtype=jnp.float64)))
-    up_delta = (1 + math.exp(eps_em)) * tv_error
-    params = purif.purification_parameters(domain, eps_p, omega, delta=up_delta)
-    out = purif.purify(seed + 104729, last, params, domain, project=True)
-    ev = purif.purified_event(eps_em, params)
-    notes = ["the chain's TV error to the exact Gibbs law is DECLARED (tv_error), not certified: "
-             "the continuous-time mixing horizon is reported; discretisation bias is not bounded"]
-    if t_mix is not None and horizon < t_mix:
-        notes.append(f"horizon {horizon:g} < continuous-time mixing horizon {t_mix:.4g} for tv_error "
-                     f"{tv_error:g}: the declared tv_error is NOT supported by Lemma D.5")
-        warnings.warn(notes[-1], UserWarning, stacklevel=2)
-    report = {"mode": "pure", "route": "exponential_mechanism+purification", "beta": b, "psi": psi,
-              "eps_total": eps, "eps_per_draw": eps_draw, "eps_em": eps_em, "eps_prime": eps_p,
-              "upstream_delta": up_delta, "tv_error_declared": tv_error, "mixing_horizon": t_mix,
-              "horizon": horizon, "step_size": h, "num_steps": num_steps, "num_chains": num_chains,
-              "purification": params.to_dict(), "event": ev.to_dict(),
-              "guarantee": f"pure {eps:.4g}-DP over {num_chains} purified draw(s) (basic composition)",
-              "notes": notes, "n": n, "dim": dim}
-    return RashomonResult(out[:, None, :], mode, psi, report, loss, 0, priv)
+        last = np.asarray(domain.project(jnp.asarray(draws[:, -1], dtype=jnp.float64)))
+    out = purif.purify(key_purify, last, params, domain)
+    acc = Accountant([(plan.event, rp.num_chains)])
+    eps_total = float(plan.event.epsilon) * rp.num_chains
+    report.update({"eps": eps_total, "delta": 0.0, "eps_per_chain": float(plan.event.epsilon),
+                   "eps_spent": eps_total, "accountant": acc.to_dict(),
+                   "guarantee": f"pure {eps_total:.4g}-DP over {rp.num_chains} purified final draw(s) "
+                                "(each chain a certified trajectory + purification; basic composition)"})
+    return RashomonResult(out[:, None, :], rp.mode, rp.psi, report, loss, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -549,7 +612,7 @@ def prediction_ranges(draws, X_eval, link: str = "logistic") -> dict:
 
 
 def model_class_reliance(draws, X_eval, y_eval, feature: int, loss: PerExampleLoss, *,
-                         seed: int = 0, num_permutations: int = 1) -> dict:
+                         seed: int | None = None, num_permutations: int = 1) -> dict:
     """Per-draw model reliance: loss with column ``feature`` permuted / original loss, on the
     evaluation set; returns MCR- (min), MCR+ (max) and quantiles over draws (sampled inner
     approximation of Fisher et al.'s MCR)."""
@@ -574,7 +637,8 @@ def model_class_reliance(draws, X_eval, y_eval, feature: int, loss: PerExampleLo
 
 
 def rashomon_ratio_estimate(loss: PerExampleLoss, X, y, L_star: float, psi: float, domain: Domain, *,
-                            num_samples: int = 100000, seed: int = 0, data_is_private: bool = True) -> dict:
+                            num_samples: int = 100000, seed: int | None = None,
+                            data_is_private: bool = True) -> dict:
     """Share of uniform draws on the bounded ``domain`` inside {L <= L_star + psi}, with its
     binomial standard error (Semenova et al.'s Rashomon ratio). Computed on private data this
     is a NON-PRIVATE release (flagged); evaluate it on public data to make it free."""
@@ -584,7 +648,7 @@ def rashomon_ratio_estimate(loss: PerExampleLoss, X, y, L_star: float, psi: floa
         raise ValueError("domain must be a bounded Domain (L2Ball or Box)")
     X, y = loss.check_data(X, y)
     with jax.enable_x64(True):
-        U = np.asarray(domain.sample_uniform(jax.random.PRNGKey(seed), (num_samples,)), dtype=np.float64)
+        U = np.asarray(domain.sample_uniform(secret_key(seed)[0], (num_samples,)), dtype=np.float64)
         Xj, yj = jnp.asarray(X), jnp.asarray(y)
         Ls = np.asarray(jax.jit(jax.vmap(lambda t: loss.mean(t, Xj, yj)))(jnp.asarray(U)))
     inside = Ls <= float(L_star) + psi
@@ -618,7 +682,7 @@ def set_fidelity(draws, loss: PerExampleLoss, X, y, L_star: float, psi: float, *
 # demo
 # ---------------------------------------------------------------------------------------------
 
-def compare_breast_cancer(seed: int = 0, *, psi: float = 0.02, eps: float = 1.0, delta: float = 1e-5,
+def compare_breast_cancer(seed: int | None = None, *, psi: float = 0.02, eps: float = 1.0, delta: float = 1e-5,
                           l2: float = 0.05, row_norm: float = 4.0, nonprivate_beta: float = 3000.0,
                           horizon: float = 2.0, num_chains: int = 4, num_draws: int = 500) -> dict:
     """Breast cancer (10 "mean" features; standardisation statistics DECLARED PUBLIC for the

@@ -93,10 +93,16 @@ def test_gibbs_potential_and_model_agree_and_constants():
 
 
 def test_thresholded_sensitivity_formula():
-    loss = _quadratic_loss(1.0)
     X = jnp.zeros((100, 1))
+    # no declared strong convexity: no certificate for L*, the bound is G/n + L for any threshold
+    loss = _quadratic_loss(1.0)
     U = potentials.rashomon_potential(loss, X, jnp.zeros(100), beta=3.0, psi=0.01, L_star=0.0)
-    assert U.loss_sensitivity() == pytest.approx(2e6 / 100 + math.sqrt(2 * 0.01))
+    assert U.loss_sensitivity() == pytest.approx(2e6 / 100 + 1e6)
+    # declared m > 0 and M: G/n + sqrt(2 M (psi + tol)) with the declared tol
+    fn = lambda t, x, y: 0.5 * jnp.sum((t - x) ** 2)  # noqa: E731
+    sc = losses.PerExampleLoss("q", fn, losses.LossConstants(5.0, 2.0, 1.0, 1.0), 1.0)
+    U = potentials.rashomon_potential(sc, X, jnp.zeros(100), beta=3.0, psi=0.01, L_star=0.0, L_star_tol=0.02)
+    assert U.loss_sensitivity() == pytest.approx(2 / 100 + math.sqrt(2 * 0.03))
 
 
 def test_potential_bad_inputs():

@@ -92,7 +92,7 @@ def ridge():
 def test_rashomon_minimum_matches_ridge_closed_form(ridge):
     mini = R.rashomon_minimum(ridge["loss"], ridge["X"], ridge["y"])
     np.testing.assert_allclose(mini.theta, ridge["theta_star"], atol=1e-7)
-    assert mini.tol < 1e-12 and not mini.boundary
+    assert mini.tol < 1e-12
 
 
 def test_ridge_coefficient_ranges(ridge):
@@ -175,11 +175,14 @@ def test_thresholded_sensitivity_brute_force(psi):
 def test_thresholded_sensitivity_cases():
     c = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)
     assert R.thresholded_sensitivity(c, 100, 0.01, tol=0.005) == pytest.approx(0.02 + math.sqrt(2 * 0.015))
-    assert R.thresholded_sensitivity(c, 100, 0.01, tol=0.0, boundary=True) == pytest.approx(3.02)
-    assert R.thresholded_sensitivity(c, 100, 0.01, tol=math.inf) == pytest.approx(3.02)
     assert R.thresholded_sensitivity(c, 100, 10.0) == pytest.approx(3.02)  # min(L, sqrt(2 M psi))
+    # the formula is chosen from DECLARED constants only: m = 0 (no certificate) -> G/n + L
+    c0 = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=1.0, strong_convexity=0.0)
+    assert R.thresholded_sensitivity(c0, 100, 0.01, tol=0.0) == pytest.approx(3.02)
+    with pytest.raises(ValueError, match="tol"):
+        R.thresholded_sensitivity(c, 100, 0.01, tol=math.inf)
     with pytest.raises(ValueError, match="no finite gradient sensitivity"):
-        R.thresholded_sensitivity(LossConstants(math.inf, 2.0, 1.0), 100, 0.1, tol=math.inf)
+        R.thresholded_sensitivity(LossConstants(math.inf, 2.0, 1.0), 100, 0.1)
 
 
 def test_rashomon_minimum_constrained():
@@ -196,11 +199,15 @@ def test_rashomon_minimum_constrained():
     mb = R.rashomon_minimum(loss, X, y, box)
     np.testing.assert_allclose(mb.theta, [0.5, 0.0], atol=1e-9)
     assert mb.constrained_gap <= 1e-9
-    # without strong convexity and a boundary minimiser: no global certificate -> boundary flag
+    # without strong convexity: no global certificate
     fn = lambda th, x, yy: 0.5 * jnp.sum((th - x) ** 2)  # noqa: E731
     loss0 = PerExampleLoss("quad0", fn, LossConstants(3.0, 2.0, 1.0, 0.0), 1.0)
     m0 = R.rashomon_minimum(loss0, X, y, ball)
-    assert m0.boundary and math.isinf(m0.tol)
+    assert math.isinf(m0.tol)
+    # the threshold base never exceeds L*_glob + tol, whatever the certificate says
+    for tol in (0.0, 0.01, 0.5):
+        assert R.threshold_base(mini, 1.0, tol) - 0.0 <= tol + 1e-12  # L*_glob = 0 here
+        assert R.threshold_base(mini, 1.0, tol, shift=True) <= 1e-12
 
 
 # ------------------------------------------------------------------------------ privacy
@@ -214,8 +221,8 @@ def test_path_mode_calibration_and_drift_bound():
                             num_chains=4, num_draws=200, seed=0)
     rep = res.report
     sens = rep["thresholded_sensitivity"]
-    # tol = float32 slack only (quadratic: exact minimum): sqrt(2 M (psi + tol)), tol ~ 1e-5
-    assert 2 / n + math.sqrt(2 * psi) <= sens <= 2 / n + math.sqrt(2 * (psi + 2e-5))
+    # declared tol + float slack only (nothing from the data): sqrt(2 M (psi + tol + slack))
+    assert sens == pytest.approx(2 / n + math.sqrt(2 * (psi + R.DEFAULT_TOL + R.FLOAT32_SLACK)), rel=1e-12)
     mu = rep["beta"] * sens * math.sqrt(4 * horizon / 2)
     assert rep["mu"] == pytest.approx(mu, rel=1e-9)
     assert gdp_epsilon(mu, delta) == pytest.approx(eps, rel=1e-6)
@@ -233,29 +240,28 @@ def test_path_mode_calibration_and_drift_bound():
     assert realised >= rep["beta"] * 2 / n * (1 - 1e-6)  # the paths do visit where D and D' differ
 
 
-def test_pure_mode_stationary_ratio_and_purification():
-    n, psi, eps = 100, 0.05, 1.0
+def test_pure_mode_is_the_certified_trajectory_plus_purification_route():
+    n, psi, eps, K = 100, 0.05, 1.0, 4
     dom = Box.cube(1, 2.0)
-    loss = quad_loss(lipschitz=3.0, domain=dom)  # |theta - x| <= 3 on C
+    loss = quad_loss(lipschitz=3.0, domain=dom)
     X, Xp = _neighbours(n)
     y = np.zeros(n)
-    with pytest.warns(UserWarning, match="NOT supported by Lemma D.5"):  # horizon < mixing horizon
-        res = R.sample_rashomon(loss, X, y, psi, mode="pure", eps=eps, horizon=2.0, num_chains=8,
-                                domain=dom, seed=2, tv_error=1e-8)
+    res = R.sample_rashomon(loss, X, y, psi, mode="pure", eps=eps, horizon=1.0, num_chains=K,
+                            domain=dom, seed=2)
     rep = res.report
-    assert rep["beta"] == pytest.approx(rep["eps_em"] * n / (2 * 3.0 * 4.0))
-    assert rep["eps_em"] + rep["eps_prime"] == pytest.approx(eps / 8)
-    assert res.draws.shape == (8, 1, 1) and np.all(np.abs(res.draws) <= 2.0)
-    # exact stationary thresholded Gibbs laws on D, D' at the calibrated beta: sup |log p/q| <= eps_em
-    grid = np.linspace(-2, 2, 200001)
-    logs = []
-    for D in (X, Xp):
-        mu_, Ls = D.mean(), 0.5 * np.mean(D ** 2) - 0.5 * D.mean() ** 2
-        Lg = 0.5 * (grid - mu_) ** 2 + Ls
-        logs.append(-rep["beta"] * np.maximum(Lg, Ls + psi))
-    ratio = exact.max_log_ratio(grid, logs[0], logs[1])
-    assert ratio <= rep["eps_em"]
-    assert ratio >= 0.05 * rep["eps_em"]  # not vacuous: the neighbours' laws do differ
+    # each chain: a trajectory at (eps_c (1 - f), exp(ld)) purified to pure eps_c; K compose to eps
+    assert rep["eps_spent"] == pytest.approx(eps) and rep["delta"] == 0.0
+    assert rep["eps_per_chain"] == pytest.approx(eps / K)
+    sens = rep["thresholded_sensitivity"]
+    mu_up = rep["beta"] * sens * math.sqrt(rep["horizon"] / 2)
+    eps_up = gdp_epsilon(mu_up, log_delta=rep["upstream_log_delta"])
+    assert eps_up <= 0.9 * eps / K * (1 + 1e-9)  # upstream eps_a = (1 - eps_prime_fraction) eps_c
+    assert res.draws.shape == (K, 1, 1) and np.all(np.abs(res.draws) <= 2.0)
+    # no mixing / TV claim is involved
+    assert "tv_error" not in rep and rep.get("sampling_error_tv") is None
+    # the plan is data independent: the neighbour gets the identical plan
+    assert R.plan_rashomon(loss, n, 1, psi, mode="pure", eps=eps, num_chains=K, domain=dom) == \
+        R.plan_rashomon(loss, n, 1, psi, mode="pure", eps=eps, num_chains=K, domain=dom)
 
 
 # ------------------------------------------------------------------------------ measures

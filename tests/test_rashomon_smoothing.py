@@ -20,6 +20,8 @@ from dp_infer.losses import LossConstants
 from dp_infer.potentials import thresholded_sensitivity
 from dp_infer.rashomon import _smoothed_potential
 
+XI_KEY = jax.random.PRNGKey(7919)  # the perturbations are part of the function (data independent)
+
 N, PSI, LAM_S, K = 100, 0.01, 0.1, 64
 
 
@@ -40,14 +42,15 @@ def test_smoothed_gradient_difference_never_exceeds_delta_psi():
     y = np.zeros(N)
     # thresholds: each dataset's own L* + psi (L* of the quadratic = its variance term)
     thr = [0.5 * float(np.mean((X[:, 0] - X[:, 0].mean()) ** 2)) + PSI for X in (XD, XD2)]
-    U1 = _smoothed_potential(loss, XD, y, 1.0, thr[0], LAM_S, K, 0, 1)
-    U2 = _smoothed_potential(loss, XD2, y, 1.0, thr[1], LAM_S, K, 0, 1)
+    U1 = _smoothed_potential(loss, XD, y, 1.0, thr[0], LAM_S, K, XI_KEY, 1)
+    U2 = _smoothed_potential(loss, XD2, y, 1.0, thr[1], LAM_S, K, XI_KEY, 1)
     grid = jnp.linspace(-1.5, 1.5, 3001)[:, None]
     g1 = jax.vmap(jax.grad(U1))(grid)[:, 0]
     g2 = jax.vmap(jax.grad(U2))(grid)[:, 0]
     worst = float(jnp.max(jnp.abs(g1 - g2)))
-    # data in [-1, 1]: per-example gradient difference G = 2, smoothness M = 1
-    bound = thresholded_sensitivity(LossConstants(lipschitz=math.inf, grad_diff=2.0, smoothness=1.0), N, PSI)
+    # data in [-1, 1]: per-example gradient difference G = 2, smoothness M = 1, strong convexity 1
+    bound = thresholded_sensitivity(LossConstants(lipschitz=math.inf, grad_diff=2.0, smoothness=1.0,
+                                                  strong_convexity=1.0), N, PSI)
     assert worst <= bound * (1 + 1e-4)
     assert worst >= 0.5 * (2.0 / N)  # the neighbours do move the gradient
 
@@ -59,7 +62,7 @@ def test_smoothed_loss_matches_quadrature_within_mc_error_and_the_bias_bound():
     m = X[:, 0].mean()
     c0 = 0.5 * float(np.mean((X[:, 0] - m) ** 2))
     thr = c0 + PSI
-    U = _smoothed_potential(loss, X, y, 1.0, thr, LAM_S, K, 0, 1)
+    U = _smoothed_potential(loss, X, y, 1.0, thr, LAM_S, K, XI_KEY, 1)
     for t in (m - 0.3, m - 0.1, m, m + 0.14, m + 0.5):
         f = lambda e: max(c0 + 0.5 * (t + e - m) ** 2, thr) * math.exp(-e * e / (2 * LAM_S**2)) / (
             LAM_S * math.sqrt(2 * math.pi))
