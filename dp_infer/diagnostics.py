@@ -58,6 +58,7 @@ __all__ = [
     "report_to_dict",
     "to_datatree",
     "is_private",
+    "privacy_status",
     "get_report",
     "save",
     "load",
@@ -74,8 +75,11 @@ __all__ = [
 # attribute names (documented, stable: files written today must be readable tomorrow)
 # ---------------------------------------------------------------------------------------------
 
-#: root attribute: ``"true"`` for a release covered by the guarantee, ``"false"`` for debug.
+#: root attribute: ``"true"`` for a release covered by an attached, matching privacy report,
+#: ``"false"`` for a debug export, ``"unknown"`` when no matching report is attached.
 PRIVATE_ATTR = "dp_infer_private"
+#: root attribute (status ``"unknown"`` only): why the tree is not marked private.
+UNKNOWN_REASON_ATTR = "dp_infer_privacy_unknown_reason"
 #: root attribute: the whole privacy report / plan as a JSON string.
 REPORT_ATTR = "dp_infer_privacy_report"
 #: root attribute present on debug exports only.
@@ -189,12 +193,46 @@ def get_report(dt: xr.DataTree) -> dict | None:
 
 
 def is_private(dt: xr.DataTree) -> bool:
-    """True iff ``dt`` was exported by :func:`to_datatree` without ``debug``.
+    """True iff ``dt`` was exported by :func:`to_datatree` without ``debug`` AND with a privacy
+    report that matches its draws (see :func:`privacy_status`).
 
     A tree not produced by :func:`to_datatree` (no ``dp_infer_private`` attribute) is
     treated as non-private.
     """
     return str(dt.attrs.get(PRIVATE_ATTR, "false")).lower() == "true"
+
+
+def privacy_status(dt: xr.DataTree) -> str:
+    """One line for humans: ``PRIVATE release ...``, ``NON-PRIVATE ...`` or ``privacy UNKNOWN ...``."""
+    flag = str(dt.attrs.get(PRIVATE_ATTR, "missing")).lower()
+    if flag == "true":
+        return "PRIVATE release (theta draws only, covered by the attached privacy report)"
+    if flag == "false":
+        return f"NON-PRIVATE — {DEBUG_WARNING}"
+    if flag == "unknown":
+        return f"privacy UNKNOWN — {dt.attrs.get(UNKNOWN_REASON_ATTR, 'no matching privacy report')}"
+    return "privacy UNKNOWN — this tree was not exported by dp_infer.diagnostics.to_datatree"
+
+
+def _report_mismatch(report: Mapping[str, Any] | None, num_chains: int, num_draws: int) -> str | None:
+    """Why ``report`` does not cover draws of shape (num_chains, num_draws); None if it does.
+
+    A report covers a tree when it carries a privacy event and (eps, delta), and the tree holds
+    no more chains and no more draws per chain than the plan released (a subset of released
+    draws is post-processing)."""
+    if report is None:
+        return "no privacy report is attached (a run made without a dp_infer plan)"
+    if report.get("event") is None and report.get("accountant") is None and report.get("kind") is None:
+        return "the attached report carries no privacy event to recompute the guarantee from"
+    k = report.get("num_chains")
+    if isinstance(k, (int, float)) and num_chains > k:
+        return f"the tree holds {num_chains} chains but the report covers {int(k)}"
+    d = report.get("num_draws")
+    if report.get("release") in (None, "trajectory") and isinstance(d, (int, float)) and num_draws > d:
+        return f"the tree holds {num_draws} draws per chain but the report covers {int(d)}"
+    if report.get("release") in ("last_iterate", "purified_mean") and num_draws > 1:
+        return f"route releases one draw per chain but the tree holds {num_draws}"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,11 +553,14 @@ def to_datatree(
         warnings.simplefilter("ignore", UserWarning)
         dt = az.from_dict({"posterior": posterior, "sample_stats": ss}, coords=coords, dims=dims)
 
+    mismatch = None if debug else _report_mismatch(report_dict, int(lead[0]), int(lead[1]))
     attrs: dict[str, Any] = {
         FORMAT_ATTR: FORMAT_VERSION,
-        PRIVATE_ATTR: "false" if debug else "true",
+        PRIVATE_ATTR: "false" if debug else ("unknown" if mismatch else "true"),
         DROPPED_ATTR: json.dumps(sorted(set(dropped))),
     }
+    if mismatch:
+        attrs[UNKNOWN_REASON_ATTR] = mismatch
     for k, v in run_attrs.items():
         attrs[_FLAT_PREFIX + k] = v
     if report_dict is not None:
@@ -615,7 +656,8 @@ def save(dt: xr.DataTree, path: str | Path) -> Path:
         raise ValueError(f"dt must be an xarray.DataTree (from to_datatree), got {type(dt).__name__}")
     path = Path(path)
     if not is_private(dt):
-        warnings.warn(f"saving a NON-PRIVATE tree to {path}: {DEBUG_WARNING}", UserWarning, stacklevel=2)
+        warnings.warn(f"saving a tree that is not a covered private release to {path}: "
+                      f"{privacy_status(dt)}", UserWarning, stacklevel=2)
     suffix = path.suffix.lower()
     if suffix == ".zip":
         _save_zip(dt, path)
@@ -633,10 +675,26 @@ def save(dt: xr.DataTree, path: str | Path) -> Path:
 
 
 def load(path: str | Path) -> xr.DataTree:
-    """Read a file written by :func:`save` (format detected from the content) into memory."""
+    """Read a file written by :func:`save` (format detected from the content) into memory.
+
+    A missing, truncated or foreign file raises a one-line ``ValueError``."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"run file {path} does not exist")
+        raise ValueError(f"run file {path} does not exist")
+    try:
+        dt = _load_any(path)
+    except ImportError:
+        raise
+    except Exception as e:  # noqa: BLE001 - corrupt or foreign files: one clear line
+        raise ValueError(f"{path} is not a readable dp_infer run file (.zip, .nc or .zarr written by "
+                         f"dp_infer.diagnostics.save): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                         ) from None
+    if FORMAT_ATTR not in dt.attrs:
+        raise ValueError(f"{path} is a data file but not a dp_infer run (no {FORMAT_ATTR!r} attribute)")
+    return dt
+
+
+def _load_any(path: Path) -> xr.DataTree:
     if path.is_dir():
         return xr.open_datatree(path, engine="zarr").load()
     with open(path, "rb") as f:
@@ -1091,8 +1149,10 @@ def check_mixing(
         lab = s.idxmax() if largest else s.idxmin()
         return str(lab), float(s[lab])
 
-    if not private:
+    if dt is not None and str(dt.attrs.get(PRIVATE_ATTR, "")).lower() == "false":
         w.append(f"this is a NON-PRIVATE debug export: {DEBUG_WARNING}")
+    elif isinstance(dt_or_draws, xr.DataTree) and not private:
+        w.append(privacy_status(dt))
     n_bad_stat = int((~np.isfinite(table["r_hat"].to_numpy())).sum())
     if n_bad_stat:
         w.append(
@@ -1206,7 +1266,7 @@ def format_report(report: Any) -> str:
     """
     status = None
     if isinstance(report, xr.DataTree):
-        status = "PRIVATE release (theta draws only)" if is_private(report) else f"NON-PRIVATE — {DEBUG_WARNING}"
+        status = privacy_status(report)
         rep = get_report(report)
     else:
         rep = report_to_dict(report)
@@ -1288,12 +1348,8 @@ def summary(dt: Any, report: Any = None, *, var_names: Sequence[str] | None = No
         dt = to_datatree(dt, report)
     rep = report_to_dict(report) if report is not None else get_report(dt)
     block = format_report(rep)
-    if PRIVATE_ATTR not in dt.attrs:
-        block = "privacy status UNKNOWN: this tree was not exported by dp_infer.diagnostics.to_datatree\n" + block
-    elif not is_private(dt):
-        block = f"!!! {DEBUG_WARNING} !!!\n" + block
-    else:
-        block = "PRIVATE release: theta draws and theta-only divergence flags\n" + block
+    status = privacy_status(dt)
+    block = (f"{status}\n" if is_private(dt) else f"!!! {status} !!!\n") + block
     with _quiet_nonfinite():
         table = az.summary(dt, var_names=list(var_names) if var_names else None)
     with pd.option_context("display.max_rows", 200, "display.width", 140):

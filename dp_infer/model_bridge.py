@@ -12,8 +12,10 @@ so that the tempered posterior ``prior(theta) * prod_i p(y_i | theta, x_i)^(beta
 Gibbs potential ``U = beta * mean_i nll_i + prior potential``. ``beta = n`` is the ordinary
 posterior; privacy needs a much smaller ``beta`` (chosen by the calibration, never by the data).
 
-Assumptions checked here: every latent site is global (outside the data plate); observed sites
-are batched over rows; the prior does not read X or y.
+Assumptions checked here (on public placeholder rows, never on the private data): every latent
+site is continuous and global (outside the data plate); every observed site is batched by row
+(inside a plate whose size follows the number of rows); the prior and the constraints are
+evaluated without the private rows, so they cannot depend on them.
 """
 
 from __future__ import annotations
@@ -80,9 +82,21 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
     y = check_finite_array("y", y, ndim=1)
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {y.shape[0]}")
-    x1, y1 = jnp.asarray(X[:1]), jnp.asarray(y[:1])
-    kw1 = {x_name: x1, y_name: y1}
-    tr = handlers.trace(handlers.seed(model, 0)).get_trace(**kw1)
+    # The model's structure, prior and constraints are read with PUBLIC placeholder rows (zeros
+    # of the data's shape), never with private rows: a prior that looked at X or y would leak.
+    def placeholder(k):
+        return {x_name: jnp.zeros((k,) + X.shape[1:]), y_name: jnp.zeros((k,))}
+
+    def trace(k):
+        try:
+            return handlers.trace(handlers.seed(model, 0)).get_trace(**placeholder(k))
+        except Exception as e:  # noqa: BLE001 - a model that cannot run on placeholder rows
+            raise ValueError(f"the model could not be traced with placeholder data {x_name}=zeros({k}, "
+                             f"{X.shape[1]}), {y_name}=zeros({k}) (it must take the data as the keyword "
+                             f"arguments {x_name!r} and {y_name!r}): {type(e).__name__}: {e}") from None
+
+    kw1 = placeholder(1)
+    tr = trace(1)
     latent = {k: s for k, s in tr.items() if s["type"] == "sample" and not s.get("is_observed")}
     observed = [k for k, s in tr.items() if s["type"] == "sample" and s.get("is_observed")]
     if not latent:
@@ -90,14 +104,22 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
     if not observed:
         raise ValueError("model has no observed site: pass the data through the keyword arguments "
                          f"{x_name!r}, {y_name!r} and observe y inside a numpyro.plate")
-    # local latents (inside a plate over rows) would make the loss not per-example
     for k, s in latent.items():
-        if any(f.size == 1 and f.name for f in s.get("cond_indep_stack", ())):
-            tr2 = handlers.trace(handlers.seed(model, 0)).get_trace(
-                **{x_name: jnp.asarray(X[:2]), y_name: jnp.asarray(y[:2])})
-            if tr2[k]["value"].shape != s["value"].shape:
-                raise ValueError(f"latent site {k!r} lies inside the data plate: only global latents "
-                                 "are supported by the per-example bridge")
+        if s["fn"].support.is_discrete:
+            raise ValueError(f"latent site {k!r} is discrete: the Langevin kernels need continuous "
+                             "latents (marginalise it out, e.g. with a mixture likelihood)")
+    tr2, tr3 = trace(2), trace(3)
+    for k in latent:
+        if tr2[k]["value"].shape != tr3[k]["value"].shape:
+            raise ValueError(f"latent site {k!r} lies inside the data plate: only global latents "
+                             "are supported by the per-example bridge")
+    for k in observed:
+        sizes2 = {f.size for f in tr2[k].get("cond_indep_stack", ())}
+        sizes3 = {f.size for f in tr3[k].get("cond_indep_stack", ())}
+        if 2 not in sizes2 or 3 not in sizes3:
+            raise ValueError(f"observed site {k!r} is not batched by row: observe it inside "
+                             f"`with numpyro.plate('data', len({y_name}))` (a likelihood summed over "
+                             "all rows, e.g. one numpyro.factor, has no per-example loss to clip)")
     # unconstrained parametrisation of the latents
     unc = {k: s["fn"].support for k, s in latent.items()}
     from numpyro.distributions.transforms import biject_to

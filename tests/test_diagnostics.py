@@ -52,6 +52,8 @@ class FakePlan:
             "route": "trajectory",
             "eps": self.eps,
             "delta": self.delta,
+            "event": {"kind": "gdp", "mu": 0.27},
+            "num_draws": 200,
             "mu": 0.27,
             "beta": np.float64(12.5),
             "step_size": 1e-3,
@@ -89,6 +91,30 @@ def langevin_run():
     mcmc.run(jax.random.PRNGKey(0), y=Y, extra_fields=("potential_energy", "grad_norm"))
     assert "potential_energy" in mcmc.get_extra_fields()  # the run did collect it
     return mcmc
+
+
+def test_tree_is_private_only_with_a_matching_report(langevin_run):
+    # a run made without a plan: privacy UNKNOWN, never "PRIVATE release"
+    bare = D.to_datatree(langevin_run)
+    assert bare.attrs[D.PRIVATE_ATTR] == "unknown" and not D.is_private(bare)
+    text = D.format_report(bare)
+    assert "privacy UNKNOWN" in text and "PRIVATE release" not in text
+    assert "PRIVATE release" not in D.summary(bare)
+    # a report for fewer chains or fewer draws than the tree holds does not cover it
+    class OneChain(FakePlan):
+        def as_dict(self):
+            return {**super().as_dict(), "num_chains": 1, "num_draws": 50}
+    small = D.to_datatree(langevin_run, OneChain())
+    assert small.attrs[D.PRIVATE_ATTR] == "unknown"
+    assert "200 draws per chain but the report covers 50" in D.privacy_status(small)
+    # a report without an event cannot be recomputed
+    class NoEvent(FakePlan):
+        def as_dict(self):
+            d = super().as_dict()
+            d.pop("event")
+            return d
+    assert not D.is_private(D.to_datatree(langevin_run, NoEvent()))
+    assert D.is_private(D.to_datatree(langevin_run, FakePlan()))
 
 
 def test_default_export_contains_only_theta(langevin_run):

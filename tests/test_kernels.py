@@ -492,10 +492,20 @@ def test_bad_initial_points():
     assert mcmc.get_samples().shape == (5, 2)
     with pytest.raises(ValueError, match="init_params must be passed"):
         run(Langevin(potential_fn=gauss_potential, step_size=0.1), jax.random.key(0), num_samples=5)
-    # non-finite potential at the init: an error, never a silent re-draw
-    log_pot = lambda th: -jnp.sum(jnp.log(th))  # noqa: E731
-    with pytest.raises(ValueError, match="not finite at the initial point"):
-        run(Langevin(potential_fn=log_pot, step_size=0.1), jax.random.key(0), num_samples=5, init_params=jnp.array([1.0, -1.0]))
+    # the potential is never evaluated at the init (it reads the private data: refusing to run
+    # would release a bit); a non-finite gradient makes the chain diverge, flagged from theta
+    sqrt_pot = lambda th: -jnp.sum(jnp.sqrt(th))  # noqa: E731 - NaN gradient at th < 0
+    mcmc = run(Langevin(potential_fn=sqrt_pot, step_size=0.1), jax.random.key(0), num_samples=5,
+               init_params=jnp.array([1.0, -1.0]))
+    assert np.all(np.asarray(mcmc.get_extra_fields()["diverging"]))
+    # a non-finite or wrong-shaped START is a clear error (shapes and the start are public)
+    with pytest.raises(ValueError, match="initial position given by init_params must be finite"):
+        run(Langevin(potential_fn=gauss_potential, step_size=0.1), jax.random.key(0), num_samples=5,
+            init_params=jnp.array([jnp.nan, 0.0]))
+    mat = jnp.ones((3, 2))
+    with pytest.raises(ValueError, match="do not fit the potential"):
+        run(Langevin(potential_fn=lambda th: jnp.sum((mat @ th) ** 2), step_size=0.1), jax.random.key(0),
+            num_samples=5, init_params=jnp.zeros(5))
 
 
 def test_euclidean_domain_and_sample_chain_project_argument():

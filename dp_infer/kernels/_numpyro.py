@@ -13,12 +13,11 @@ Privacy-relevant behaviour (``/work/shared/DESIGN.md`` invariants 1 and 2):
   unconstrained image of ``init_strategy`` (default ``init_to_median``: the median of prior
   draws), drawn from the chain's own key, then projected onto ``domain`` if one is given.
   NumPyro's ``initialize_model`` re-draws the initial point until the potential is finite --
-  a data-dependent selection. We never use its ``param_info``; if the potential or its
-  gradient is not finite at our initial point we raise a ``ValueError`` instead of
-  re-drawing (this check runs where the values are concrete: ``chain_method="sequential"``,
-  ``"vectorized"`` and the 1-device ``"parallel"`` fallback; under ``pmap`` / a callable
-  ``chain_method`` such as ``jax.vmap`` the chain simply runs and its non-finite draws are
-  flagged ``diverging``). ``init_strategy`` must itself be data independent (no
+  a data-dependent selection. We never use its ``param_info``, and we never evaluate the
+  potential at the initial point either (refusing to run when it is not finite would release
+  one bit about the data): only the shapes (``jax.eval_shape``) and the finiteness of the
+  position itself are checked. A chain whose gradient is not finite runs, and its draws are
+  flagged ``diverging``. ``init_strategy`` must itself be data independent (no
   ``init_to_value`` at a MAP estimate, no prior whose parameters are computed from data).
   ``init_params`` given by the user must lie in ``domain`` (``ValueError`` otherwise; under
   ``pmap``/``jax.vmap`` the chain is filled with NaN and flagged ``diverging`` instead).
@@ -416,19 +415,20 @@ class LangevinKernelBase(MCMCKernel):
                     f"chain(s) {bad.tolist()} start outside it"
                 )
 
-        vg = jax.value_and_grad(pe_fn)
-        pe, grad = vmap(vg)(z0) if batched else vg(z0)
-        if not _is_traced(pe, grad):
-            gflat, _ = _flatten(grad, batched)
-            finite = np.isfinite(np.asarray(pe)) & np.all(np.isfinite(np.asarray(gflat)), axis=-1)
-            if not finite.all():
-                src = "init_params" if user_init else f"the init_strategy ({self._init_strategy!r})"
-                raise ValueError(
-                    f"the potential or its gradient is not finite at the initial point given by {src}. "
-                    "dp_infer does not re-draw initial points until the potential is finite (that "
-                    "selection would depend on the private data); pass finite init_params or a "
-                    "different data-independent init_strategy."
-                )
+        # Shapes only (data independent): does the position fit the potential?
+        try:
+            jax.eval_shape(vmap(jax.grad(pe_fn)) if batched else jax.grad(pe_fn), z0)
+        except Exception as e:  # noqa: BLE001 - any tracing failure means a wrong-shaped start
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ValueError(
+                f"init_params (flat size {flat.shape[-1]} per chain) do not fit the potential: {first}"
+            ) from None
+        if not _is_traced(flat) and not bool(np.all(np.isfinite(np.asarray(flat)))):
+            src = "init_params" if user_init else f"the init_strategy ({self._init_strategy!r})"
+            raise ValueError(f"the initial position given by {src} must be finite")
+        # The potential itself is NOT evaluated here: it is a function of the private data, and
+        # refusing to run when it is not finite would release one bit about them. A chain whose
+        # gradient is not finite diverges and is flagged by the theta-only `diverging` field.
         return z0
 
     def _init_state(self, z, rng_key, pe_fn):
