@@ -193,19 +193,32 @@ def load_adult(row_norm: float = 1.0) -> AdultData:
                      dropped, out["train"][2], out["test"][2])
 
 
-def load_csv(path: str | Path, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def load_csv(path: str | Path, target: str, columns: list[str] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Read a numeric CSV with a header; return (X, y, feature names). Non-numeric or missing
-    cells raise an error naming the column (nothing is dropped silently)."""
+    cells raise an error naming the column (nothing is dropped silently).
+
+    ``columns``: the feature names to return, in this order (e.g. a training file's names, so a
+    test file is matched by NAME, not by position); a missing one is an error.
+    """
     path = Path(path)
-    with path.open(newline="") as fh:
-        reader = csv.reader(fh)
-        try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise ValueError(f"{path} is empty") from None
-        if target not in header:
-            raise ValueError(f"target column {target!r} not in {path} (columns: {header})")
-        rows = [r for r in reader if r]
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            try:
+                header = [h.strip() for h in next(reader)]
+            except StopIteration:
+                raise ValueError(f"{path} is empty") from None
+            rows = [r for r in reader if r]
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a text CSV file") from None
+    if len(set(header)) != len(header):
+        dup = sorted({h for h in header if header.count(h) > 1})
+        raise ValueError(f"{path} has duplicate column names: {dup}")
+    if target not in header:
+        raise ValueError(f"target column {target!r} not in {path} (columns: {header})")
+    if not rows:
+        raise ValueError(f"{path} has a header but no data rows")
     t = header.index(target)
     data = np.empty((len(rows), len(header)))
     for i, r in enumerate(rows):
@@ -220,4 +233,10 @@ def load_csv(path: str | Path, target: str) -> tuple[np.ndarray, np.ndarray, lis
         bad = np.argwhere(~np.isfinite(data))[0]
         raise ValueError(f"{path} line {bad[0] + 2}, column {header[bad[1]]!r}: non-finite value")
     names = [h for j, h in enumerate(header) if j != t]
+    if columns is not None:
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise ValueError(f"{path} lacks the feature column(s) {missing} (columns are matched by name)")
+        idx = [header.index(c) for c in columns]
+        return data[:, idx], data[:, t], list(columns)
     return np.delete(data, t, axis=1), data[:, t], names

@@ -210,7 +210,10 @@ class Ledger:
         if self.path.exists() and self.path.is_dir():
             raise ValueError(f"path must be a file, not a directory: {str(self.path)!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._init_schema()
+        try:
+            self._init_schema()
+        except sqlite3.DatabaseError as e:  # a file that is not an SQLite database, or a corrupt one
+            raise ValueError(f"{str(self.path)!r} is not a dp_infer ledger (SQLite database): {e}") from None
 
     # ------------------------------------------------------------------ connections
     def _connect(self) -> sqlite3.Connection:
