@@ -18,6 +18,8 @@ def run(quick: bool, log=print):
         ("quadratic", "stationary", dict(eps=3.0, delta=1e-5)),
         ("quadratic", "pure", dict(eps=3.0)),
         ("quadratic", "purified", dict(eps=3.0, delta=1e-5)),
+        ("quadratic", "rashomon_path", dict(eps=2.0, delta=1e-5, psi=0.01)),
+        ("quadratic", "rashomon_path_unsafe", dict(eps=2.0, delta=1e-5, psi=0.01, statistic="mean")),
         ("logistic", "trajectory", dict(eps=2.0, delta=1e-5)),
         ("logistic", "trajectory_unsafe", dict(eps=2.0, delta=1e-5)),
     ]

@@ -43,8 +43,11 @@ def check_epsilon(value: Any, name: str = "eps") -> float:
 
 def check_target_epsilon(value: Any, name: str = "eps") -> float:
     """A privacy *target* for a planner: in (0, MAX_TARGET_EPSILON]."""
-    v = check_positive(name, value)
-    if v > MAX_TARGET_EPSILON:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not 0 < v <= MAX_TARGET_EPSILON:  # also refuses NaN
         raise ValueError(f"{name} must lie in (0, {MAX_TARGET_EPSILON:g}] (a larger target gives no "
                          f"meaningful privacy), got {value!r}")
     return v

@@ -64,6 +64,13 @@ Routes (all on the quadratic family unless stated)
 ``purified``          projected trajectory route's final iterate (eps1, delta1) on C = [-1, 1],
                       then :func:`~dp_infer.privacy.purification.purify` with eps'; claimed
                       pure eps1 + eps', delta = 0.
+``rashomon_path``     :func:`dp_infer.rashomon.plan_rashomon` (mode path) on the thresholded loss
+                      ``max{(theta - mean d)^2 / 2 + k_D, k_D + psi}`` with its exact L*
+                      (the canary moves the flat region by 2/n, where the gradient jumps);
+                      statistic ``"range"`` (default: the midpoint of the path's max and min,
+                      which locates the flat region) or ``"mean"`` / ``"final"``.
+``rashomon_path_unsafe`` the same chains at the beta an analysis ignoring the threshold's jump
+                      would give (sensitivity G/n instead of Delta_psi): the audit's power check.
 """
 
 from __future__ import annotations
@@ -91,7 +98,8 @@ __all__ = [
     "ROUTES",
 ]
 
-ROUTES = ("trajectory", "trajectory_unsafe", "last_iterate", "stationary", "pure", "purified")
+ROUTES = ("trajectory", "trajectory_unsafe", "last_iterate", "stationary", "pure", "purified",
+          "rashomon_path", "rashomon_path_unsafe")
 
 
 @dataclass
@@ -196,11 +204,12 @@ def audit_statistics(t_d, t_dp, *, delta: float, confidence: float = 0.95, num_t
 
 
 def _ula_batch(key, num_chains: int, grad_fn: Callable, x0, h: float, num_steps: int, *,
-               project=None, chunk: int = 100_000):
-    """Vectorised ULA chains (functional core) returning (final x, sum_{k<K} x_k) per chain.
+               project=None, chunk: int = 100_000, extremes: bool = False):
+    """Vectorised ULA chains (functional core) returning (final x, sum_{k<K} x_k) per chain,
+    plus (max_k x_k, min_k x_k) over the released path x_1..x_K with ``extremes``.
 
-    The scan carries the running sum of the positions so the path statistic never needs the
-    whole trajectory in memory; chains are processed in chunks of ``chunk``.
+    The scan carries running statistics so no trajectory is kept in memory; chains are
+    processed in chunks of ``chunk``.
     """
     x0 = jnp.asarray(x0, jnp.float32)
     transition = ula.keyed_transition(ula.build_kernel(grad_fn, h, project))
@@ -209,23 +218,26 @@ def _ula_batch(key, num_chains: int, grad_fn: Callable, x0, h: float, num_steps:
     def run(keys):
         def one(k):
             st = ula.init(x0, k)
+            big = jnp.full_like(x0, jnp.inf)
 
             def body(carry, _):
-                s, acc = carry
-                return (transition(s), acc + s.z), None
+                s, acc, hi, lo = carry
+                nxt = transition(s)
+                return (nxt, acc + s.z, jnp.maximum(hi, nxt.z), jnp.minimum(lo, nxt.z)), None
 
-            (last, acc), _ = lax.scan(body, (st, jnp.zeros_like(x0)), None, length=num_steps)
-            return last.z, acc
+            (last, acc, hi, lo), _ = lax.scan(body, (st, jnp.zeros_like(x0), -big, big), None,
+                                              length=num_steps)
+            return last.z, acc, hi, lo
 
         return jax.vmap(one)(keys)
 
     keys = random.split(key, num_chains)
-    finals, sums = [], []
+    outs = [[], [], [], []]
     for i in range(0, num_chains, chunk):
-        f, s = run(keys[i:i + chunk])
-        finals.append(np.asarray(f, dtype=np.float64))
-        sums.append(np.asarray(s, dtype=np.float64))
-    return np.concatenate(finals), np.concatenate(sums)
+        for store, arr in zip(outs, run(keys[i:i + chunk])):
+            store.append(np.asarray(arr, dtype=np.float64))
+    res = tuple(np.concatenate(o) for o in outs)
+    return res if extremes else res[:2]
 
 
 def _ula_final_mu(beta: float, h: float, K: int, shift: float) -> float:
@@ -248,11 +260,12 @@ def _truncnorm_draws(key, n: int, mean: float, sd: float, lo: float, hi: float) 
 def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float = 1e-5, n: int = 100,
                     horizon: float = 1.0, num_samples: int = 200_000, confidence: float = 0.95,
                     statistic: str | None = None, seed: int | None = None, eps_prime: float = 0.5,
-                    omega: float = 0.05, mixing_times: float = 8.0) -> AuditResult:
+                    omega: float = 0.05, mixing_times: float = 8.0, psi: float = 0.01) -> AuditResult:
     """Audit one route on the 1-D quadratic family with a canary at +1 (D) / -1 (D').
 
     ``num_samples`` independent chains (draws) per side. ``statistic``: ``"llr"`` (path LLR
-    statistic; trajectory routes only, default there) or ``"final"`` (last iterate).
+    statistic; trajectory routes only, default there), ``"final"`` (last iterate), or for the
+    Rashomon routes ``"range"`` (default) / ``"mean"`` / ``"final"``. ``psi``: Rashomon threshold.
     """
     from . import plan as plan_mod
     from .losses import LossConstants
@@ -267,9 +280,12 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
     k_d, k_dp, k_p = random.split(secret_key(seed)[0], 3)
     params: dict = {"n": n, "sensitivity": sens}
     claimed, claimed_delta, eps_exact = eps, delta, None
-    stat = statistic or ("llr" if route.startswith("trajectory") else "final")
+    stat = statistic or ("llr" if route.startswith("trajectory") else
+                         "range" if route.startswith("rashomon") else "final")
     if stat == "llr" and not route.startswith("trajectory"):
         raise ValueError("the llr statistic is for the trajectory routes (the released path)")
+    if stat in ("range", "mean") and not route.startswith("rashomon"):
+        raise ValueError(f"the {stat!r} statistic is for the Rashomon routes")
 
     def chains(beta, h, K, project=None):
         out = []
@@ -319,6 +335,23 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
         grid = np.linspace(-1.0, 1.0, 200_001)
         eps_exact = max_log_ratio(grid, -beta * (grid - c_d) ** 2 / 2, -beta * (grid - c_dp) ** 2 / 2)
         params.update(beta=beta)
+    elif route.startswith("rashomon"):
+        from .rashomon import plan_rashomon
+
+        rp = plan_rashomon(consts, n, 1, psi, mode="path", eps=eps, delta=delta, horizon=horizon)
+        beta, h, K = rp.beta, rp.step_size, rp.num_steps
+        if route == "rashomon_path_unsafe":  # the beta a G/n-only analysis would give, same grid
+            beta = path.beta_max(eps, delta=delta, sensitivity=sens, time=K * h)
+            if beta * h >= 2:
+                raise ValueError("unstable step for the audit")
+        params.update(beta=beta, step_size=h, num_steps=K, psi=psi, thresholded_sensitivity=rp.sensitivity)
+        out = []
+        for key, c in ((k_d, c_d), (k_dp, c_dp)):
+            # gradient of beta max{(z - c)^2/2 + k, k + psi}: exact L* = k, flat on |z - c| <= sqrt(2 psi)
+            g = lambda z, c=c: beta * jnp.where((z - c) ** 2 > 2 * psi, z - c, 0.0)  # noqa: E731
+            fin, acc, hi, lo = _ula_batch(key, num_samples, g, jnp.zeros(()), h, K, extremes=True)
+            out.append({"final": fin, "mean": acc / K, "range": 0.5 * (hi + lo)}[stat])
+        t_d, t_dp = out
     else:  # purified
         from .domains import L2Ball
         from .privacy import purification

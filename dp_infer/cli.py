@@ -49,10 +49,13 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
                     friction, lam_rel, radius, seed, key_impl, progress, ledger, dataset_id, budget,
                     X_test=None, y_test=None, out=None, nonprivate=False):
     from . import nonprivate as np_ref
+    from ._validation import check_delta
     from .calibrate import calibrate
     from .domains import L2Ball
     from .fit import sample
 
+    if not pure:
+        check_delta(delta)  # delta = 0 means pure eps in Python; on the command line that is --pure
     X, y = loss.check_data(X, y)
     dim = loss.num_params(X.shape[1])
     if X_test is not None:
@@ -275,8 +278,15 @@ def run() -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
-    except click.ClickException as e:  # usage errors: click's own one-line message
-        e.show()
+    except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:  # bare `dp-infer`: the help
+        click.echo(e.format_message())
+        sys.exit(e.exit_code)
+    except click.UsageError as e:  # one line: the message and where to look
+        hint = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+        click.echo(f"error: {e.format_message()}{hint}", err=True)
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        click.echo(f"error: {e.format_message()}", err=True)
         sys.exit(e.exit_code)
     except (ValueError, BudgetExceededError) as e:
         click.echo(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", err=True)
