@@ -33,7 +33,7 @@ import numpy as np
 from dp_infer.domains import L2Ball
 from dp_infer.losses import logistic
 from dp_infer.nonprivate import accuracy, minimize_loss
-from dp_infer.privacy.events import gdp_mu
+from dp_infer.privacy.conversions import gdp_mu
 
 DPL_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".dpl-venv")
 DPL_PYTHON = os.path.join(DPL_VENV, "bin", "python")

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from dp_infer import audit
-from dp_infer.privacy import events
+from dp_infer.privacy import conversions as events
 from dp_infer.privacy.path import lemma_3_1_beta_unsafe, path_mu
 
 

@@ -8,7 +8,7 @@ import pytest
 from dp_infer import L2Ball, losses
 from dp_infer.calibrate import calibrate
 from dp_infer.losses import LossConstants
-from dp_infer.privacy.events import gdp_delta, gdp_epsilon
+from dp_infer.privacy.conversions import gdp_delta, gdp_epsilon
 from dp_infer.privacy.exact import ula_quadratic_law
 
 # 1-D quadratic family ell(theta; d) = (theta - d)^2 / 2 with d in [-1, 1]: G = 2, M = m = 1.

@@ -12,7 +12,8 @@ import time
 import pytest
 
 from dp_infer.privacy.accountant import Accountant
-from dp_infer.privacy.events import GdpEvent, PureDpEvent, ZcdpEvent, gdp_mu
+from dp_infer.privacy.events import GdpEvent, PureDpEvent, ZcdpEvent
+from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import (
     BudgetExceededError,
     ChargeReceipt,

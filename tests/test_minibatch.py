@@ -14,7 +14,8 @@ from dp_infer import losses
 from dp_infer.kernels import langevin, sgld
 from dp_infer.privacy import minibatch as mb
 from dp_infer.privacy.accountant import Accountant
-from dp_infer.privacy.events import GdpEvent, RdpCurveEvent, gdp_epsilon, rdp_epsilon
+from dp_infer.privacy.events import GdpEvent, RdpCurveEvent
+from dp_infer.privacy.conversions import gdp_epsilon, rdp_epsilon
 from dp_infer.privacy.path import path_mu, path_rdp
 
 

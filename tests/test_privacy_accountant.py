@@ -11,17 +11,8 @@ from dp_accounting.rdp import rdp_privacy_accountant as rpa
 
 from dp_infer.privacy import exact as X
 from dp_infer.privacy.accountant import DEFAULT_ORDERS, Accountant, compose
-from dp_infer.privacy.events import (
-    ApproxDpEvent,
-    GdpEvent,
-    PrivacyEvent,
-    PureDpEvent,
-    RdpCurveEvent,
-    ZcdpEvent,
-    gdp_epsilon,
-    linear_rdp_epsilon,
-    pure_dp_rdp,
-)
+from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PrivacyEvent, PureDpEvent, RdpCurveEvent, ZcdpEvent
+from dp_infer.privacy.conversions import gdp_epsilon, linear_rdp_epsilon, pure_dp_rdp
 
 DP_ORDERS = np.asarray(rpa.DEFAULT_RDP_ORDERS, dtype=np.float64)
 

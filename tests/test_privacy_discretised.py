@@ -16,7 +16,8 @@ from dp_infer.privacy.discretised import (
     recipe_step_size,
     weak_triangle_rdp,
 )
-from dp_infer.privacy.events import RdpCurveEvent, gdp_epsilon, rdp_epsilon
+from dp_infer.privacy.events import RdpCurveEvent
+from dp_infer.privacy.conversions import gdp_epsilon, rdp_epsilon
 from dp_infer.privacy.exact import gaussian_renyi
 
 LN2 = math.log(2.0)

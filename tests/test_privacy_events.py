@@ -10,6 +10,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rpa
 from scipy import integrate, stats
 
 from dp_infer.privacy import events as E
+from dp_infer.privacy import conversions as C
 
 DP_ORDERS = np.asarray(rpa.DEFAULT_RDP_ORDERS, dtype=np.float64)
 
@@ -18,17 +19,17 @@ DP_ORDERS = np.asarray(rpa.DEFAULT_RDP_ORDERS, dtype=np.float64)
 @pytest.mark.parametrize("mu", [0.05, 0.268, 1.0, 3.0])
 @pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-10])
 def test_gdp_epsilon_matches_dp_accounting_analytic_gaussian(mu, delta):
-    ours = E.gdp_epsilon(mu, delta)
+    ours = C.gdp_epsilon(mu, delta)
     ref = dp_accounting.get_epsilon_gaussian(1.0 / mu, delta)
     assert ours == pytest.approx(ref, rel=1e-9, abs=1e-11)
 
 
 @pytest.mark.parametrize("eps,delta", [(0.1, 1e-5), (1.0, 1e-5), (2.0, 1e-6), (8.0, 1e-9)])
 def test_gdp_mu_matches_dp_accounting_sigma_and_round_trips(eps, delta):
-    mu = E.gdp_mu(eps, delta)
+    mu = C.gdp_mu(eps, delta)
     assert mu == pytest.approx(1.0 / dp_accounting.get_sigma_gaussian(eps, delta), rel=1e-9)
-    assert E.gdp_log_delta(eps, mu) == pytest.approx(math.log(delta), abs=1e-9)
-    assert E.gdp_epsilon(mu, delta) == pytest.approx(eps, abs=1e-10)
+    assert C.gdp_log_delta(eps, mu) == pytest.approx(math.log(delta), abs=1e-9)
+    assert C.gdp_epsilon(mu, delta) == pytest.approx(eps, abs=1e-10)
 
 
 def test_gdp_profile_equals_quadrature_of_gaussian_pair():
@@ -38,12 +39,12 @@ def test_gdp_profile_equals_quadrature_of_gaussian_pair():
         x0 = eps / mu + mu / 2.0  # the integrand is positive exactly for x > x0
         quad, _ = integrate.quad(lambda x: stats.norm.pdf(x - mu) - math.exp(eps) * stats.norm.pdf(x), x0, np.inf,
                                  epsabs=1e-15, epsrel=1e-12)
-        assert E.gdp_delta(eps, mu) == pytest.approx(quad, rel=1e-8, abs=1e-16)
+        assert C.gdp_delta(eps, mu) == pytest.approx(quad, rel=1e-8, abs=1e-16)
 
 
 def test_gdp_log_delta_is_finite_deep_in_the_tail_and_monotone():
     eps = np.linspace(0, 200, 401)
-    ld = np.array([E.gdp_log_delta(e, 0.5) for e in eps])
+    ld = np.array([C.gdp_log_delta(e, 0.5) for e in eps])
     assert np.all(np.isfinite(ld)) and np.all(np.diff(ld) < 0)
     # far tail: compare with an independent mpmath evaluation
     import mpmath as mp
@@ -51,17 +52,17 @@ def test_gdp_log_delta_is_finite_deep_in_the_tail_and_monotone():
     mp.mp.dps = 60
     mu, e = mp.mpf("0.5"), mp.mpf(50)
     ref = mp.ncdf(-e / mu + mu / 2) - mp.e**e * mp.ncdf(-e / mu - mu / 2)
-    assert E.gdp_log_delta(50.0, 0.5) == pytest.approx(float(mp.log(ref)), rel=1e-9)
+    assert C.gdp_log_delta(50.0, 0.5) == pytest.approx(float(mp.log(ref)), rel=1e-9)
 
 
 def test_gdp_tradeoff_duality_with_profile():
     # delta(eps) = sup_z (1 - G_mu(z) - e^eps z)
     mu = 1.0
     z = np.linspace(0, 1, 200001)
-    g = E.gdp_tradeoff(z, mu)
+    g = C.gdp_tradeoff(z, mu)
     for eps in [0.0, 0.5, 1.0]:
-        assert np.max(1 - g - math.exp(eps) * z) == pytest.approx(E.gdp_delta(eps, mu), abs=1e-6)
-    assert E.gdp_tradeoff(0.05, 1.0) == pytest.approx(stats.norm.cdf(stats.norm.ppf(0.95) - 1.0), rel=1e-12)
+        assert np.max(1 - g - math.exp(eps) * z) == pytest.approx(C.gdp_delta(eps, mu), abs=1e-6)
+    assert C.gdp_tradeoff(0.05, 1.0) == pytest.approx(stats.norm.cdf(stats.norm.ppf(0.95) - 1.0), rel=1e-12)
 
 
 # --------------------------------------------------------------------------- RDP conversions
@@ -73,19 +74,19 @@ def test_rdp_epsilon_and_delta_equal_dp_accounting(seed):
     curve = rho * DP_ORDERS + extra * np.log1p(DP_ORDERS)  # any non-decreasing curve
     for delta in [1e-3, 1e-6, 1e-12]:
         e_ref, a_ref = dp_accounting.rdp.compute_epsilon(DP_ORDERS, curve, delta)
-        e, a = E.rdp_epsilon(DP_ORDERS, curve, delta)
+        e, a = C.rdp_epsilon(DP_ORDERS, curve, delta)
         assert e == pytest.approx(e_ref, rel=1e-12, abs=1e-14) and a == a_ref
-        e_log, _ = E.rdp_epsilon(DP_ORDERS, curve, log_delta=math.log(delta))
+        e_log, _ = C.rdp_epsilon(DP_ORDERS, curve, log_delta=math.log(delta))
         assert e_log == pytest.approx(e_ref, rel=1e-12, abs=1e-14)
     for eps in [0.1, 1.0, 5.0]:
         d_ref, _ = rpa.compute_delta(DP_ORDERS, curve, eps)
-        ld, _ = E.rdp_log_delta(DP_ORDERS, curve, eps)
+        ld, _ = C.rdp_log_delta(DP_ORDERS, curve, eps)
         assert math.exp(ld) == pytest.approx(d_ref, rel=1e-10, abs=1e-300)
 
 
 def test_rdp_epsilon_works_where_dp_accounting_cannot_take_delta():
     rho = 1e-4
-    e, _ = E.rdp_epsilon(DP_ORDERS, rho * DP_ORDERS, log_delta=-3000.0)
+    e, _ = C.rdp_epsilon(DP_ORDERS, rho * DP_ORDERS, log_delta=-3000.0)
     # the grid tops out at 1024: the CKS value at alpha=1024 is the answer
     a = 1024.0
     assert e == pytest.approx(rho * a + math.log1p(-1 / a) - (-3000.0 + math.log(a)) / (a - 1), rel=1e-12)
@@ -94,19 +95,19 @@ def test_rdp_epsilon_works_where_dp_accounting_cannot_take_delta():
 @pytest.mark.parametrize("rho", [1e-4, 1e-3, 1e-2, 0.125, 1.0])
 @pytest.mark.parametrize("delta", [1e-5, 1e-9])
 def test_linear_rdp_continuous_optimum_never_beaten_by_grid(rho, delta):
-    e, a_star = E.linear_rdp_epsilon(rho, delta)
+    e, a_star = C.linear_rdp_epsilon(rho, delta)
     fine = 1.0 + np.geomspace(1e-4, 1e7, 200001)
-    e_fine, _ = E.rdp_epsilon(fine, rho * fine, delta)
+    e_fine, _ = C.rdp_epsilon(fine, rho * fine, delta)
     e_dp, _ = dp_accounting.rdp.compute_epsilon(DP_ORDERS, rho * DP_ORDERS, delta)
     assert e <= e_fine + 1e-10 and e_fine <= e + 1e-6  # the fine grid approaches the optimum
     assert e <= e_dp + 1e-12
     # and it sits below Mironov's closed form, which upper-bounds the CKS expression
-    assert e <= E.zcdp_epsilon_mironov(rho, delta) + 1e-12
+    assert e <= C.zcdp_epsilon_mironov(rho, delta) + 1e-12
 
 
 def test_anchor_table_values_recomputed():
     # anchors-dp §1.4: continuous optimum vs default grid (recomputed here, not pasted)
-    e_cont, _ = E.linear_rdp_epsilon(1e-4, 1e-5)
+    e_cont, _ = C.linear_rdp_epsilon(1e-4, 1e-5)
     e_grid, _ = dp_accounting.rdp.compute_epsilon(DP_ORDERS, 1e-4 * DP_ORDERS, 1e-5)
     opacus_like = np.concatenate([np.arange(1.1, 11.0, 0.1), np.arange(12, 64)])
     e_opacus, _ = dp_accounting.rdp.compute_epsilon(opacus_like, 1e-4 * opacus_like, 1e-5)
@@ -116,23 +117,23 @@ def test_anchor_table_values_recomputed():
 
 def test_linear_rdp_rho_inverts_linear_rdp_epsilon():
     for eps, delta in [(0.5, 1e-5), (1.0, 1e-5), (3.0, 1e-8)]:
-        rho = E.linear_rdp_rho(eps, delta)
-        assert E.linear_rdp_epsilon(rho, delta)[0] == pytest.approx(eps, abs=1e-10)
-        assert rho >= E.zcdp_rho_for_epsilon_mironov(eps, delta)
+        rho = C.linear_rdp_rho(eps, delta)
+        assert C.linear_rdp_epsilon(rho, delta)[0] == pytest.approx(eps, abs=1e-10)
+        assert rho >= C.zcdp_rho_for_epsilon_mironov(eps, delta)
 
 
 def test_linear_rdp_log_delta_is_consistent_with_epsilon():
     rho = 0.02
     for eps in [0.3, 1.0, 2.0]:
-        ld, _ = E.linear_rdp_log_delta(rho, eps)
-        e_back, _ = E.linear_rdp_epsilon(rho, log_delta=ld)
+        ld, _ = C.linear_rdp_log_delta(rho, eps)
+        e_back, _ = C.linear_rdp_epsilon(rho, log_delta=ld)
         assert e_back == pytest.approx(eps, abs=1e-7)
 
 
 def test_mironov_inverse_closed_form():
     for eps, delta in [(1.0, 1e-5), (0.1, 1e-3)]:
-        rho = E.zcdp_rho_for_epsilon_mironov(eps, delta)
-        assert E.zcdp_epsilon_mironov(rho, delta) == pytest.approx(eps, rel=1e-13)
+        rho = C.zcdp_rho_for_epsilon_mironov(eps, delta)
+        assert C.zcdp_epsilon_mironov(rho, delta) == pytest.approx(eps, rel=1e-13)
 
 
 # --------------------------------------------------------------------------- pure eps -> RDP
@@ -142,7 +143,7 @@ def test_pure_rdp_envelope_matches_randomized_response_in_dp_accounting(eps):
     acc = dp_accounting.rdp.RdpAccountant(orders=DP_ORDERS,
                                           neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     acc.compose(dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(eps)), num_buckets=2))
-    ours = E.pure_dp_rdp(eps, DP_ORDERS)
+    ours = C.pure_dp_rdp(eps, DP_ORDERS)
     np.testing.assert_allclose(ours, acc._rdp, rtol=1e-9, atol=1e-13)
     # Bun-Steinke (2016, Prop. 3.3) sinh form, and the two cruder envelopes
     a = DP_ORDERS
@@ -194,9 +195,9 @@ def test_gaussian_and_laplace_statistic_events():
 
 
 def test_tv_delta_slack_is_the_corrected_factor():
-    assert E.tv_delta_slack(0.1, 1e-6) == pytest.approx((1 + math.exp(0.1)) * 1e-6)
+    assert C.tv_delta_slack(0.1, 1e-6) == pytest.approx((1 + math.exp(0.1)) * 1e-6)
     # the paper's "+tau" would be about 2.1x too small at eps = 0.1
-    assert E.tv_delta_slack(0.1, 1e-6) / 1e-6 > 2.1
+    assert C.tv_delta_slack(0.1, 1e-6) / 1e-6 > 2.1
 
 
 # --------------------------------------------------------------------------- bad inputs
@@ -212,13 +213,13 @@ def test_tv_delta_slack_is_the_corrected_factor():
         (lambda: E.RdpCurveEvent(orders=(2.0, 1.5), values=(0.1, 0.2)), "orders"),
         (lambda: E.RdpCurveEvent(orders=(0.5, 2.0), values=(0.1, 0.2)), "orders"),
         (lambda: E.RdpCurveEvent(orders=(1.5, 2.0), values=(0.1,)), "values"),
-        (lambda: E.gdp_epsilon(0.5, 0.0), "delta"),
-        (lambda: E.gdp_epsilon(0.5, 1.2), "delta"),
-        (lambda: E.gdp_epsilon(0.5, log_delta=0.5), "log_delta"),
-        (lambda: E.gdp_epsilon(0.5, 1e-5, log_delta=-3.0), "delta"),
-        (lambda: E.gdp_mu(-1.0, 1e-5), "eps"),
-        (lambda: E.pure_dp_rdp(1.0, [0.5]), "alpha"),
-        (lambda: E.linear_rdp_rho(0.0, 1e-5), "eps"),
+        (lambda: C.gdp_epsilon(0.5, 0.0), "delta"),
+        (lambda: C.gdp_epsilon(0.5, 1.2), "delta"),
+        (lambda: C.gdp_epsilon(0.5, log_delta=0.5), "log_delta"),
+        (lambda: C.gdp_epsilon(0.5, 1e-5, log_delta=-3.0), "delta"),
+        (lambda: C.gdp_mu(-1.0, 1e-5), "eps"),
+        (lambda: C.pure_dp_rdp(1.0, [0.5]), "alpha"),
+        (lambda: C.linear_rdp_rho(0.0, 1e-5), "eps"),
         (lambda: E.event_from_dict({"kind": "laplace"}), "kind"),
     ],
 )

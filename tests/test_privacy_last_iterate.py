@@ -10,7 +10,8 @@ from dp_infer.privacy import last_iterate as LI
 from dp_infer.privacy import path as P
 from dp_infer.privacy import stationary as S
 from dp_infer.privacy.accountant import Accountant
-from dp_infer.privacy.events import ZcdpEvent, linear_rdp_epsilon, linear_rdp_rho
+from dp_infer.privacy.events import ZcdpEvent
+from dp_infer.privacy.conversions import linear_rdp_epsilon, linear_rdp_rho
 
 
 @pytest.mark.parametrize("c", [0.0, 0.3, 0.9, 0.999, 1 - 1e-9, 1.0])

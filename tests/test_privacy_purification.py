@@ -11,7 +11,7 @@ from dp_infer.domains import Box, Euclidean, L2Ball
 from dp_infer.privacy import exact as X
 from dp_infer.privacy import purification as PF
 from dp_infer.privacy.accountant import Accountant
-from dp_infer.privacy.events import gdp_delta
+from dp_infer.privacy.conversions import gdp_delta
 
 UNIT = Box(np.zeros(1), np.ones(1))  # [0, 1]: an l_inf ball with l_inf diameter R = 1
 

@@ -21,7 +21,7 @@ from dp_infer.domains import Box, L2Ball
 from dp_infer.losses import LossConstants, PerExampleLoss, squared
 from dp_infer.potentials import rashomon_potential
 from dp_infer.privacy import exact
-from dp_infer.privacy.events import gdp_epsilon
+from dp_infer.privacy.conversions import gdp_epsilon
 
 
 def quad_loss(lipschitz=math.inf, row_norm=1.0, domain=None):

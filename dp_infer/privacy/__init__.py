@@ -13,21 +13,12 @@ Compose the resulting events with :class:`Accountant`; :mod:`.exact` holds numer
 """
 
 from .accountant import DEFAULT_ORDERS, Accountant, compose
-from .events import (
-    ApproxDpEvent,
-    GdpEvent,
-    PrivacyEvent,
-    PureDpEvent,
-    RdpCurveEvent,
-    ZcdpEvent,
-    event_from_dict,
-    gaussian_mechanism_event,
+from .conversions import (
     gdp_delta,
     gdp_epsilon,
     gdp_log_delta,
     gdp_mu,
     gdp_tradeoff,
-    laplace_mechanism_event,
     linear_rdp_epsilon,
     linear_rdp_log_delta,
     linear_rdp_rho,
@@ -37,6 +28,17 @@ from .events import (
     tv_delta_slack,
     zcdp_epsilon_mironov,
     zcdp_rho_for_epsilon_mironov,
+)
+from .events import (
+    ApproxDpEvent,
+    GdpEvent,
+    PrivacyEvent,
+    PureDpEvent,
+    RdpCurveEvent,
+    ZcdpEvent,
+    event_from_dict,
+    gaussian_mechanism_event,
+    laplace_mechanism_event,
 )
 from .last_iterate import (
     contractive_iteration_rho,

@@ -37,6 +37,20 @@ import numpy as np
 from scipy import optimize
 
 from .._validation import check_nonnegative, check_positive_int
+from .composition_routes import (
+    DEFAULT_ORDERS,
+    Route,
+    _BasicRoute,
+    _GdpRoute,
+    _logaddexp,
+    _PldRoute,
+    _PureBasicRoute,
+    _RdpDpAccountingRoute,
+    _RdpRoute,
+)
+from .conversions import (
+    resolve_log_delta,
+)
 from .events import (
     ApproxDpEvent,
     GdpEvent,
@@ -44,239 +58,9 @@ from .events import (
     PureDpEvent,
     RdpCurveEvent,
     ZcdpEvent,
-    _LOG_TINY,
     _jsonable,
     event_from_dict,
-    gdp_epsilon,
-    gdp_log_delta,
-    pure_dp_rdp,
-    rdp_epsilon,
-    rdp_log_delta,
-    resolve_log_delta,
 )
-
-__all__ = ["Accountant", "DEFAULT_ORDERS", "compose"]
-
-
-def _default_orders() -> np.ndarray:
-    import dp_accounting
-
-    dense = 1.0 + np.geomspace(1e-4, 1e6, 1601)
-    dp_default = np.asarray(dp_accounting.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS, dtype=np.float64)
-    return np.unique(np.concatenate([dense, dp_default]))
-
-
-DEFAULT_ORDERS = _default_orders()
-
-
-def _logaddexp(a: float, b: float) -> float:
-    return float(np.logaddexp(a, b))
-
-
-class _Route:
-    name = "route"
-    primary = True  # False: computed for cross-checks / reports only (dominated by another route)
-
-    def log_delta(self, eps: float) -> float:  # ideal privacy delta (no TV)
-        raise NotImplementedError
-
-    def epsilon(self, log_delta: float) -> tuple[float, dict]:
-        raise NotImplementedError
-
-
-class _GdpRoute(_Route):
-    name = "gdp"
-
-    def __init__(self, mu: float):
-        self.mu = mu
-
-    def log_delta(self, eps):
-        return gdp_log_delta(eps, self.mu)
-
-    def epsilon(self, log_delta):
-        return gdp_epsilon(self.mu, log_delta=log_delta), {"mu": self.mu}
-
-
-class _RdpRoute(_Route):
-    """Summed RDP curve; continuous refinement over the order when the curve is smooth."""
-
-    name = "rdp"
-
-    def __init__(self, rho_lin: float, pure: list[tuple[float, int]], curves: list[tuple[RdpCurveEvent, int]],
-                 orders: np.ndarray):
-        self.rho_lin = rho_lin
-        self.pure = pure
-        self.curves = curves
-        grid_pts = [np.asarray(c.orders) for c, _ in curves]
-        self.orders = np.unique(np.concatenate([orders, *grid_pts])) if grid_pts else np.asarray(orders)
-        self.smooth = not curves
-        self.values = self.curve(self.orders)
-
-    def curve(self, alpha: np.ndarray) -> np.ndarray:
-        alpha = np.asarray(alpha, dtype=np.float64)
-        out = self.rho_lin * alpha
-        for eps, cnt in self.pure:
-            out = out + cnt * pure_dp_rdp(eps, alpha)
-        for ev, cnt in self.curves:
-            out = out + cnt * ev.rdp(alpha)
-        return out
-
-    def _refine(self, f, i: int) -> tuple[float, float] | None:
-        if not self.smooth or not np.isfinite(f(self.orders[i])):
-            return None
-        lo = self.orders[max(i - 1, 0)]
-        hi = self.orders[min(i + 1, self.orders.size - 1)]
-        if hi <= lo:
-            return None
-        g = lambda u: f(1.0 + math.exp(u))  # noqa: E731
-        res = optimize.minimize_scalar(g, bounds=(math.log(lo - 1.0), math.log(hi - 1.0)), method="bounded",
-                                       options={"xatol": 1e-10})
-        return float(res.fun), 1.0 + math.exp(float(res.x))
-
-    def log_delta(self, eps):
-        ld, a_opt = rdp_log_delta(self.orders, self.values, eps)
-        if ld == -math.inf:
-            return ld
-        i = int(np.searchsorted(self.orders, a_opt))
-
-        def f(a):
-            r = float(self.curve(np.array([a]))[0])
-            return (a - 1.0) * (r - eps + math.log1p(-1.0 / a)) - math.log(a)
-
-        ref = self._refine(f, min(i, self.orders.size - 1))
-        if ref is not None and ref[0] < ld:
-            ld = ref[0]
-        return min(ld, 0.0)
-
-    def epsilon(self, log_delta):
-        eps, a_opt = rdp_epsilon(self.orders, self.values, log_delta=log_delta)
-        info = {"optimal_order": a_opt}
-        if eps == 0.0:
-            return 0.0, info
-        i = int(np.searchsorted(self.orders, a_opt))
-
-        def f(a):
-            r = float(self.curve(np.array([a]))[0])
-            return r + math.log1p(-1.0 / a) - (log_delta + math.log(a)) / (a - 1.0)
-
-        ref = self._refine(f, min(i, self.orders.size - 1))
-        if ref is not None and ref[0] < eps:
-            eps, info = max(ref[0], 0.0), {"optimal_order": ref[1]}
-        return eps, info
-
-
-class _RdpDpAccountingRoute(_Route):
-    """The summed curve converted by dp-accounting itself (grid only, float delta only)."""
-
-    name = "rdp_dp_accounting"
-
-    def __init__(self, rdp_route: _RdpRoute):
-        self.r = rdp_route
-
-    def log_delta(self, eps):
-        from dp_accounting.rdp import rdp_privacy_accountant as rpa
-
-        d, _ = rpa.compute_delta(self.r.orders, self.r.values, eps)
-        return math.log(d) if d > 0 else -math.inf
-
-    def epsilon(self, log_delta):
-        from dp_accounting import rdp
-
-        if log_delta < _LOG_TINY:
-            return math.inf, {}
-        e, a = rdp.compute_epsilon(self.r.orders, self.r.values, math.exp(log_delta))
-        return float(e), {"optimal_order": float(a)}
-
-
-class _PldRoute(_Route):
-    """dp-accounting PLDs: Gaussian for the GDP part, generic pessimistic PLDs for pure/approx."""
-
-    name = "pld"
-
-    def __init__(self, mu: float, pure: list[tuple[float, int]], approx: list[tuple[float, float, int]],
-                 discretization: float):
-        from dp_accounting.pld import common, privacy_loss_distribution as pldlib
-
-        # keep the PLD support bounded (~2e5 points): a coarser pessimistic grid is still an
-        # upper bound (anchors-dp §1.5: wide PLDs can exhaust memory).
-        span = mu * mu / 2.0 + 12.0 * mu + sum(c * e for e, c in pure) + sum(c * e for e, _, c in approx)
-        interval = max(discretization, span / 2e5)
-        self.interval = interval
-        pld = pldlib.identity(value_discretization_interval=interval)
-        if mu > 0:
-            pld = pld.compose(pldlib.from_gaussian_mechanism(standard_deviation=1.0 / mu,
-                                                             value_discretization_interval=interval))
-        for eps, cnt in pure:
-            p = pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, 0.0),
-                                               value_discretization_interval=interval)
-            pld = pld.compose(p.self_compose(cnt) if cnt > 1 else p)
-        for eps, dl, cnt in approx:
-            p = pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, dl),
-                                               value_discretization_interval=interval)
-            pld = pld.compose(p.self_compose(cnt) if cnt > 1 else p)
-        self.pld = pld
-
-    # dp-accounting's PLD arithmetic is pessimistic up to floating-point summation error (~1e-16
-    # absolute in delta; seen as a 3e-10 relative under-report against the exact optimal
-    # composition of 100 pure events). A relative safety margin keeps the route an upper bound.
-    _MARGIN = 1e-6
-
-    def log_delta(self, eps):
-        d = float(self.pld.get_delta_for_epsilon(eps))
-        if d <= 0:
-            return -math.inf
-        return math.log(min(d * (1.0 + self._MARGIN) + 1e-300, 1.0))
-
-    def epsilon(self, log_delta):
-        if log_delta < _LOG_TINY:
-            return math.inf, {}
-        d = math.exp(log_delta) * (1.0 - self._MARGIN)
-        return float(self.pld.get_epsilon_for_delta(d)), {"discretization": self.interval}
-
-
-class _PureBasicRoute(_Route):
-    name = "pure_basic"
-
-    def __init__(self, eps_total: float):
-        self.eps_total = eps_total
-
-    def log_delta(self, eps):
-        return -math.inf if eps >= self.eps_total else 0.0
-
-    def epsilon(self, log_delta):
-        return self.eps_total, {}
-
-
-class _BasicRoute(_Route):
-    """Rest of the events (their best route) + basic composition with the (eps, delta) events."""
-
-    name = "basic"
-
-    def __init__(self, rest: "Accountant | None", eps_a: float, delta_a: float):
-        self.rest = rest
-        self.eps_a = eps_a
-        self.delta_a = delta_a
-        self.log_delta_a = math.log(delta_a) if delta_a > 0 else -math.inf
-
-    def _rest_log_delta(self, eps):
-        if self.rest is None:
-            return -math.inf
-        return self.rest._ideal_log_delta(eps)[0]
-
-    def log_delta(self, eps):
-        if eps < self.eps_a:
-            return 0.0
-        return min(0.0, _logaddexp(self._rest_log_delta(eps - self.eps_a), self.log_delta_a))
-
-    def epsilon(self, log_delta):
-        if log_delta <= self.log_delta_a:
-            return math.inf, {}
-        if self.rest is None:
-            return self.eps_a, {}
-        # delta left for the rest: delta - delta_a (in log space)
-        ld_rest = log_delta + math.log(-math.expm1(self.log_delta_a - log_delta)) if self.delta_a > 0 else log_delta
-        e = self.rest._ideal_epsilon(ld_rest)[0]
-        return e + self.eps_a, {}
 
 
 class Accountant:
@@ -296,7 +80,7 @@ class Accountant:
         self._pld_discretization = check_nonnegative("pld_discretization", pld_discretization)
         if self._pld_discretization == 0:
             raise ValueError("pld_discretization must lie in (0, inf)")
-        self._routes_cache: list[_Route] | None = None
+        self._routes_cache: list[Route] | None = None
         for item in events:
             if isinstance(item, tuple):
                 self.compose(item[0], item[1])
@@ -370,10 +154,10 @@ class Accountant:
                 curves.append((e, c))
         return _RdpRoute(rho, pure, curves, self._orders)
 
-    def _routes(self) -> list[_Route]:
+    def _routes(self) -> list[Route]:
         if self._routes_cache is not None:
             return self._routes_cache
-        routes: list[_Route] = []
+        routes: list[Route] = []
         ev = [e for e, _ in self._ledger]
         has_approx = any(isinstance(e, ApproxDpEvent) for e in ev)
         has_rdp_only = any(isinstance(e, (ZcdpEvent, RdpCurveEvent)) for e in ev)

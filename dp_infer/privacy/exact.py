@@ -24,7 +24,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .._validation import check_nonnegative, check_positive, check_positive_int
-from .events import gdp_delta, gdp_epsilon, gdp_log_delta, gdp_mu, gdp_tradeoff
+from .conversions import gdp_delta, gdp_epsilon, gdp_log_delta, gdp_mu, gdp_tradeoff
 
 __all__ = [
     "gdp_delta",

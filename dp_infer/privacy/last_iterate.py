@@ -64,7 +64,8 @@ import numpy as np
 from scipy import optimize
 
 from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int
-from .events import ZcdpEvent, _nudge, linear_rdp_epsilon, linear_rdp_rho, resolve_log_delta
+from .conversions import _nudge, linear_rdp_epsilon, linear_rdp_rho, resolve_log_delta
+from .events import ZcdpEvent
 
 __all__ = [
     "shifted_rdp_ratio",

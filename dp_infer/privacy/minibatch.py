@@ -65,7 +65,8 @@ from typing import Sequence
 import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_positive, check_positive_int
-from .events import GdpEvent, RdpCurveEvent, rdp_epsilon
+from .conversions import rdp_epsilon
+from .events import GdpEvent, RdpCurveEvent
 from .path import path_event
 
 __all__ = [
@@ -271,7 +272,7 @@ def minibatch_epsilon(beta, step_size, num_steps, q, clip_norm, n, delta, num_ch
 
 def _event_epsilon(ev, delta) -> float:
     if isinstance(ev, GdpEvent):
-        from .events import gdp_epsilon
+        from .conversions import gdp_epsilon
 
         return gdp_epsilon(ev.mu, delta)
     return rdp_epsilon(ev.orders, ev.values, delta)[0]

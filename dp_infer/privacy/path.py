@@ -49,8 +49,7 @@ from .._validation import (
     check_positive,
     check_positive_int,
 )
-from .events import (
-    GdpEvent,
+from .conversions import (
     _nudge,
     gdp_epsilon,
     gdp_log_delta,
@@ -63,6 +62,7 @@ from .events import (
     zcdp_epsilon_mironov,
     zcdp_rho_for_epsilon_mironov,
 )
+from .events import GdpEvent
 
 __all__ = [
     "path_mu",

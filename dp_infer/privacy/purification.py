@@ -40,7 +40,8 @@ import numpy as np
 from scipy import special
 
 from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int
-from .events import PureDpEvent, resolve_log_delta
+from .conversions import resolve_log_delta
+from .events import PureDpEvent
 
 __all__ = [
     "PurificationParams",

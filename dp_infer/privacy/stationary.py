@@ -29,7 +29,8 @@ import math
 from scipy import special
 
 from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int
-from .events import GdpEvent, _nudge, gdp_log_delta, gdp_mu, resolve_log_delta, tv_delta_slack
+from .conversions import _nudge, gdp_log_delta, gdp_mu, resolve_log_delta, tv_delta_slack
+from .events import GdpEvent
 
 __all__ = [
     "gibbs_gdp_mu",
