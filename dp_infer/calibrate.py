@@ -31,43 +31,27 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
 
-from ._validation import (check_choice, check_delta, check_nonnegative, check_positive,
-                          check_positive_int, check_target_epsilon)
+from ._validation import (
+    check_choice,
+    check_delta,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_target_epsilon,
+)
 from .domains import Domain, Euclidean
 from .losses import LossConstants, PerExampleLoss
-from .plan import KERNELS, SamplingPlan, plan_trajectory
+from .plan import KERNELS, RouteOption, SamplingPlan, explain_options, plan_trajectory
 from .privacy import last_iterate as li
 from .privacy import pure as pure_privacy
 from .privacy import purification as purif
 from .privacy import stationary as stat
-from .privacy.events import gdp_mu, linear_rdp_rho
+from .privacy.conversions import linear_rdp_rho
 
 __all__ = ["ROUTES", "RouteOption", "calibrate", "explain_options", "default_regulariser"]
 
 ROUTES = ("trajectory", "last_iterate", "stationary", "pure")
-
-
-@dataclass(frozen=True)
-class RouteOption:
-    """One route evaluated for a target: feasible or not, why, and its key numbers."""
-
-    route: str
-    feasible: bool
-    reason: str
-    beta: float | None = None
-    excess_risk_bound: float | None = None
-    releases: str = ""
-    assumptions: tuple[str, ...] = ()
-    details: dict = field(default_factory=dict)
-    plan: SamplingPlan | None = field(default=None, compare=False, repr=False)
-
-    def as_dict(self) -> dict:
-        return {"route": self.route, "feasible": self.feasible, "reason": self.reason,
-                "beta": self.beta, "excess_risk_bound": self.excess_risk_bound,
-                "releases": self.releases, "assumptions": list(self.assumptions),
-                "details": self.details}
 
 
 def default_regulariser(constants: LossConstants, n: int, dim: int, rho: float,
@@ -354,17 +338,3 @@ def _optional_routes(constants, n, dim, eps, delta, lam_rel):
         except ValueError as e:
             out.append(RouteOption("discretised_renyi", False, f"reference calculator refused: {e}"))
     return out
-
-
-def explain_options(plan: SamplingPlan) -> str:
-    """Text table comparing the routes considered for ``plan``."""
-    lines = [f"target: eps = {plan.eps:g}, delta = {plan.delta:g}; n = {plan.n}, dim = {plan.dim}",
-             f"{'route':<20}{'feasible':<10}{'beta':>12}{'risk bound':>12}  releases / reason"]
-    for o in plan.options:
-        b = f"{o.beta:.4g}" if o.beta is not None else "-"
-        r = f"{o.excess_risk_bound:.4g}" if o.excess_risk_bound is not None else "-"
-        mark = "*" if o.route == plan.route else " "
-        text = o.releases if o.feasible else o.reason
-        lines.append(f"{mark}{o.route:<19}{str(o.feasible):<10}{b:>12}{r:>12}  {text}")
-    lines.extend(f"note: {n}" for n in plan.notes)
-    return "\n".join(lines)

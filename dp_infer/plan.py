@@ -20,9 +20,31 @@ from .privacy import path as path_privacy
 from .privacy.accountant import Accountant
 from .privacy.events import PrivacyEvent
 
-__all__ = ["SamplingPlan", "plan_trajectory"]
+__all__ = ["SamplingPlan", "RouteOption", "plan_trajectory", "explain_options"]
 
 KERNELS = ("langevin", "underdamped")
+
+
+@dataclass(frozen=True)
+class RouteOption:
+    """One route evaluated for a target: feasible or not, why, and its key numbers."""
+
+    route: str
+    feasible: bool
+    reason: str
+    beta: float | None = None
+    excess_risk_bound: float | None = None
+    releases: str = ""
+    assumptions: tuple[str, ...] = ()
+    details: dict = field(default_factory=dict)
+    plan: SamplingPlan | None = field(default=None, compare=False, repr=False)
+
+    def as_dict(self) -> dict:
+        return {"route": self.route, "feasible": self.feasible, "reason": self.reason,
+                "beta": self.beta, "excess_risk_bound": self.excess_risk_bound,
+                "releases": self.releases, "assumptions": list(self.assumptions),
+                "details": self.details}
+
 
 
 @dataclass(frozen=True)
@@ -93,8 +115,6 @@ class SamplingPlan:
 
     def explain(self) -> str:
         """The routes side by side: feasibility, beta, bounds and why this one was chosen."""
-        from .calibrate import explain_options
-
         return explain_options(self)
 
     def as_dict(self) -> dict:
@@ -208,3 +228,17 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
         relaxation_time=(1.0 / m_U / h) if m_U > 0 else None,
         notes=tuple(notes), upstream_log_delta=log_delta,
     )
+
+
+def explain_options(plan: SamplingPlan) -> str:
+    """Text table comparing the routes considered for ``plan``."""
+    lines = [f"target: eps = {plan.eps:g}, delta = {plan.delta:g}; n = {plan.n}, dim = {plan.dim}",
+             f"{'route':<20}{'feasible':<10}{'beta':>12}{'risk bound':>12}  releases / reason"]
+    for o in plan.options:
+        b = f"{o.beta:.4g}" if o.beta is not None else "-"
+        r = f"{o.excess_risk_bound:.4g}" if o.excess_risk_bound is not None else "-"
+        mark = "*" if o.route == plan.route else " "
+        text = o.releases if o.feasible else o.reason
+        lines.append(f"{mark}{o.route:<19}{str(o.feasible):<10}{b:>12}{r:>12}  {text}")
+    lines.extend(f"note: {n}" for n in plan.notes)
+    return "\n".join(lines)
