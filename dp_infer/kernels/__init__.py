@@ -14,9 +14,13 @@ and number of steps come from a privacy plan chosen without looking at the data.
 """
 
 from . import langevin, sgld, underdamped
-from .sgld import MinibatchSGLD
 from .langevin import Langevin, LangevinDebugState, LangevinState
-from .underdamped import UnderdampedLangevin, UnderdampedLangevinDebugState, UnderdampedLangevinState
+from .sgld import MinibatchSGLD
+from .underdamped import (
+    UnderdampedLangevin,
+    UnderdampedLangevinDebugState,
+    UnderdampedLangevinState,
+)
 
 __all__ = [
     "langevin",

@@ -43,7 +43,6 @@ the chain key.
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from functools import partial
 from typing import Any, Callable
@@ -53,7 +52,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random, vmap
 from jax.flatten_util import ravel_pytree
-
 from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.initialization import init_to_median
@@ -62,89 +60,18 @@ from numpyro.infer.util import initialize_model, transform_fn
 from numpyro.util import identity, is_prng_key
 
 from .._validation import check_nonnegative, check_positive
-from ..domains import Domain, Euclidean
+from ..domains import Domain
+from ._common import (
+    DEFAULT_DIVERGENCE_RADIUS,
+    _flatten,
+    _is_traced,
+    as_float_tree,
+    default_divergence_radius,
+    make_divergence_fn,
+    resolve_projection,
+)
 
-__all__ = [
-    "LangevinKernelBase",
-    "make_divergence_fn",
-    "resolve_projection",
-    "default_divergence_radius",
-    "as_float_tree",
-]
-
-DEFAULT_DIVERGENCE_RADIUS = 1e6
-
-
-# --------------------------------------------------------------------------------------------
-# small functional helpers shared by the cores
-# --------------------------------------------------------------------------------------------
-
-
-def _non_finite(x):
-    return jnp.logical_not(jnp.all(jnp.isfinite(x)))
-
-
-def _non_finite_or_outside(x, radius):
-    return jnp.logical_or(_non_finite(x), jnp.linalg.norm(x) > radius)
-
-
-def make_divergence_fn(radius: float | None = None) -> Callable:
-    """``flat_theta -> bool``: any coordinate non-finite, or ``||flat_theta||_2 > radius``.
-
-    ``radius`` ``None`` or ``inf`` checks finiteness only. The result pickles.
-    """
-    if radius is None or math.isinf(radius):
-        return _non_finite
-    return partial(_non_finite_or_outside, radius=float(radius))
-
-
-def resolve_projection(project) -> Callable | None:
-    """A Domain or a callable on the flat position -> callable or ``None`` (no projection)."""
-    if project is None or isinstance(project, Euclidean):
-        return None
-    if isinstance(project, Domain):
-        return project.project
-    if callable(project):
-        return project
-    raise ValueError(
-        f"project must be a dp_infer.domains.Domain, a callable on the flat position or None, got {project!r}"
-    )
-
-
-def default_divergence_radius(domain, divergence_radius) -> float:
-    """Resolve ``divergence_radius``: explicit value, else inf for bounded domains, else 1e6."""
-    if divergence_radius is not None:
-        return check_positive("divergence_radius", divergence_radius, allow_inf=True)
-    if isinstance(domain, Domain):
-        return math.inf if domain.bounded else DEFAULT_DIVERGENCE_RADIUS
-    if domain is not None:  # a custom projection callable: assume it keeps theta bounded
-        return math.inf
-    return DEFAULT_DIVERGENCE_RADIUS
-
-
-def as_float_tree(tree):
-    """Cast integer / bool leaves to the default float dtype (noise needs a float dtype)."""
-
-    def cast(a):
-        a = jnp.asarray(a)
-        return a if jnp.issubdtype(a.dtype, jnp.floating) else a.astype(jnp.result_type(float))
-
-    return jax.tree.map(cast, tree)
-
-
-def _is_traced(*xs) -> bool:
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
-
-
-def _flatten(z, batched: bool):
-    """Flat position(s) and the unravel function of one chain."""
-    if batched:
-        one = jax.tree.map(lambda a: a[0], z)
-        _, unravel = ravel_pytree(one)
-        flat = vmap(lambda t: ravel_pytree(t)[0])(z)
-        return flat, vmap(unravel)
-    flat, unravel = ravel_pytree(z)
-    return flat, unravel
+__all__ = ["LangevinKernelBase"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,13 +38,13 @@ from jax.flatten_util import ravel_pytree
 
 from .._validation import check_positive, check_positive_int
 from ..domains import Domain
-from ._numpyro import (
-    LangevinKernelBase,
+from ._common import (
     as_float_tree,
     default_divergence_radius,
     make_divergence_fn,
     resolve_projection,
 )
+from ._numpyro import LangevinKernelBase
 
 __all__ = [
     "LangevinState",

@@ -38,7 +38,7 @@ from numpyro.infer.mcmc import MCMCKernel
 
 from .._validation import check_positive, check_positive_int
 from ..domains import Domain
-from ._numpyro import default_divergence_radius, make_divergence_fn, resolve_projection
+from ._common import default_divergence_radius, make_divergence_fn, resolve_projection
 from .langevin import _scan_chain, keyed_transition
 
 __all__ = [

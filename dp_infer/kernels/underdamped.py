@@ -43,13 +43,13 @@ from numpyro.infer.initialization import init_to_median
 
 from .._validation import check_positive
 from ..domains import Domain
-from ._numpyro import (
-    LangevinKernelBase,
+from ._common import (
     as_float_tree,
     default_divergence_radius,
     make_divergence_fn,
     resolve_projection,
 )
+from ._numpyro import LangevinKernelBase
 from .langevin import _scan_chain, keyed_transition
 
 __all__ = [

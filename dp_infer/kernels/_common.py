@@ -1,0 +1,93 @@
+"""Small functional helpers shared by the kernels' cores and their NumPyro adapter: divergence
+flags computed from theta alone, projections onto a domain, float casting and flattening."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import vmap
+from jax.flatten_util import ravel_pytree
+
+from .._validation import check_positive
+from ..domains import Domain, Euclidean
+
+__all__ = ["DEFAULT_DIVERGENCE_RADIUS", "make_divergence_fn", "resolve_projection",
+           "default_divergence_radius", "as_float_tree"]
+
+DEFAULT_DIVERGENCE_RADIUS = 1e6
+
+
+# --------------------------------------------------------------------------------------------
+# small functional helpers shared by the cores
+# --------------------------------------------------------------------------------------------
+
+
+def _non_finite(x):
+    return jnp.logical_not(jnp.all(jnp.isfinite(x)))
+
+
+def _non_finite_or_outside(x, radius):
+    return jnp.logical_or(_non_finite(x), jnp.linalg.norm(x) > radius)
+
+
+def make_divergence_fn(radius: float | None = None) -> Callable:
+    """``flat_theta -> bool``: any coordinate non-finite, or ``||flat_theta||_2 > radius``.
+
+    ``radius`` ``None`` or ``inf`` checks finiteness only. The result pickles.
+    """
+    if radius is None or math.isinf(radius):
+        return _non_finite
+    return partial(_non_finite_or_outside, radius=float(radius))
+
+
+def resolve_projection(project) -> Callable | None:
+    """A Domain or a callable on the flat position -> callable or ``None`` (no projection)."""
+    if project is None or isinstance(project, Euclidean):
+        return None
+    if isinstance(project, Domain):
+        return project.project
+    if callable(project):
+        return project
+    raise ValueError(
+        f"project must be a dp_infer.domains.Domain, a callable on the flat position or None, got {project!r}"
+    )
+
+
+def default_divergence_radius(domain, divergence_radius) -> float:
+    """Resolve ``divergence_radius``: explicit value, else inf for bounded domains, else 1e6."""
+    if divergence_radius is not None:
+        return check_positive("divergence_radius", divergence_radius, allow_inf=True)
+    if isinstance(domain, Domain):
+        return math.inf if domain.bounded else DEFAULT_DIVERGENCE_RADIUS
+    if domain is not None:  # a custom projection callable: assume it keeps theta bounded
+        return math.inf
+    return DEFAULT_DIVERGENCE_RADIUS
+
+
+def as_float_tree(tree):
+    """Cast integer / bool leaves to the default float dtype (noise needs a float dtype)."""
+
+    def cast(a):
+        a = jnp.asarray(a)
+        return a if jnp.issubdtype(a.dtype, jnp.floating) else a.astype(jnp.result_type(float))
+
+    return jax.tree.map(cast, tree)
+
+
+def _is_traced(*xs) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
+
+
+def _flatten(z, batched: bool):
+    """Flat position(s) and the unravel function of one chain."""
+    if batched:
+        one = jax.tree.map(lambda a: a[0], z)
+        _, unravel = ravel_pytree(one)
+        flat = vmap(lambda t: ravel_pytree(t)[0])(z)
+        return flat, vmap(unravel)
+    flat, unravel = ravel_pytree(z)
+    return flat, unravel
