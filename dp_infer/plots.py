@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from ._validation import check_nonnegative, check_positive  # noqa: E402
-from .diagnostics import _quiet_nonfinite  # noqa: E402
+from .diagnostics.mixing_report import _quiet_nonfinite  # noqa: E402
 
 __all__ = [
     "plot_trace",
@@ -37,6 +37,7 @@ __all__ = [
     "plot_budget",
     "write_report_plots",
     "write_report_plots_safe",
+    "report_from_file",
 ]
 
 #: at most this many scalar components per variable are drawn (first ones along each dim).
@@ -302,3 +303,23 @@ def plot_budget(spent_records: Any, total_budget: float, path: str | Path, *, ke
         return _save(fig, path)
     finally:
         plt.close(fig)
+
+
+def report_from_file(path: str | Path, outdir: str | Path | None = None) -> str:
+    """Load a run saved with :func:`dp_infer.diagnostics.save`; return summary + mixing checks +
+    privacy report text and write trace/rank/autocorrelation plots as PNG into ``outdir``
+    (default ``<file stem>_report/`` next to the file). Used by ``dp-infer report RUN_FILE``.
+    """
+    from .diagnostics import check_mixing, load, summary
+
+    path = Path(path)
+    dt = load(path)
+    outdir = Path(outdir) if outdir is not None else path.with_name(path.stem + "_report")
+    parts = [f"Run file: {path}", summary(dt), "", str(check_mixing(dt))]
+    paths, failures = write_report_plots_safe(dt, outdir)
+    if paths:
+        parts.append("\nPlots written:")
+        parts.extend(f"  {p}" for p in paths)
+    for name, err in failures:
+        parts.append(f"plot {name} failed: {err}")
+    return "\n".join(parts)

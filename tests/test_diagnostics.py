@@ -461,7 +461,7 @@ def test_report_from_file(tmp_path):
     rng = np.random.default_rng(12)
     x = ar1(rng, 2, 200, 0.99, [-10.0, 10.0])
     path = D.save(D.to_datatree({"theta": x}, FakePlan()), tmp_path / "run.zip")
-    text = D.report_from_file(path, tmp_path / "out")
+    text = P.report_from_file(path, tmp_path / "out")
     assert "Privacy report" in text and "(1, 1e-05)-DP" in text
     assert "Posterior summary" in text and "Mixing checks" in text
     assert D.RHAT_ADVICE in text
@@ -493,3 +493,25 @@ def test_langevin_chains_started_far_apart_with_a_tiny_horizon_are_flagged():
     assert short.max_rhat > 2.0
     long = D.check_mixing({"t": run(8000, 0.1)[:, 2000:]})
     assert long.max_rhat < 1.03
+
+
+def test_moved_names_keep_working_with_a_deprecation_warning(tmp_path):
+    with pytest.warns(DeprecationWarning, match="moved to dp_infer.plots.report_from_file"):
+        fn = D.report_from_file
+    assert fn is P.report_from_file
+    from dp_infer.privacy import conversions, events
+
+    with pytest.warns(DeprecationWarning, match="dp_infer.privacy.conversions.gdp_mu"):
+        assert events.gdp_mu is conversions.gdp_mu
+    with pytest.raises(AttributeError):
+        events.no_such_name  # noqa: B018
+    import importlib
+    import sys
+
+    sys.modules.pop("dp_infer.rashomon_cli", None)
+    with pytest.warns(DeprecationWarning, match="dp_infer.rashomon.cli"):
+        old = importlib.import_module("dp_infer.rashomon_cli")
+    from dp_infer.rashomon.cli import rashomon_command
+
+    assert old.rashomon_command is rashomon_command
+
