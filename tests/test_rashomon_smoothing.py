@@ -18,7 +18,7 @@ from scipy import integrate
 from dp_infer import losses
 from dp_infer.losses import LossConstants
 from dp_infer.potentials import thresholded_sensitivity
-from dp_infer.rashomon import _smoothed_potential
+from dp_infer.rashomon.sampler import _smoothed_potential
 
 XI_KEY = jax.random.PRNGKey(7919)  # the perturbations are part of the function (data independent)
 

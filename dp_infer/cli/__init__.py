@@ -1,0 +1,64 @@
+"""Command line: ``dp-infer demo | sample | report | budget | rashomon``.
+
+One module per group of commands (:mod:`.fit_commands`, :mod:`.files`, and the Rashomon command
+in :mod:`dp_infer.rashomon.cli`); :mod:`.common` holds the options and helpers they share.
+:func:`run` is the console entry point: any error is one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..rashomon.cli import rashomon_command
+from .files import budget, report
+from .fit_commands import demo, sample
+
+__all__ = ["main", "run"]
+
+
+@click.group()
+@click.version_option(package_name="dp_infer")
+def main() -> None:
+    """Differentially private Gibbs sampling with Langevin kernels inside NumPyro."""
+
+
+for _command in (demo, sample, report, budget, rashomon_command):
+    main.add_command(_command)
+
+
+def run() -> None:
+    """Console entry point: any error prints one line, never a traceback (set
+    ``DP_INFER_DEBUG=1`` to see the traceback of an unexpected error)."""
+    from ..privacy.ledger import BudgetExceededError
+
+    try:
+        main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:  # bare `dp-infer`: the help
+        click.echo(e.format_message())
+        sys.exit(e.exit_code)
+    except click.UsageError as e:  # one line: the message and where to look
+        hint = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+        click.echo(f"error: {e.format_message()}{hint}", err=True)
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        click.echo(f"error: {e.format_message()}", err=True)
+        sys.exit(e.exit_code)
+    except (ValueError, BudgetExceededError) as e:
+        click.echo(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", err=True)
+        sys.exit(2)
+    except Exception as e:  # noqa: BLE001 - no traceback reaches a CLI user
+        if os.environ.get("DP_INFER_DEBUG"):
+            raise
+        click.echo(f"error: unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+                   "(set DP_INFER_DEBUG=1 for the traceback)", err=True)
+        sys.exit(3)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

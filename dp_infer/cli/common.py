@@ -1,0 +1,116 @@
+"""Pieces shared by the CLI commands: options, ledger charging, run labels, the non-private banner,
+the printed privacy report and mixing block."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import click
+
+NONPRIVATE_BANNER = "NON-PRIVATE (computed on the private data, not covered by any guarantee)"
+
+
+def run_label(command: str, route: str) -> str:
+    """A unique, seed-free label for a ledger entry: command, route, UTC time, random id."""
+    return f"dp-infer {command} {route} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {uuid.uuid4().hex[:8]}"
+
+
+def charge_ledger(ledger, dataset_id, budget, event, label):
+    """Register the budget (if given) and charge ``event`` BEFORE any private computation.
+
+    Returns ``(ledger, receipt)`` (both None without a ledger file)."""
+    if ledger is None:
+        if budget is not None:
+            raise ValueError("--budget needs --ledger (the file that keeps the spend)")
+        return None, None
+    from ..privacy.ledger import Ledger
+
+    led = Ledger(ledger)
+    if budget is not None:
+        led.register_dataset(dataset_id, budget[0], budget[1])
+    receipt = led.charge(dataset_id, event, run_label=label)
+    sp = led.spent(dataset_id)
+    click.echo(f"ledger {ledger}: charged {label!r} before sampling; dataset {dataset_id!r} has spent "
+               f"eps = {sp['eps']:.4g} of {sp['eps_budget']:g} at delta = {sp['delta_budget']:g}")
+    return led, receipt
+
+
+_REPORT_FILE_ONLY = ("routes_considered", "event", "potential", "purification", "notes")
+
+
+def _print_report(report: dict) -> None:
+    """The privacy report, less the long items kept in the run file (routes, event, potential)."""
+    from ..diagnostics import format_report
+
+    click.echo(format_report({k: v for k, v in report.items() if k not in _REPORT_FILE_ONLY}))
+
+
+def _mixing_block(dt, report) -> None:
+    from ..diagnostics import check_mixing
+
+    mix = check_mixing(dt, report)
+    tab = mix.table()
+    click.echo(f"{mix.num_chains} chain(s) x {mix.num_draws} draws: max R-hat {mix.max_rhat:.3f}, "
+               f"min bulk ESS {mix.min_ess_bulk:.0f}, min tail ESS {mix.min_ess_tail:.0f}, "
+               f"divergent draws {mix.num_divergences}")
+    if len(tab) > 8:
+        col = next((c for c in tab.columns if "hat" in c.lower()), tab.columns[0])
+        click.echo(f"the 8 parameters with the largest R-hat (of {len(tab)}):")
+        tab = tab.sort_values(col, ascending=False).head(8)
+    click.echo(tab.to_string(float_format=lambda x: f"{x:.4g}"))
+    for w in mix.warnings:
+        click.echo(f"WARNING: {w}")
+
+
+
+SEED_HELP = ("make the noise reproducible from this integer. Whoever holds it can regenerate the "
+             "noise and, from the released draws, the gradients: privacy then rests on keeping it "
+             "secret. Default: a fresh secret key from the operating system.")
+NONPRIVATE_HELP = ("also print NON-PRIVATE diagnostics computed on the private data (clipped and "
+                   "dropped row counts, a non-private reference fit), labelled as such")
+
+_seed_options = [
+    click.option("--reproducible-seed", "seed", type=click.IntRange(min=0), default=None, help=SEED_HELP),
+    click.option("--key-impl", type=click.Choice(["threefry2x32", "rbg"]), default="threefry2x32",
+                 show_default=True, help="JAX key implementation (rbg: 128-bit keys)"),
+]
+_common = [
+    click.option("--eps", type=float, default=1.0, show_default=True, help="privacy epsilon in (0, 100]"),
+    click.option("--delta", type=float, default=1e-5, show_default=True, help="privacy delta in (0, 1)"),
+    click.option("--pure", is_flag=True, default=False,
+                 help="pure eps-DP (route 'pure': needs --radius; purifies the estimate)"),
+    click.option("--route", type=click.Choice(["auto", "trajectory", "last_iterate", "stationary", "pure"]),
+                 default="auto", show_default=True, help="force a privacy route"),
+    click.option("--radius", type=float, default=None,
+                 help="L2-ball domain radius for theta (required by --pure)"),
+    click.option("--horizon", type=float, default=1.0, show_default=True,
+                 help="integrated Langevin time per chain, > 0 (trajectory route: privacy grows with it)"),
+    click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
+                 help="number of chains (K chains cost K times the RDP of one)"),
+    click.option("--kernel", type=click.Choice(["langevin", "underdamped"]), default="langevin",
+                 show_default=True),
+    click.option("--friction", type=float, default=None, help="friction gamma (underdamped only)"),
+    click.option("--lam-rel", type=float, default=None,
+                 help="loss-level L2 regulariser (lam_rel/2)||theta||^2 (default: none for the "
+                      "trajectory route, a data-independent choice for routes needing strong convexity)"),
+    click.option("--ledger", type=click.Path(dir_okay=False), default=None,
+                 help="SQLite privacy ledger: the run is charged before sampling, refused if over budget"),
+    click.option("--dataset-id", default="default", show_default=True, help="dataset name in the ledger"),
+    click.option("--budget", type=(float, float), default=None,
+                 help="register the dataset's (eps, delta) budget in the ledger"),
+    *_seed_options,
+    click.option("--progress/--no-progress", default=True, show_default=True),
+    click.option("--out", type=click.Path(dir_okay=False), default=None,
+                 help="write the run (ArviZ DataTree) to this file"),
+    click.option("--nonprivate-diagnostics", "nonprivate", is_flag=True, default=False, help=NONPRIVATE_HELP),
+]
+
+
+def with_options(options):
+    def deco(f):
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+    return deco
+

@@ -1,0 +1,141 @@
+"""``dp-infer demo`` and ``dp-infer sample``: plan, charge, sample, write, report.
+
+Order of work: check every input (options, files, test columns by name) -> plan (data
+independent) -> charge the ledger -> sample -> write ``--out`` -> print. A bad input is an
+error before anything is charged; once the run is charged its draws are written whatever
+happens afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+import numpy as np
+
+from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, charge_ledger, run_label,
+                     with_options)
+
+
+def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, chains, kernel,
+                    friction, lam_rel, radius, seed, key_impl, progress, ledger, dataset_id, budget,
+                    X_test=None, y_test=None, out=None, nonprivate=False):
+    from .. import nonprivate as np_ref
+    from .._validation import check_delta
+    from ..calibrate import calibrate
+    from ..domains import L2Ball
+    from ..fit import sample
+
+    if not pure:
+        check_delta(delta)  # delta = 0 means pure eps in Python; on the command line that is --pure
+    X, y = loss.check_data(X, y)
+    dim = loss.num_params(X.shape[1])
+    if X_test is not None:
+        X_test = np.asarray(X_test, dtype=float)
+        if X_test.shape[1] != X.shape[1]:
+            raise ValueError(f"the test data have {X_test.shape[1]} feature columns, the training data {X.shape[1]}")
+    if radius is not None and radius <= 0:
+        raise ValueError(f"--radius must lie in (0, inf), got {radius!r}")
+    domain = L2Ball(dim, radius) if radius is not None else None
+    plan = calibrate(loss.constants, X.shape[0], dim, eps=eps, delta=None if pure else delta,
+                     route=route, domain=domain, horizon=horizon, num_chains=chains, kernel=kernel,
+                     friction=friction, lam_rel=lam_rel)
+    click.echo("Routes considered (data independent: n, dimension and the loss's declared constants)")
+    click.echo(plan.explain())
+    click.echo("")
+    led, receipt = charge_ledger(ledger, dataset_id, budget, plan.event, run_label(command, plan.route))
+    t0 = time.time()
+    run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress)
+    elapsed = time.time() - t0
+    if receipt is not None:
+        led.complete(receipt)
+    dt = run.to_datatree()
+    if out is not None:  # written first: the draws are paid for
+        from ..diagnostics import save
+
+        path = save(dt, out)
+        click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
+    report = run.report()
+    _print_report(report)
+    if plan.release == "trajectory":
+        click.echo("")
+        click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
+                   "(post-processing: free)")
+        from ..diagnostics import to_datatree
+
+        _mixing_block(to_datatree({"theta": run.draws()}, report), report)
+    else:
+        click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
+    if X_test is not None and loss.name in ("logistic", "model_nll"):
+        acc_priv = np_ref.accuracy(run.estimate(), X_test, y_test)
+        click.echo("")
+        guarantee = (f"({report['eps_spent']:.3g}, {plan.delta:g})-DP" if plan.delta > 0
+                     else f"pure {report['eps_spent']:.3g}-DP")
+        click.echo(f"route: {plan.route}; test accuracy of the released estimate on the public test "
+                   f"data, {guarantee}: {acc_priv:.4f}")
+        if nonprivate:
+            th_np, _, _ = np_ref.minimize_loss(loss, X, y)
+            click.echo(f"test accuracy of a non-private fit, {NONPRIVATE_BANNER}: "
+                       f"{np_ref.accuracy(th_np, X_test, y_test):.4f}")
+    click.echo(f"sampling time: {elapsed:.1f} s")
+    return run
+
+
+
+@click.command()
+@with_options(_common)
+def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ledger,
+         dataset_id, budget, seed, key_impl, progress, out, nonprivate):
+    """Private Bayesian logistic regression on the embedded UCI Adult data."""
+    from .. import datasets, losses
+
+    data = datasets.load_adult()
+    click.echo(f"data: {data.attribution}")
+    click.echo(f"  train {data.X_train.shape[0]} rows (private), test {data.X_test.shape[0]} rows "
+               f"(public evaluation), {data.X_train.shape[1]} features")
+    if nonprivate:
+        click.echo(f"  {NONPRIVATE_BANNER}: rows with missing values dropped: {data.dropped_missing}; "
+                   f"rows clipped to norm {data.clip_train.row_norm:g}: train {data.clip_train.n_clipped}, "
+                   f"test {data.clip_test.n_clipped}")
+    click.echo("")
+    _run_and_report(losses.logistic(row_norm=1.0), data.X_train, data.y_train, command="demo", eps=eps,
+                    delta=delta, pure=pure, route=route, horizon=horizon, chains=chains,
+                    kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
+                    key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
+                    budget=budget, X_test=data.X_test, y_test=data.y_test, out=out, nonprivate=nonprivate)
+
+
+@click.command()
+@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--target", required=True, help="name of the label column")
+@click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber"]), default="logistic",
+              show_default=True)
+@click.option("--row-norm", type=float, default=1.0, show_default=True,
+              help="rows are clipped to this l2 norm (> 0)")
+@click.option("--huber-threshold", type=float, default=1.0, show_default=True)
+@click.option("--test-csv", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="held-out public CSV; its columns are matched to the training file by name")
+@with_options(_common)
+def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, eps, delta, pure,
+           route, radius, horizon, chains, kernel, friction, lam_rel, ledger, dataset_id, budget,
+           seed, key_impl, progress, out, nonprivate):
+    """Private draws for a numeric CSV (features must already be on a public scale)."""
+    from .. import datasets, losses
+
+    loss = (losses.logistic(row_norm=row_norm) if loss_name == "logistic"
+            else losses.huber(threshold=huber_threshold, row_norm=row_norm))
+    X, y, names = datasets.load_csv(csv_file, target)
+    Xt = yt = None
+    if test_csv:  # read and matched by name before anything is charged
+        Xt, yt, _ = datasets.load_csv(test_csv, target, columns=names)
+        Xt, _ = datasets.clip_rows(Xt, row_norm)
+    Xc, rep = datasets.clip_rows(X, row_norm)
+    click.echo(f"{csv_file}: {X.shape[0]} rows, {X.shape[1]} features; rows are clipped to norm {row_norm:g}")
+    if nonprivate:
+        click.echo(f"  {NONPRIVATE_BANNER}: rows clipped: {rep.n_clipped}")
+    _run_and_report(loss, Xc, y, command="sample", eps=eps, delta=delta, pure=pure, route=route,
+                    horizon=horizon, chains=chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
+                    radius=radius, seed=seed, key_impl=key_impl, progress=progress, ledger=ledger,
+                    dataset_id=dataset_id, budget=budget, X_test=Xt, y_test=yt, out=out,
+                    nonprivate=nonprivate)
+
