@@ -1,19 +1,27 @@
-"""dp_infer: differentially private Gibbs and Rashomon sampling with Langevin kernels in NumPyro."""
+"""dp_infer: differentially private Gibbs and Rashomon sampling with Langevin kernels in NumPyro.
+
+The names below are the public API (docs: API reference -> Public API). Everything else is
+reached through its module: :mod:`dp_infer.privacy` (events, accountant, routes, ledger),
+:mod:`dp_infer.diagnostics`, :mod:`dp_infer.rashomon`, :mod:`dp_infer.audit`,
+:mod:`dp_infer.plots`, :mod:`dp_infer.cli`.
+"""
 
 from . import datasets, domains, losses, potentials
+from .calibrate import calibrate
 from .domains import Box, Euclidean, L2Ball
 from .fit import PrivateRun, fit, sample
-from .kernels import Langevin, UnderdampedLangevin
+from .kernels import Langevin, MinibatchSGLD, UnderdampedLangevin
 from .losses import clipped_loss, huber, logistic, multinomial_logistic, squared
 from .model_bridge import loss_from_model
 from .plan import SamplingPlan, plan_trajectory
 from .potentials import gibbs_model, gibbs_potential, rashomon_potential
+from .randomness import secret_key
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Box", "Euclidean", "L2Ball", "Langevin", "UnderdampedLangevin", "PrivateRun", "SamplingPlan",
-    "clipped_loss", "datasets", "domains", "fit", "gibbs_model", "gibbs_potential", "huber",
-    "logistic", "loss_from_model", "losses", "multinomial_logistic", "plan_trajectory",
-    "potentials", "rashomon_potential", "sample", "squared",
+    "Box", "Euclidean", "L2Ball", "Langevin", "MinibatchSGLD", "UnderdampedLangevin", "PrivateRun",
+    "SamplingPlan", "calibrate", "clipped_loss", "datasets", "domains", "fit", "gibbs_model",
+    "gibbs_potential", "huber", "logistic", "loss_from_model", "losses", "multinomial_logistic",
+    "plan_trajectory", "potentials", "rashomon_potential", "sample", "secret_key", "squared",
 ]
