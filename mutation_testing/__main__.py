@@ -293,13 +293,13 @@ def main(argv=None) -> int:
         return 0
     equivalents = load_equivalents()
     SCRATCH.mkdir(exist_ok=True)
-    merged = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     results, bad = [], False
     for m in modules:
         tests = [t for t in targets["modules"][m]["tests"] if (ROOT / t).exists()]
         print(f"[{m}] mutating; tests: {' '.join(tests)}", flush=True)
         r = run_module(m, tests, max_children=a.max_children, equivalents=equivalents)
         results.append(r)
+        merged = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}  # other runs may have written
         merged[m] = r
         RESULTS.write_text(json.dumps(merged, indent=1))
         for s in r["survivors"]:

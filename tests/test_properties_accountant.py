@@ -22,7 +22,7 @@ from dp_infer.privacy import events as E
 from dp_infer.privacy.accountant import Accountant
 
 DP_ORDERS = np.asarray(rpa.DEFAULT_RDP_ORDERS, dtype=np.float64)
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True, database=None)
 FEW = settings(SETTINGS, max_examples=15)  # ledgers with pure events build PLDs: slower per example
 
 
@@ -169,8 +169,9 @@ def test_tv_error_costs_exactly_the_stated_slack(mu, tv, delta):
         total = E.gdp_delta(e, mu) + (1 + math.exp(e)) * tv
         assert total <= delta * (1 + 1e-9)
         assert e >= E.gdp_epsilon(mu, delta)   # sampling error never makes a run more private
-    else:
-        assert 2 * tv >= delta * (1 - 1e-12) or E.gdp_delta(50.0, mu) > 0
+    else:  # infeasible: the privacy delta plus the slack exceeds delta at every eps (checked on a grid)
+        grid = np.linspace(0.0, 60.0, 6001)
+        assert min(E.gdp_delta(x, mu) + (1 + math.exp(x)) * tv for x in grid) > delta * (1 - 1e-6)
 
 
 @SETTINGS

@@ -29,7 +29,7 @@ from dp_infer.privacy import path as P
 from dp_infer.privacy import stationary as S
 from dp_infer.privacy.accountant import Accountant
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True, database=None)
 
 
 def log_uniform(lo, hi):
