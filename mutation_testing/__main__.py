@@ -213,13 +213,13 @@ def prepare(module: str, tests: list[str], max_children: int) -> Path:
     return d
 
 
-def run_module(module: str, tests: list[str], *, max_children: int, equivalents) -> dict:
+def run_module(module: str, tests: list[str], *, max_children: int, equivalents, names=()) -> dict:
     d = prepare(module, tests, max_children)
     t0 = time.perf_counter()
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONDONTWRITEBYTECODE": "1"}
     exe = shutil.which("mutmut") or str(Path(sys.executable).with_name("mutmut"))
     with open(d / "mutmut.log", "w") as log:
-        proc = subprocess.run([exe, "run", "--max-children", str(max_children)], cwd=d, env=env,
+        proc = subprocess.run([exe, "run", "--max-children", str(max_children), *names], cwd=d, env=env,
                               stdout=log, stderr=subprocess.STDOUT)
     runtime = time.perf_counter() - t0
     meta_path = d / "mutants" / (module + ".meta")
@@ -234,6 +234,8 @@ def run_module(module: str, tests: list[str], *, max_children: int, equivalents)
     survivors, equivalent_list = [], []
     for key, code in sorted(meta["exit_code_by_key"].items()):
         counts["mutants"] += 1
+        if names and key not in names:
+            continue  # not re-run this time (--previous-survivors)
         status = status_by_exit_code.get(code, "other")
         if status == "killed":
             counts["killed"] += 1
@@ -282,6 +284,8 @@ def main(argv=None) -> int:
     p.add_argument("modules", nargs="*", help="module paths (default: every module in targets.toml)")
     p.add_argument("--max-children", type=int, default=2, help="parallel mutant workers (default 2)")
     p.add_argument("--list", action="store_true", help="list the modules and their tests, run nothing")
+    p.add_argument("--previous-survivors", action="store_true",
+                   help="re-run only the mutants that survived (or had no test) in the last recorded run")
     a = p.parse_args(argv)
     modules = a.modules or targets["order"]
     for m in modules:
@@ -297,7 +301,11 @@ def main(argv=None) -> int:
     for m in modules:
         tests = [t for t in targets["modules"][m]["tests"] if (ROOT / t).exists()]
         print(f"[{m}] mutating; tests: {' '.join(tests)}", flush=True)
-        r = run_module(m, tests, max_children=a.max_children, equivalents=equivalents)
+        names = ()
+        if a.previous_survivors and RESULTS.exists():
+            prev = json.loads(RESULTS.read_text()).get(m, {})
+            names = tuple(x["mutant"] for x in prev.get("survivors", []))
+        r = run_module(m, tests, max_children=a.max_children, equivalents=equivalents, names=names)
         results.append(r)
         merged = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}  # other runs may have written
         merged[m] = r
