@@ -217,3 +217,17 @@ def test_large_eps_and_tiny_delta_stay_finite_and_ordered():
     assert E.gdp_log_delta(0.0, 1e-12) < 0
     rho = 40.0
     assert E.linear_rdp_epsilon(rho, log_delta=-700.0)[0] >= _gaussian_lower(rho, 1e-300)
+
+
+def test_every_route_event_states_its_assumptions():
+    # a guarantee is stated only with the conditions it needs (DESIGN invariant 11)
+    evs = [
+        P.path_event(1.0, 0.01, 1.0),
+        P.path_event(1.0, 0.01, 1.0, friction=2.0),
+        LI.last_iterate_event(1.0, 0.01, 0.1, 10, 0.5, 2.0),
+        S.stationary_event(1.0, 0.01, 0.5),
+        PU.pure_event(1.0, 100, 1.0, 2.0),
+    ]
+    for ev in evs:
+        assert len(ev.assumptions) >= 3 and all(len(a) > 20 for a in ev.assumptions)
+        assert ev.label
