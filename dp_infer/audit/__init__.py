@@ -71,9 +71,13 @@ Routes (all on the quadratic family unless stated)
                       which locates the flat region) or ``"mean"`` / ``"final"``.
 ``rashomon_path_unsafe`` the same chains at the beta an analysis ignoring the threshold's jump
                       would give (sensitivity G/n instead of Delta_psi): the audit's power check.
+
+Minibatch SGLD: :func:`minibatch_audit` (module :mod:`dp_infer.audit.minibatch`) audits the
+real Poisson-subsampled SGLD kernel on a worst-case neighbouring pair.
 """
 
 from .logistic import logistic_audit
+from .minibatch import minibatch_audit
 from .quadratic import ROUTES, quadratic_audit
 from .statistics import (
     AuditResult,
@@ -90,6 +94,7 @@ __all__ = [
     "audit_statistics",
     "quadratic_audit",
     "logistic_audit",
+    "minibatch_audit",
     "json_safe",
     "ROUTES",
 ]

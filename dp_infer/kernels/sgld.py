@@ -15,7 +15,11 @@ For data too large for full-batch steps. Potential ``U = beta * L(theta; D)`` wi
   ``(1/n) sum_i clip_C(grad l_i(theta))``.
 * Every per-example gradient is clipped to norm ``clip_norm`` even if the loss declares a
   smaller gradient bound: sensitivity must hold for the function actually run (DESIGN
-  invariant 4). The normaliser ``n = X.shape[0]`` is public.
+  invariant 4).
+* The normaliser ``n``: by default ``X.shape[0]``, which is public under replace-one adjacency
+  (the library's default). Under add/remove adjacency the row count is itself private: pass a
+  fixed public ``normaliser`` (and account with the same ``n``), so that adding or removing a
+  record moves the estimate by at most ``C / (q n)``.
 * Privacy: :func:`dp_infer.privacy.minibatch.minibatch_event` (the path accountant with
   ``Delta = G / n`` does NOT apply to minibatch gradients; seed-001 digest §9 item 14).
   Released: the theta-trajectory only; the masks stay internal.
@@ -116,25 +120,29 @@ def clipped_per_example_grads(example_fn: Callable, theta, X, y, clip_norm) -> j
     return _clip_rows(G, clip_norm)
 
 
-def minibatch_gradient(rng_key, example_fn: Callable, theta, X, y, q, clip_norm) -> jax.Array:
+def minibatch_gradient(rng_key, example_fn: Callable, theta, X, y, q, clip_norm, normaliser=None) -> jax.Array:
     """Poisson-subsampled clipped gradient estimate ``(1/(q n)) sum_i B_i clip_C(grad l_i)``.
 
-    ``B_i ~ Bernoulli(q)`` from ``rng_key``; unbiased for the full-batch clipped mean gradient.
+    ``B_i ~ Bernoulli(q)`` from ``rng_key``; ``n`` is ``normaliser`` (default: the number of rows,
+    then the estimate is unbiased for the full-batch clipped mean gradient).
     """
     G = clipped_per_example_grads(example_fn, theta, X, y, clip_norm)
-    n = G.shape[0]
-    mask = random.bernoulli(rng_key, q, (n,)).astype(G.dtype)
+    rows = G.shape[0]
+    n = rows if normaliser is None else normaliser
+    mask = random.bernoulli(rng_key, q, (rows,)).astype(G.dtype)
     return (mask @ G) / (q * n)
 
 
 def build_kernel(example_fn: Callable, X, y, beta, step_size, q, clip_norm,
-                 project: Callable | Domain | None = None, divergence_fn: Callable | None = None) -> Callable:
+                 project: Callable | Domain | None = None, divergence_fn: Callable | None = None,
+                 normaliser: int | None = None) -> Callable:
     """Return ``step(rng_key, state) -> state`` for Poisson-subsampled clipped SGLD.
 
     :param example_fn: per-example loss ``(theta, x, y) -> scalar`` (e.g. ``PerExampleLoss.example``).
     :param beta: inverse temperature (> 0); :param step_size: h (> 0);
-    :param q: Poisson sampling probability in (0, 1]; :param clip_norm: C (> 0).
-    The noise is ``normal(rng_key)``; the mask uses ``fold_in(rng_key, 1)``.
+    :param q: Poisson sampling probability in (0, 1]; :param clip_norm: C (> 0);
+    :param normaliser: the public n of ``1/(q n)`` (default ``X.shape[0]``; give a fixed value under
+    add/remove adjacency). The noise is ``normal(rng_key)``; the mask uses ``fold_in(rng_key, 1)``.
     """
     beta = _check_scalar("beta", beta)
     h = _check_scalar("step_size", step_size)
@@ -146,12 +154,14 @@ def build_kernel(example_fn: Callable, X, y, beta, step_size, q, clip_norm,
         raise ValueError(f"X must hold at least one example (rows on axis 0), got shape {X.shape}")
     if y.shape[:1] != X.shape[:1]:
         raise ValueError(f"y must have one label per row of X, got {y.shape[:1]} and {X.shape[:1]}")
+    if normaliser is not None:
+        normaliser = check_positive_int("normaliser", normaliser)
     proj = resolve_projection(project)
     div_fn = make_divergence_fn(None) if divergence_fn is None else divergence_fn
 
     def step(rng_key, state: SGLDState) -> SGLDState:
         x = state.z
-        g = minibatch_gradient(random.fold_in(rng_key, 1), example_fn, x, X, y, q, C)
+        g = minibatch_gradient(random.fold_in(rng_key, 1), example_fn, x, X, y, q, C, normaliser)
         noise = random.normal(rng_key, x.shape, x.dtype)
         x_new = x - h * beta * g.astype(x.dtype) + jnp.sqrt(2.0 * h).astype(x.dtype) * noise
         if proj is not None:
@@ -164,14 +174,15 @@ def build_kernel(example_fn: Callable, X, y, beta, step_size, q, clip_norm,
 
 def sample_chain(rng_key, loss, X, y, beta, step_size, num_steps, q, clip_norm, x0,
                  project: Callable | Domain | None = None, thinning: int = 1, *,
-                 divergence_radius: float | None = None) -> SGLDChain:
+                 divergence_radius: float | None = None, normaliser: int | None = None) -> SGLDChain:
     """Run ``num_steps`` subsampled SGLD steps from ``x0`` with ``lax.scan``; keep every ``thinning``-th.
 
     ``loss`` is a :class:`~dp_infer.losses.PerExampleLoss` (its ``example``) or a callable
     ``(theta, x, y) -> scalar``. Returns :class:`SGLDChain` with ``z`` of shape
     ``(num_steps // thinning, d)`` (``x0`` excluded). Charge the accountant with
     :func:`dp_infer.privacy.minibatch.minibatch_event` for ``num_steps`` steps (whatever the
-    thinning) with ``n = X.shape[0]``.
+    thinning) with ``n = X.shape[0]`` (replace-one), or ``n = normaliser`` (add/remove: give the
+    fixed public ``normaliser``).
     """
     example_fn = loss.example if hasattr(loss, "example") else loss
     if not callable(example_fn):
@@ -181,7 +192,7 @@ def sample_chain(rng_key, loss, X, y, beta, step_size, num_steps, q, clip_norm, 
     radius = default_divergence_radius(project, divergence_radius)
     div_fn = make_divergence_fn(radius)
     state = init(x0, rng_key, divergence_fn=div_fn)
-    step = build_kernel(example_fn, X, y, beta, step_size, q, clip_norm, project, div_fn)
+    step = build_kernel(example_fn, X, y, beta, step_size, q, clip_norm, project, div_fn, normaliser)
     last, (zs, divs) = _scan_chain(keyed_transition(step), state, num_steps, thinning,
                                    lambda s: (s.z, s.diverging))
     return SGLDChain(zs, divs, last)
@@ -197,14 +208,14 @@ class MinibatchSGLD(MCMCKernel):
     the init key is split into ``(chain_key, init_key)`` and the chain consumes ``chain_key``
     exactly as :func:`sample_chain` does: with one chain, ``MCMC.run(k)`` draws the same path
     as ``sample_chain(random.split(k)[0], ...)``. Vectorised chains are supported. Account with
-    :func:`dp_infer.privacy.minibatch.minibatch_event` (``num_steps = num_samples``, ``n = len(X)``,
-    ``num_chains`` chains).
+    :func:`dp_infer.privacy.minibatch.minibatch_event` (``num_steps = num_samples``,
+    ``n = privacy_params["n"]``, ``num_chains`` chains); ``normaliser`` as in :func:`sample_chain`.
     """
 
     sample_field = "z"
 
     def __init__(self, loss, X, y, *, beta, step_size, q, clip_norm, domain: Domain | None = None,
-                 divergence_radius: float | None = None):
+                 divergence_radius: float | None = None, normaliser: int | None = None):
         example_fn = loss.example if hasattr(loss, "example") else loss
         if not callable(example_fn):
             raise ValueError(f"loss must be a PerExampleLoss or a callable (theta, x, y) -> scalar, got {loss!r}")
@@ -214,9 +225,9 @@ class MinibatchSGLD(MCMCKernel):
         self._clip_norm = check_positive("clip_norm", clip_norm)
         self._domain = domain
         self._div_fn = make_divergence_fn(default_divergence_radius(domain, divergence_radius))
-        self._n = int(jnp.shape(X)[0])
+        self._n = int(jnp.shape(X)[0]) if normaliser is None else check_positive_int("normaliser", normaliser)
         self._transition = keyed_transition(build_kernel(example_fn, X, y, self._beta, self._step_size, self._q,
-                                                         self._clip_norm, domain, self._div_fn))
+                                                         self._clip_norm, domain, self._div_fn, self._n))
 
     # public, data-independent parameters (what the accountant needs)
     @property

@@ -273,9 +273,12 @@ def linear_rdp_log_delta(rho: float, eps: float) -> tuple[float, float]:
         a = 1.0 + math.exp(u)
         return (a - 1.0) * (rho * a - eps + math.log1p(-1.0 / a)) - math.log(a)
 
-    # unconstrained optimum of the Mironov form: alpha - 1 ~ eps/(2 rho)
+    # unconstrained optimum of the Mironov form: alpha - 1 ~ eps/(2 rho); near eps = 0 the CKS
+    # optimum is elsewhere (alpha ~ 1/sqrt(rho)), so a wide grid is searched too. alpha - 1 >= 1e-12
+    # keeps alpha > 1 representable (at eps = 0 the old grid reached alpha == 1.0: log1p(-1) failed).
     u0 = math.log(max(eps / (2.0 * rho), 1e-12))
-    grid = u0 + np.linspace(-10.0, 6.0, 321)
+    wide = np.linspace(math.log(1e-12), math.log(1e7), 241)
+    grid = np.unique(np.maximum(np.concatenate([u0 + np.linspace(-10.0, 6.0, 321), wide]), math.log(1e-12)))
     vals = np.array([f(u) for u in grid])
     j = int(np.argmin(vals))
     lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]

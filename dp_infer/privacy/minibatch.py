@@ -49,7 +49,12 @@ bounds. At ``q = 1`` there is no subsampling and the event is exactly the path a
 ``C/n`` under add/remove).
 
 ``neighboring="add_remove"`` is available for users whose unit of privacy is the presence of a
-record (sensitivity ``C``): the event is then dp-accounting's ADD_OR_REMOVE_ONE curve itself.
+record: the event is then dp-accounting's ADD_OR_REMOVE_ONE curve itself (sensitivity ``C`` in
+units of the clipped sum). Under add/remove the number of rows is private, so ``n`` must be a
+fixed PUBLIC normaliser that the sampler divides by whatever the data: run
+:class:`~dp_infer.kernels.sgld.MinibatchSGLD` / ``sample_chain`` with ``normaliser=n``. With
+the row count as normaliser a removal changes the mean by up to ``2C / (n + 1)``, not ``C / n``
+(at ``q = 1`` the claim would be about half the true eps); the event states this assumption.
 
 All accounting is on the host in float64. Calibration (:func:`minibatch_beta_max`) bisects on
 the RDP route only (PLD calibration with wide brackets can exhaust memory, anchors-dp §1.5);
@@ -97,6 +102,10 @@ _ASSUMPTIONS = (
     "q, beta, step size, number of steps and chains fixed independently of the data",
     "released: the theta-trajectory only (not the batch masks, losses or gradients)",
 )
+
+
+_ADD_REMOVE_NORMALISER = ("add/remove adjacency: the sampler divides by the fixed public normaliser n = %d "
+                          "(MinibatchSGLD(..., normaliser=n)), never by the private number of rows")
 
 
 def _check_q(q) -> float:
@@ -216,9 +225,11 @@ def minibatch_event(beta: float, step_size: float, num_steps: int, q: float, cli
             "clip_norm": c, "n": n, "num_chains": k, "noise_multiplier": sigma, "neighboring": neighboring}
     if q == 1.0:  # no subsampling: the exact Gaussian path accountant
         mult = 2.0 if neighboring == "replace_one" else 1.0
-        ev = path_event(beta, mult * c / n, t * h, None, k, label=label,
-                        extra_assumptions=(f"q = 1: full batch, clipped gradients, {neighboring} sensitivity "
-                                           f"{'2C' if mult == 2.0 else 'C'}/n",))
+        extra = (f"q = 1: full batch, clipped gradients, {neighboring} sensitivity "
+                 f"{'2C' if mult == 2.0 else 'C'}/n",)
+        if neighboring == "add_remove":
+            extra += (_ADD_REMOVE_NORMALISER % n,)
+        ev = path_event(beta, mult * c / n, t * h, None, k, label=label, extra_assumptions=extra)
         return GdpEvent(mu=ev.mu, label=label, assumptions=ev.assumptions, metadata={**meta, "mu": ev.mu})
     al = DEFAULT_ALPHAS if alphas is None else np.unique(np.asarray(alphas, dtype=np.float64))
     if neighboring == "replace_one":
@@ -228,7 +239,7 @@ def minibatch_event(beta: float, step_size: float, num_steps: int, q: float, cli
     else:
         vals = minibatch_base_rdp(al, beta, h, t, q, c, n, k)
         extra = ("add/remove-one neighbours (per-record sensitivity C); dp-accounting RDP of the "
-                 "Poisson-subsampled Gaussian",)
+                 "Poisson-subsampled Gaussian", _ADD_REMOVE_NORMALISER % n)
     return RdpCurveEvent(orders=tuple(al), values=tuple(vals), label=label,
                          assumptions=_ASSUMPTIONS + extra, metadata=meta)
 
