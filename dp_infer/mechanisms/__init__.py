@@ -6,16 +6,16 @@
 * :mod:`.sparse_vector` -- sparse vector (Theorem 36) and its composition with GG (Theorem 37).
 * :mod:`.purifier` -- purification of ANY (eps, delta) mechanism with bounded output (seed 003
   Alg. 1, the TV variant, Alg. 2 for finite outputs).
-* worked examples of purification: :mod:`.noisy_gd` (pure DP-GD), :mod:`.adassp` (pure AdaSSP,
-  Alg. 13), :mod:`.ptr` (pure Propose-Test-Release, Alg. 9-10), :mod:`.mwem` (pure query release,
-  Alg. 14-16).
+* worked examples of purification: :mod:`.noisy_gd` (pure DP-GD), :mod:`.linear_regression` (pure
+  AdaSSP, Alg. 13), :mod:`.ptr` (pure Propose-Test-Release, Alg. 9-10), :mod:`.query_release` (pure query
+  release: MWEM + binary embedding, Alg. 14-16).
 
 Every mechanism returns a :class:`Release` (value, events, data-independent params, randomness
 description); every public entry takes ``seed=None`` (secret key from the operating system).
 """
 
 from ._release import Release
-from .adassp import adassp, pure_adassp
+from .linear_regression import adassp, pure_adassp
 from .generalized_gaussian import (
     calibrate_gg_sigma,
     generalized_gaussian_mechanism,
@@ -29,7 +29,7 @@ from .generalized_gaussian import (
     sample_generalized_gaussian,
     thesis_sigma,
 )
-from .mwem import mwem, pure_mwem
+from .query_release import mwem, pure_mwem
 from .noisy_gd import dp_gd, pure_dp_gd
 from .ptr import propose_test_release, ptr_median, pure_ptr_median
 from .purifier import plan_purification, purify, purify_discrete
@@ -37,7 +37,7 @@ from .queries import answer_queries, conjunction_queries, expected_max_error, ra
 from .sparse_vector import (
     calibrate_sparse_vector,
     gg_sparse_vector_mechanism,
-    sparse_vector,
+    numeric_sparse,
     sparse_vector_mechanism,
 )
 
@@ -51,5 +51,5 @@ __all__ = [
     "propose_test_release", "ptr_median", "pure_ptr_median",
     "plan_purification", "purify", "purify_discrete",
     "answer_queries", "conjunction_queries", "expected_max_error", "random_conjunctions",
-    "calibrate_sparse_vector", "gg_sparse_vector_mechanism", "sparse_vector", "sparse_vector_mechanism",
+    "calibrate_sparse_vector", "gg_sparse_vector_mechanism", "numeric_sparse", "sparse_vector_mechanism",
 ]

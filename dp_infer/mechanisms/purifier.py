@@ -48,7 +48,8 @@ from ..randomness import secret_key
 from ._release import Release
 
 __all__ = ["PurificationPlan", "plan_purification", "default_omega", "purify", "purify_discrete",
-           "binary_embedding_parameters", "binary_embedding_success_probability", "purify_bits_core", "int_to_bits", "bits_to_int"]
+           "binary_embedding_parameters", "binary_embedding_success_probability", "purify_bits_core",
+           "int_to_bits", "bits_to_int"]
 
 
 @dataclass(frozen=True)
@@ -209,20 +210,21 @@ def binary_embedding_success_probability(num_bits: int, laplace_scale: float) ->
     return float(-math.expm1(-D * math.log(2.0)) * math.exp(keep) + math.exp(-2.0 * D * math.log(2.0)))
 
 
-def purify_bits_core(key, bits: np.ndarray, laplace_scale: float) -> np.ndarray:
-    """Algorithm 2's randomised step on D bits: with probability exactly 2^-D (D fair coins all 1)
-    replace them by a uniform point of [0, 1]^D, add Laplace(laplace_scale) per coordinate, round."""
+def purify_bits_core(key, bits, laplace_scale: float):
+    """Algorithm 2's randomised step on D bits (pure JAX; jit / vmap friendly): with probability
+    exactly 2^-D (D fair coins all 1) replace them by a uniform point of [0, 1]^D, add
+    Laplace(laplace_scale) per coordinate, round at 1/2. Returns int8 bits."""
     import jax
     import jax.numpy as jnp
 
-    D = int(np.asarray(bits).size)
     with jax.enable_x64(True):
+        z = jnp.asarray(bits, dtype=jnp.float64)
         k_coin, k_unif, k_lap = jax.random.split(key, 3)
-        coin = bool(jnp.all(jax.random.bernoulli(k_coin, 0.5, (D,))))
-        unif = np.asarray(jax.random.uniform(k_unif, (D,), dtype=jnp.float64))
-        lap = np.asarray(jax.random.laplace(k_lap, (D,), dtype=jnp.float64))
-    x = unif if coin else np.asarray(bits, dtype=np.float64)
-    return (x + laplace_scale * lap >= 0.5).astype(np.int8)
+        coin = jnp.all(jax.random.bernoulli(k_coin, 0.5, z.shape))
+        unif = jax.random.uniform(k_unif, z.shape, dtype=jnp.float64)
+        lap = jax.random.laplace(k_lap, z.shape, dtype=jnp.float64)
+        x = jnp.where(coin, unif, z)
+        return (x + laplace_scale * lap >= 0.5).astype(jnp.int8)
 
 
 def purify_discrete(bits: Any, *, eps: float, delta: float | None = None, log_delta: float | None = None,
@@ -241,7 +243,7 @@ def purify_discrete(bits: Any, *, eps: float, delta: float | None = None, log_de
     par = binary_embedding_parameters(D, ep, delta=delta, log_delta=log_delta)
 
     key, source = secret_key(seed)
-    out = purify_bits_core(key, z, par["laplace_scale"])
+    out = np.asarray(purify_bits_core(key, z, par["laplace_scale"]))
     event = PureDpEvent(epsilon=eps + ep, label="purified_discrete_release",
                         assumptions=("the upstream mechanism is (eps, delta)-DP with exactly this delta",
                                      "the finite output is encoded by a fixed, data-independent map into D bits",

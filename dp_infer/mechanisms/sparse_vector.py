@@ -38,7 +38,7 @@ from ..randomness import secret_key
 from . import generalized_gaussian as gg
 from ._release import Release
 
-__all__ = ["SparseVectorParams", "sparse_vector", "sparse_vector_events", "calibrate_sparse_vector",
+__all__ = ["SparseVectorParams", "numeric_sparse", "sparse_vector_flags", "sparse_vector_events", "calibrate_sparse_vector",
            "sparse_vector_mechanism", "thesis_max_above", "gg_threshold", "gg_sparse_vector_mechanism"]
 
 
@@ -89,39 +89,52 @@ def sparse_vector_events(params: SparseVectorParams) -> tuple:
     return tuple(out)
 
 
-def sparse_vector(key, queries: Any, answers: Any, params: SparseVectorParams) -> tuple[np.ndarray, np.ndarray]:
-    """The sparse vector core: (above flags, released answers; 0 where not above), float64.
-
-    A pure function of (key, queries, answers): threshold noises for the c rounds, the query noises
-    and the answer noises are drawn from independent sub-keys, then one ``lax.scan`` walks the
-    queries in order. ``answers`` may be None when ``params.answer_sigma`` is None.
-    """
+def sparse_vector_flags(key, queries, threshold: float, max_above: int, threshold_noise_scale: float,
+                        query_noise_scale: float):
+    """JAX core of the flags (jit / vmap friendly): one threshold noise per round (c of them, drawn
+    up front), one noise per query, a ``lax.scan`` over the queries in order; halts after c "above"."""
     import jax
     import jax.numpy as jnp
     from jax import lax
 
+    f = jnp.asarray(queries)
+    c = int(max_above)
+    k_thr, k_q = jax.random.split(key)
+    rho = threshold + threshold_noise_scale * jax.random.laplace(k_thr, (c,), dtype=f.dtype)
+    noisy = f + query_noise_scale * jax.random.laplace(k_q, f.shape, dtype=f.dtype)
+
+    def step(count, z):
+        above = (count < c) & (z >= rho[jnp.minimum(count, c - 1)])
+        return count + above.astype(count.dtype), above
+
+    _, above = lax.scan(step, jnp.asarray(0, dtype=jnp.int32), noisy)
+    return above
+
+
+def numeric_sparse(key, queries: Any, answers: Any, params: SparseVectorParams) -> tuple[np.ndarray, np.ndarray]:
+    """NumericSparse: (above flags, released answers; 0 where not above), float64.
+
+    A pure function of (key, queries, answers): the flags come from :func:`sparse_vector_flags` on
+    one sub-key, the Gaussian answer noise from another. ``answers`` may be None when
+    ``params.answer_sigma`` is None.
+    """
+    import jax
+    import jax.numpy as jnp
+
     f = np.asarray(queries, dtype=np.float64)
     if f.ndim != 1 or f.size == 0 or not np.all(np.isfinite(f)):
         raise ValueError(f"queries must be a non-empty 1-D array of finite numbers, got shape {f.shape}")
-    k, c = f.size, params.max_above
     if params.answer_sigma is not None:
         g = np.asarray(answers, dtype=np.float64)
         if g.shape != f.shape or not np.all(np.isfinite(g)):
             raise ValueError(f"answers must be finite with the shape of queries {f.shape}, got {g.shape}")
     with jax.enable_x64(True):
-        k_thr, k_q, k_a = jax.random.split(key, 3)
-        rho = params.threshold + params.threshold_noise_scale * jax.random.laplace(k_thr, (c,), dtype=jnp.float64)
-        noisy = jnp.asarray(f) + params.query_noise_scale * jax.random.laplace(k_q, (k,), dtype=jnp.float64)
-
-        def step(count, z):
-            above = (count < c) & (z >= rho[jnp.minimum(count, c - 1)])
-            return count + above.astype(count.dtype), above
-
-        _, above = lax.scan(step, jnp.asarray(0, dtype=jnp.int32), noisy)
-        above = np.asarray(above, dtype=bool)
+        k_flags, k_a = jax.random.split(key)
+        above = np.asarray(sparse_vector_flags(k_flags, jnp.asarray(f), params.threshold, params.max_above,
+                                               params.threshold_noise_scale, params.query_noise_scale), dtype=bool)
         if params.answer_sigma is None:
-            return above, np.zeros(k)
-        z = np.asarray(jax.random.normal(k_a, (k,), dtype=jnp.float64)) * params.answer_sigma
+            return above, np.zeros(f.size)
+        z = np.asarray(jax.random.normal(k_a, f.shape, dtype=jnp.float64)) * params.answer_sigma
     return above, np.where(above, g + z, 0.0)
 
 
@@ -168,7 +181,7 @@ def sparse_vector_mechanism(queries: Any, answers: Any = None, *, eps: float, de
     params = calibrate_sparse_vector(eps, delta, max_above=max_above, threshold=threshold,
                                      sensitivity=sensitivity, answers=answers is not None)
     key, source = secret_key(seed)
-    above, released = sparse_vector(key, queries, answers, params)
+    above, released = numeric_sparse(key, queries, answers, params)
     return Release(value=(above, released), events=sparse_vector_events(params),
                    params={"mechanism": "sparse_vector", **asdict(params), "target_eps": eps, "delta": delta},
                    randomness=source.describe())
@@ -223,7 +236,7 @@ def gg_sparse_vector_mechanism(values: Any, *, eps: float, delta: float, p: floa
     x = gg.sample_generalized_gaussian(k_gg, p, sigma, (k,))
     y = v + x
     # sparse vector sees x(D) = y - phi(D): queries |x_i|, answers x_i
-    above, x_hat = sparse_vector(k_sv, np.abs(y - v), y - v, sv)
+    above, x_hat = numeric_sparse(k_sv, np.abs(y - v), y - v, sv)
     return Release(value=y - x_hat, events=((gg_event, 1), *sparse_vector_events(sv)),
                    params={"mechanism": "gg_sparse_vector", "p": p, "sigma": sigma, "k": k, "sensitivity": s,
                            "max_above": c, "threshold": T, "eps_round": sv.eps_round, "answer_sigma": sv.answer_sigma,

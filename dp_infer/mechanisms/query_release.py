@@ -83,7 +83,12 @@ def mwem_round_epsilon(eps: float, log_delta: float, rounds: int, *, rel_tol: fl
     return lo
 
 
-def _mwem_core(key, p: np.ndarray, Q: np.ndarray, n: int, eps0: float, T: int) -> np.ndarray:
+def _normalise(logq: np.ndarray) -> np.ndarray:
+    q = np.exp(logq - logq.max())
+    return q / q.sum()
+
+
+def _mwem_core(key, p: np.ndarray, Q: np.ndarray, n: int, eps0: float, T: int, passes: int = 1) -> np.ndarray:
     import jax
     import jax.numpy as jnp
 
@@ -95,30 +100,40 @@ def _mwem_core(key, p: np.ndarray, Q: np.ndarray, n: int, eps0: float, T: int) -
     truth = Q @ p
     logq = np.full(N, -math.log(N))
     avg = np.zeros(N)
+    measured: list[tuple[int, float]] = []
     for t in range(T):
-        q = np.exp(logq - logq.max())
-        q /= q.sum()
+        q = _normalise(logq)
         score = np.abs(Q @ q - truth)
         j = int(np.argmax(eps0 * n * score / 2.0 + gumbel[t]))
-        m = truth[j] + lap[t] / (n * eps0)
-        logq = logq + Q[j] * (m - Q[j] @ q) / 2.0
-        q = np.exp(logq - logq.max())
-        avg += q / q.sum()
+        measured.append((j, truth[j] + lap[t] / (n * eps0)))
+        # multiplicative weights on the new measurement (passes = 1, the seed's Alg. 14), or on every
+        # measurement so far, ``passes`` times (HLM12's re-use of measurements: post-processing)
+        for _ in range(passes):
+            for jj, m in (measured if passes > 1 else measured[-1:]):
+                logq = logq + Q[jj] * (m - Q[jj] @ _normalise(logq)) / 2.0
+        avg += _normalise(logq)
     return avg / T
 
 
 def mwem(histogram: Any, queries: Any, *, eps: float, rounds: int, delta: float | None = None,
-         log_delta: float | None = None, seed: int | None = None) -> Release:
-    """(eps, delta)-DP MWEM: value = a synthetic distribution over the N domain points."""
+         log_delta: float | None = None, update_passes: int = 1, seed: int | None = None) -> Release:
+    """(eps, delta)-DP MWEM: value = a synthetic distribution over the N domain points.
+
+    ``update_passes > 1`` re-applies the multiplicative-weights update for every measurement taken
+    so far after each round (Hardt, Ligett, McSherry's practical variant; post-processing of the
+    measurements, so the privacy is unchanged); 1 is the seed's Algorithm 14.
+    """
     eps = check_epsilon(eps)
     ld = resolve_log_delta(delta, log_delta)
     T = check_positive_int("rounds", rounds)
+    passes = check_positive_int("update_passes", update_passes)
     h, Q, n = _check_inputs(histogram, queries)
     eps0 = mwem_round_epsilon(eps, ld, T)
     key, source = secret_key(seed)
-    dist = _mwem_core(key, h / n, Q, n, eps0, T)
+    dist = _mwem_core(key, h / n, Q, n, eps0, T, passes)
     return Release(value=dist, events=((_round_event(eps0, n), 2 * T),),
                    params={"mechanism": "mwem", "rounds": T, "eps0": eps0, "n": n, "log_delta": ld,
+                           "update_passes": passes,
                            "target_eps": eps},
                    randomness=source.describe())
 
@@ -160,7 +175,7 @@ def pure_mwem_log_delta(eps: float, num_bits_total: int) -> float:
 
 
 def pure_mwem(histogram: Any, queries: Any, *, eps: float, num_bits: int, sample_size: int | None = None,
-              rounds: int | None = None, seed: int | None = None) -> Release:
+              rounds: int | None = None, update_passes: int = 1, seed: int | None = None) -> Release:
     """Pure 2 eps-DP query release (Alg. 16). Value: the purified synthetic records (indices).
 
     ``num_bits`` = d with N = 2^d domain points. Defaults from the seed: m = (n eps / d)^{2/3}
@@ -169,6 +184,7 @@ def pure_mwem(histogram: Any, queries: Any, *, eps: float, num_bits: int, sample
     """
     eps = check_epsilon(eps)
     d = check_positive_int("num_bits", num_bits)
+    passes = check_positive_int("update_passes", update_passes)
     h, Q, n = _check_inputs(histogram, queries)
     if h.size != 2 ** d:
         raise ValueError(f"histogram must have 2**num_bits = {2 ** d} cells, got {h.size}")
@@ -184,11 +200,11 @@ def pure_mwem(histogram: Any, queries: Any, *, eps: float, num_bits: int, sample
     import jax
 
     k_mw, k_s, k_pur = jax.random.split(key, 3)
-    dist = _mwem_core(k_mw, h / n, Q, n, eps0, T)
+    dist = _mwem_core(k_mw, h / n, Q, n, eps0, T, passes)
     records = proportional_sample(k_s, dist, m)
     bits = np.concatenate([[(int(r) >> (d - 1 - i)) & 1 for i in range(d)] for r in records]).astype(np.int8)
     par = binary_embedding_parameters(D, eps, log_delta=ld)
-    out_bits = purify_bits_core(k_pur, bits, par["laplace_scale"]).reshape(m, d)
+    out_bits = np.asarray(purify_bits_core(k_pur, bits, par["laplace_scale"])).reshape(m, d)
     out = (out_bits.astype(np.int64) * (1 << np.arange(d - 1, -1, -1))).sum(axis=1)
     event = PureDpEvent(epsilon=2.0 * eps, label="pure_mwem",
                         assumptions=("MWEM is (eps, delta)-DP by the accountant (2T pure eps0 events)",
