@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as pldlib
-from scipy import integrate, special, stats
+from scipy import integrate, stats
 
 from dp_infer.audit import audit_statistics
 from dp_infer.mechanisms import generalized_gaussian as gg

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int
-from ..domains import Box, Domain
+from ..domains import Domain
 from ..privacy import purification as _pur
 from ..privacy.events import PureDpEvent, resolve_log_delta
 from ..randomness import secret_key
