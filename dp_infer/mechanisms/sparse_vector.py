@@ -38,8 +38,9 @@ from ..randomness import secret_key
 from . import generalized_gaussian as gg
 from ._release import Release
 
-__all__ = ["SparseVectorParams", "numeric_sparse", "sparse_vector_flags", "sparse_vector_events", "calibrate_sparse_vector",
-           "sparse_vector_mechanism", "thesis_max_above", "gg_threshold", "gg_sparse_vector_mechanism"]
+__all__ = ["SparseVectorParams", "numeric_sparse", "sparse_vector_flags", "sparse_vector_events",
+           "calibrate_sparse_vector", "sparse_vector_mechanism", "thesis_max_above", "gg_threshold",
+           "GGSparseVectorPlan", "plan_gg_sparse_vector", "run_gg_sparse_vector", "gg_sparse_vector_mechanism"]
 
 
 @dataclass(frozen=True)
@@ -205,14 +206,30 @@ def gg_threshold(p: float, sigma: float, k: int, max_above: int) -> float:
     return sigma * float(special.gammainccinv(1.0 / p, q)) ** (1.0 / p)
 
 
-def gg_sparse_vector_mechanism(values: Any, *, eps: float, delta: float, p: float = 4.0,
-                               max_above: int | None = None, gg_share: float = 0.5, sensitivity: float = 1.0,
-                               threshold: float | None = None, seed: int | None = None) -> Release:
-    """Theorem 37: GG release at (gg_share eps, delta/2), then sparse vector on its noise at the rest.
+@dataclass(frozen=True)
+class GGSparseVectorPlan:
+    """Data-independent parameters of Theorem 37's mechanism (GG release + sparse vector)."""
 
-    ``max_above`` defaults to Theorem 37's ``4k / log^4 k`` (at least 1). Value: the corrected
-    answers; ``params`` records which coordinates were re-answered.
+    k: int
+    p: float
+    sigma: float
+    sensitivity: float
+    gg_event: Any
+    sv: SparseVectorParams
+
+    def events(self) -> tuple:
+        return ((self.gg_event, 1), *sparse_vector_events(self.sv))
+
+
+def plan_gg_sparse_vector(k: int, *, eps: float, delta: float, p: float = 4.0, max_above: int | None = None,
+                          gg_share: float = 0.5, sensitivity: float = 1.0,
+                          threshold: float | None = None) -> GGSparseVectorPlan:
+    """GG at (gg_share eps, delta/2) (PLD), sparse vector at the remaining (eps, delta/2) (accountant).
+
+    ``max_above`` defaults to Theorem 37's ``4k / log^4 k`` (at least 1); the threshold to
+    :func:`gg_threshold` (about c/2 of the k noise coordinates exceed it).
     """
+    k = check_positive_int("k", k)
     eps = check_epsilon(eps)
     delta = check_delta(delta)
     p = gg.check_shape(p)
@@ -220,25 +237,47 @@ def gg_sparse_vector_mechanism(values: Any, *, eps: float, delta: float, p: floa
     share = float(gg_share)
     if not (0.0 < share < 1.0):
         raise ValueError(f"gg_share must lie in (0, 1), got {gg_share!r}")
-    v = np.asarray(values, dtype=np.float64)
-    if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
-        raise ValueError(f"values must be a non-empty 1-D array of finite numbers, got shape {v.shape}")
-    k = int(v.size)
     c = thesis_max_above(k) if max_above is None else check_positive_int("max_above", max_above)
     sigma = gg.calibrate_gg_sigma(share * eps, delta / 2.0, p, k, sensitivity=s)
     gg_event = gg.gg_approx_event(p, sigma, k, delta=delta / 2.0, sensitivity=s)
     T = gg_threshold(p, sigma, k, c) if threshold is None else float(threshold)
     sv = calibrate_sparse_vector(eps - gg_event.epsilon, delta / 2.0, max_above=c, threshold=T, sensitivity=s)
-    key, source = secret_key(seed)
+    return GGSparseVectorPlan(k=k, p=p, sigma=sigma, sensitivity=s, gg_event=gg_event, sv=sv)
+
+
+def run_gg_sparse_vector(key, values: Any, plan: GGSparseVectorPlan) -> tuple[np.ndarray, np.ndarray]:
+    """The mechanism's functional core: (released answers, corrected flags)."""
     import jax
 
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape != (plan.k,) or not np.all(np.isfinite(v)):
+        raise ValueError(f"values must be {plan.k} finite numbers, got shape {v.shape}")
     k_gg, k_sv = jax.random.split(key)
-    x = gg.sample_generalized_gaussian(k_gg, p, sigma, (k,))
-    y = v + x
+    y = v + gg.sample_generalized_gaussian(k_gg, plan.p, plan.sigma, (plan.k,))
     # sparse vector sees x(D) = y - phi(D): queries |x_i|, answers x_i
-    above, x_hat = numeric_sparse(k_sv, np.abs(y - v), y - v, sv)
-    return Release(value=y - x_hat, events=((gg_event, 1), *sparse_vector_events(sv)),
-                   params={"mechanism": "gg_sparse_vector", "p": p, "sigma": sigma, "k": k, "sensitivity": s,
-                           "max_above": c, "threshold": T, "eps_round": sv.eps_round, "answer_sigma": sv.answer_sigma,
+    above, x_hat = numeric_sparse(k_sv, np.abs(y - v), y - v, plan.sv)
+    return y - x_hat, above
+
+
+def gg_sparse_vector_mechanism(values: Any, *, eps: float, delta: float, p: float = 4.0,
+                               max_above: int | None = None, gg_share: float = 0.5, sensitivity: float = 1.0,
+                               threshold: float | None = None, seed: int | None = None) -> Release:
+    """Theorem 37: GG release at (gg_share eps, delta/2), then sparse vector on its noise at the rest.
+
+    Value: the corrected answers; ``params['num_corrected']`` is the number of re-answered
+    coordinates (a function of sparse vector's released flags).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
+        raise ValueError(f"values must be a non-empty 1-D array of finite numbers, got shape {v.shape}")
+    plan = plan_gg_sparse_vector(int(v.size), eps=eps, delta=delta, p=p, max_above=max_above, gg_share=gg_share,
+                                 sensitivity=sensitivity, threshold=threshold)
+    key, source = secret_key(seed)
+    out, above = run_gg_sparse_vector(key, v, plan)
+    sv = plan.sv
+    return Release(value=out, events=plan.events(),
+                   params={"mechanism": "gg_sparse_vector", "p": plan.p, "sigma": plan.sigma, "k": plan.k,
+                           "sensitivity": plan.sensitivity, "max_above": sv.max_above, "threshold": sv.threshold,
+                           "eps_round": sv.eps_round, "answer_sigma": sv.answer_sigma,
                            "num_corrected": int(above.sum()), "target_eps": eps, "delta": delta},
                    randomness=source.describe())
