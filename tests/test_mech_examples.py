@@ -233,3 +233,27 @@ def test_pure_dp_gd_with_the_seeds_corollary_4_recipe():
     w = r.params["purification"]["wasserstein_l1"]
     assert w * 8 * math.sqrt(d) * n * n == pytest.approx(1.0, rel=1e-10)
     assert r.epsilon() == pytest.approx(2.0)                                        # Theorem 3: 2 eps
+
+
+def test_dp_sgd_noise_multiplier_at_full_batch_is_the_gaussian_closed_form():
+    """q = 1: T Gaussian steps with replace-one sensitivity 2C on the clipped sum: mu = 2 sqrt(T) / z."""
+    T, eps, delta = 100, 1.0, 1e-6
+    z = GD.dp_sgd_noise_multiplier(eps, steps=T, q=1.0, clip_norm=1.0, n=1000, delta=delta, rtol=1e-4)
+    assert z == pytest.approx(2 * math.sqrt(T) / gdp_mu(eps, delta), rel=2e-4)
+    assert z >= 2 * math.sqrt(T) / gdp_mu(eps, delta)
+
+
+def test_pure_dp_sgd_is_pure_and_useful():
+    X, y, _ = _regression(3000, 4, 16)
+    dom = L2Ball(4, 2.0)
+    loss = dp_infer.squared(label_bound=1.0, domain=dom)
+    r = GD.pure_dp_sgd(loss, X, y, eps=1.0, domain=dom, steps=200, q=0.05, seed=17)
+    assert r.is_pure and r.epsilon() == pytest.approx(1.0)
+    up = r.params["upstream"]
+    ev = GD._sgd_event(up["noise_multiplier"], 200, 0.05, 1.0, 3000)
+    assert Accountant([ev]).get_epsilon(log_delta=up["log_delta"]) <= 0.9       # upstream at eps - eps'
+
+    def risk(t):
+        return 0.5 * np.mean((X @ t - y) ** 2)
+
+    assert risk(r.value) < 0.5 * risk(np.zeros(4))

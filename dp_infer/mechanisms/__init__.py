@@ -6,7 +6,7 @@
 * :mod:`.sparse_vector` -- sparse vector (Theorem 36) and its composition with GG (Theorem 37).
 * :mod:`.purifier` -- purification of ANY (eps, delta) mechanism with bounded output (seed 003
   Alg. 1, the TV variant, Alg. 2 for finite outputs).
-* worked examples of purification: :mod:`.noisy_gd` (pure DP-GD), :mod:`.linear_regression` (pure
+* worked examples of purification: :mod:`.noisy_gd` (pure DP-GD and DP-SGD), :mod:`.linear_regression` (pure
   AdaSSP, Alg. 13), :mod:`.ptr` (pure Propose-Test-Release, Alg. 9-10), :mod:`.query_release` (pure query
   release: MWEM + binary embedding, Alg. 14-16).
 
@@ -30,7 +30,7 @@ from .generalized_gaussian import (
     thesis_sigma,
 )
 from .query_release import mwem, pure_mwem
-from .noisy_gd import dp_gd, pure_dp_gd
+from .noisy_gd import dp_gd, dp_sgd, pure_dp_gd, pure_dp_sgd
 from .ptr import propose_test_release, ptr_median, pure_ptr_median
 from .purifier import plan_purification, purify, purify_discrete
 from .queries import answer_queries, conjunction_queries, expected_max_error, random_conjunctions
@@ -47,7 +47,7 @@ __all__ = [
     "calibrate_gg_sigma", "generalized_gaussian_mechanism", "gg_approx_event", "gg_delta", "gg_epsilon",
     "gg_log_density", "gg_pld", "gg_rdp", "gg_rdp_event", "sample_generalized_gaussian", "thesis_sigma",
     "mwem", "pure_mwem",
-    "dp_gd", "pure_dp_gd",
+    "dp_gd", "pure_dp_gd", "dp_sgd", "pure_dp_sgd",
     "propose_test_release", "ptr_median", "pure_ptr_median",
     "plan_purification", "purify", "purify_discrete",
     "answer_queries", "conjunction_queries", "expected_max_error", "random_conjunctions",
