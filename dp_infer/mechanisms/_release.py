@@ -23,7 +23,8 @@ class Release:
 
     ``value``       what is released (array, index, ``None`` for a refusal, ...);
     ``events``      ``((event, count), ...)``: compose them (and nothing else) for this release;
-    ``params``      the data-independent parameters of the run (noise scales, thresholds, ...);
+    ``params``      the data-independent parameters of the run (noise scales, thresholds, ...): never
+                    a function of the private data, so neighbouring datasets give identical params;
     ``randomness``  where the key came from (``KeySource.describe()``).
     """
 

@@ -64,7 +64,7 @@ def _check_data(X, y, row_norm, label_bound):
     return X, y
 
 
-def _adassp_core(key, X, y, sig: dict, rho: float) -> tuple[np.ndarray, dict]:
+def _adassp_core(key, X, y, sig: dict, rho: float) -> np.ndarray:
     import jax
     import jax.numpy as jnp
 
@@ -87,7 +87,7 @@ def _adassp_core(key, X, y, sig: dict, rho: float) -> tuple[np.ndarray, dict]:
         theta = np.linalg.solve(A, xty_noisy)
     except np.linalg.LinAlgError:
         theta = np.linalg.lstsq(A, xty_noisy, rcond=None)[0]
-    return theta, {"ridge": lam, "lambda_min_noisy": lam_min_noisy}
+    return theta
 
 
 def _adassp_run(key, X, y, eps, ld, row_norm, label_bound, rho):
@@ -95,13 +95,13 @@ def _adassp_run(key, X, y, eps, ld, row_norm, label_bound, rho):
     mu = gdp_mu(eps, log_delta=ld)
     mu_i = mu / math.sqrt(3.0)
     sig = {k: v / mu_i for k, v in sens.items()}
-    theta, extra = _adassp_core(key, X, y, sig, rho)
+    theta = _adassp_core(key, X, y, sig, rho)
     events = tuple((GdpEvent(mu=mu_i, label=f"adassp_{name}",
                              assumptions=(f"rows ||x||_2 <= {row_norm:g}, labels |y| <= {label_bound:g} (checked)",
                                           f"replace-one l2 sensitivity of {name} <= {sens[name]:.6g}"),
                              metadata={"sensitivity": sens[name], "sigma": sig[name]}), 1)
                    for name in ("lambda_min", "xtx_upper", "xty"))
-    params = {"mechanism": "adassp", "mu": mu, "sigmas": sig, "rho": rho, "target_eps": eps, "log_delta": ld, **extra}
+    params = {"mechanism": "adassp", "mu": mu, "sigmas": sig, "rho": rho, "target_eps": eps, "log_delta": ld}
     return theta, events, params
 
 
@@ -153,11 +153,8 @@ def pure_adassp(X: Any, y: Any, *, eps: float, radius: float, row_norm: float, l
         theta = np.asarray(domain.project(jnp.asarray(theta_a, dtype=jnp.float64)), dtype=np.float64)
     value = _pur.purify(k_pur, theta, plan.params, domain)
     event = _pur.purified_event(plan.eps_upstream, plan.params, label="pure_adassp")
-    # only data-independent upstream parameters: the noisy lambda_min and the ridge are (eps, delta)
-    # outputs that the pure guarantee does not cover
-    upstream = {k: v for k, v in up_params.items() if k not in ("ridge", "lambda_min_noisy")}
     return Release(value=value, events=((event, 1),),
-                   params={"mechanism": "pure_adassp", "radius": radius, "upstream": upstream,
+                   params={"mechanism": "pure_adassp", "radius": radius, "upstream": up_params,
                            "purification": plan.params.to_dict(), "target_eps": eps},
                    randomness=source.describe())
 

@@ -264,8 +264,7 @@ def gg_sparse_vector_mechanism(values: Any, *, eps: float, delta: float, p: floa
                                threshold: float | None = None, seed: int | None = None) -> Release:
     """Theorem 37: GG release at (gg_share eps, delta/2), then sparse vector on its noise at the rest.
 
-    Value: the corrected answers; ``params['num_corrected']`` is the number of re-answered
-    coordinates (a function of sparse vector's released flags).
+    Value: the corrected answers (the flags stay internal; :func:`run_gg_sparse_vector` returns them).
     """
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
@@ -273,11 +272,11 @@ def gg_sparse_vector_mechanism(values: Any, *, eps: float, delta: float, p: floa
     plan = plan_gg_sparse_vector(int(v.size), eps=eps, delta=delta, p=p, max_above=max_above, gg_share=gg_share,
                                  sensitivity=sensitivity, threshold=threshold)
     key, source = secret_key(seed)
-    out, above = run_gg_sparse_vector(key, v, plan)
+    out, _ = run_gg_sparse_vector(key, v, plan)
     sv = plan.sv
     return Release(value=out, events=plan.events(),
                    params={"mechanism": "gg_sparse_vector", "p": plan.p, "sigma": plan.sigma, "k": plan.k,
                            "sensitivity": plan.sensitivity, "max_above": sv.max_above, "threshold": sv.threshold,
                            "eps_round": sv.eps_round, "answer_sigma": sv.answer_sigma,
-                           "num_corrected": int(above.sum()), "target_eps": eps, "delta": delta},
+                           "target_eps": eps, "delta": delta},
                    randomness=source.describe())
