@@ -214,3 +214,5 @@ def test_answer_queries_validation_happens_first():
         Q.answer_queries(good, eps=1.0, delta=None, mechanism="gaussian")
     with pytest.raises(ValueError, match="eps"):
         Q.answer_queries(good, eps=0.0, delta=1e-6)
+    with pytest.raises(ValueError, match="eps"):  # targets above 100 give no meaningful privacy
+        Q.answer_queries(good, eps=1e3, delta=1e-6)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .._validation import check_delta, check_epsilon, check_positive, check_positive_int
+from .._validation import check_delta, check_epsilon, check_positive, check_positive_int, check_target_epsilon
 from ..randomness import secret_key
 from ._release import Release
 from .generalized_gaussian_privacy import (
@@ -113,7 +113,7 @@ def calibrate_gg_sigma(eps: float, delta: float, p: float, k: int, *, sensitivit
 
     Bisection in log sigma on the pessimistic PLD; the result is checked on the safe side.
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     delta = check_delta(delta)
     p = check_shape(p)
     k = check_positive_int("k", k)
@@ -196,7 +196,7 @@ def generalized_gaussian_mechanism(values: Any, *, eps: float, delta: float, p: 
     at most ``sensitivity`` between neighbouring datasets. sigma depends only on (eps, delta, p, k,
     sensitivity). The event is the PLD's (eps(delta), delta) at this delta.
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     delta = check_delta(delta)
     p = check_shape(p)
     s = check_positive("sensitivity", sensitivity)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .._validation import check_epsilon, check_finite_array, check_positive
+from .._validation import check_finite_array, check_positive, check_target_epsilon
 from ..domains import L2Ball
 from ..privacy import purification as _pur
 from ..privacy.events import GdpEvent, gdp_mu, resolve_log_delta
@@ -118,7 +118,7 @@ def adassp(X: Any, y: Any, *, eps: float, row_norm: float, label_bound: float, d
 
     ``rho`` is the failure probability of the ridge's high-probability bounds (utility only).
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     ld = resolve_log_delta(delta, log_delta)
     rho = _check_rho(rho)
     adassp_sensitivities(row_norm, label_bound)
@@ -133,7 +133,7 @@ def pure_adassp(X: Any, y: Any, *, eps: float, radius: float, row_norm: float, l
                 log_delta: float | None = None, rho: float = 0.05, seed: int | None = None) -> Release:
     """Pure eps-DP linear regression: AdaSSP at (eps - eps', delta_a), projected onto the l2 ball of
     ``radius``, purified with eps' (seed 003 Alg. 13). ``log_delta`` overrides delta_a (seed recipe)."""
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     radius = check_positive("radius", radius)
     rho = _check_rho(rho)
     adassp_sensitivities(row_norm, label_bound)

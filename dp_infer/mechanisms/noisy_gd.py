@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_epsilon, check_positive, check_positive_int
+from .._validation import check_positive, check_positive_int, check_target_epsilon
 from ..domains import Domain
 from ..losses import PerExampleLoss
 from ..privacy import purification as _pur
@@ -92,7 +92,7 @@ def _dp_gd_run(key, loss, X, y, domain, T, eps, ld):
 def dp_gd(loss: PerExampleLoss, X: Any, y: Any, *, eps: float, domain: Domain, steps: int = 200,
           delta: float | None = None, log_delta: float | None = None, seed: int | None = None) -> Release:
     """(eps, delta)-DP projected gradient descent; value = average iterate (in the domain)."""
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     ld = resolve_log_delta(delta, log_delta)
     X, y, T, _ = _check(loss, X, y, domain, steps)
     key, source = secret_key(seed)
@@ -108,7 +108,7 @@ def pure_dp_gd(loss: PerExampleLoss, X: Any, y: Any, *, eps: float, domain: Doma
     ``log_delta`` overrides delta_a (e.g. the seed's Corollary 4 recipe
     :func:`~dp_infer.privacy.purification.corollary4_log_delta`).
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     X, y, T, _ = _check(loss, X, y, domain, steps)
     plan = plan_purification(domain, eps, eps_prime_fraction=eps_prime_fraction, omega=omega,
                              laplace_scale=laplace_scale, log_delta=log_delta)
@@ -147,7 +147,7 @@ def dp_sgd_noise_multiplier(eps: float, *, steps: int, q: float, clip_norm: floa
     """Smallest noise multiplier z (to ``rtol``, rounded up) whose replace-one event meets (eps, delta)."""
     from ..privacy.accountant import Accountant
 
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     ld = resolve_log_delta(delta, log_delta)
     T = check_positive_int("steps", steps)
     n = check_positive_int("n", n)
@@ -211,7 +211,7 @@ def dp_sgd(loss: PerExampleLoss, X: Any, y: Any, *, eps: float, domain: Domain, 
            q: float = 0.01, clip_norm: float = 1.0, delta: float | None = None, log_delta: float | None = None,
            seed: int | None = None) -> Release:
     """(eps, delta)-DP projected DP-SGD with Poisson rate q and per-example clipping at clip_norm."""
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     ld = resolve_log_delta(delta, log_delta)
     q, clip_norm = _check_sgd(q, clip_norm)
     X, y, T, _ = _check(loss, X, y, domain, steps)
@@ -225,7 +225,7 @@ def pure_dp_sgd(loss: PerExampleLoss, X: Any, y: Any, *, eps: float, domain: Dom
                 laplace_scale: float | None = None, log_delta: float | None = None,
                 seed: int | None = None) -> Release:
     """Pure eps-DP: DP-SGD at (eps - eps', delta_a), its average purified with eps' (seed 003 Alg. 4)."""
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     q, clip_norm = _check_sgd(q, clip_norm)
     X, y, T, _ = _check(loss, X, y, domain, steps)
     plan = plan_purification(domain, eps, eps_prime_fraction=eps_prime_fraction, omega=omega,

@@ -27,7 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_delta, check_epsilon, check_finite_array, check_nonnegative, check_positive
+from .._validation import (
+    check_delta,
+    check_finite_array,
+    check_nonnegative,
+    check_positive,
+    check_target_epsilon,
+)
 from ..domains import Box
 from ..privacy import purification as _pur
 from ..privacy.events import ApproxDpEvent
@@ -123,7 +129,7 @@ def propose_test_release(value: float, distance: float, *, eps: float, delta: fl
 
     Value: None for "bottom", else f(X) + Lap(beta / eps). Event ``ApproxDpEvent(2 eps, delta)``.
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     delta = check_delta(delta)
     beta = check_positive("beta", beta)
     v = float(value)
@@ -141,7 +147,7 @@ def propose_test_release(value: float, distance: float, *, eps: float, delta: fl
 def ptr_median(x: Any, *, eps: float, delta: float, beta: float, lower: float, upper: float,
                seed: int | None = None) -> Release:
     """(2 eps, delta)-DP median by PTR (None when the test refuses)."""
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     delta = check_delta(delta)
     beta = check_positive("beta", beta)
     lo, hi = _check_range(lower, upper)
@@ -159,7 +165,7 @@ def pure_ptr_median(x: Any, *, eps: float, beta: float, lower: float, upper: flo
     delta of the PTR step: the one for which the purification's Laplace scale equals
     ``laplace_scale`` (default 1e-3 (upper - lower)); it must be < 1.
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     beta = check_positive("beta", beta)
     lo, hi = _check_range(lower, upper)
     xs = _sorted_in_range(x, lo, hi)

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int
+from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int, check_target_epsilon
 from ..domains import Domain
 from ..privacy import purification as _pur
 from ..privacy.events import PureDpEvent, resolve_log_delta
@@ -73,7 +73,7 @@ def plan_purification(domain: Domain, eps: float, *, eps_prime_fraction: float =
     ``laplace_scale`` (default 1e-3 times the domain's l2 diameter); pass ``log_delta`` to use a
     seed recipe instead (e.g. :func:`~dp_infer.privacy.purification.corollary4_log_delta`).
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     f = float(eps_prime_fraction)
     if not (0.0 < f < 1.0):
         raise ValueError(f"eps_prime_fraction must lie in (0, 1), got {eps_prime_fraction!r}")

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import integrate, special
 
-from .._validation import check_delta, check_epsilon, check_positive, check_positive_int
+from .._validation import check_delta, check_positive, check_positive_int, check_target_epsilon
 from ..privacy.events import GdpEvent, gdp_mu, laplace_mechanism_event
 from ..randomness import secret_key
 from . import generalized_gaussian as gg
@@ -91,7 +91,7 @@ def noise_scale(mechanism: str, k: int, *, eps: float, delta: float | None, sens
                 p: float = 4.0) -> float:
     """Data-independent noise parameter: sigma (gaussian: std; GG: scale) or b (laplace)."""
     k = check_positive_int("k", k)
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     s = check_positive("sensitivity", sensitivity)
     if mechanism == "gaussian":
         return s * math.sqrt(k) / gdp_mu(eps, check_delta(delta))
@@ -152,7 +152,7 @@ def answer_queries(values: Any, *, eps: float, delta: float | None, mechanism: s
     (eps, delta, k, n when normalised, p); ``params`` carries it with the exact expected l_inf error
     and the RMS error of the noise.
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if delta is None and mechanism != "laplace":

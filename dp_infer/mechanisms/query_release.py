@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_epsilon, check_positive_int
+from .._validation import check_positive_int, check_target_epsilon
 from ..privacy.accountant import Accountant
 from ..privacy.events import PureDpEvent, resolve_log_delta
 from ..randomness import secret_key
@@ -55,7 +55,7 @@ def _check_inputs(histogram, queries) -> tuple[np.ndarray, np.ndarray, int]:
 
 def seed_round_epsilon(eps: float, log_delta: float, rounds: int) -> float:
     """Lemma 36's per-mechanism eps0 = sqrt(rho / T) with rho = eps^2 / (16 ln(1/delta))."""
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     T = check_positive_int("rounds", rounds)
     ld = resolve_log_delta(None, log_delta)
     return math.sqrt(eps * eps / (16.0 * -ld) / T)
@@ -63,7 +63,7 @@ def seed_round_epsilon(eps: float, log_delta: float, rounds: int) -> float:
 
 def mwem_round_epsilon(eps: float, log_delta: float, rounds: int, *, rel_tol: float = 1e-6) -> float:
     """Largest eps0 such that 2T pure eps0 events compose (accountant) to (eps, delta)."""
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     T = check_positive_int("rounds", rounds)
     ld = resolve_log_delta(None, log_delta)
 
@@ -123,7 +123,7 @@ def mwem(histogram: Any, queries: Any, *, eps: float, rounds: int, delta: float 
     so far after each round (Hardt, Ligett, McSherry's practical variant; post-processing of the
     measurements, so the privacy is unchanged); 1 is the seed's Algorithm 14.
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     ld = resolve_log_delta(delta, log_delta)
     T = check_positive_int("rounds", rounds)
     passes = check_positive_int("update_passes", update_passes)
@@ -169,7 +169,7 @@ def query_error(queries: Any, histogram: Any, distribution: Any) -> float:
 
 def pure_mwem_log_delta(eps: float, num_bits_total: int) -> float:
     """ln delta just below Theorem 2's threshold eps^D / (2D)^{3D} (D = total bits)."""
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     D = check_positive_int("num_bits_total", num_bits_total)
     return D * math.log(eps) - 3.0 * D * math.log(2.0 * D) - 1.0
 
@@ -182,7 +182,7 @@ def pure_mwem(histogram: Any, queries: Any, *, eps: float, num_bits: int, sample
     records and T = sqrt(d) n eps / (sqrt(ln(1/delta)) ln(K n)) rounds (beta = 1/(2Tn) ~ 1/n), at
     least 1 each.
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     d = check_positive_int("num_bits", num_bits)
     passes = check_positive_int("update_passes", update_passes)
     h, Q, n = _check_inputs(histogram, queries)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .._validation import check_delta, check_epsilon, check_positive, check_positive_int
+from .._validation import check_delta, check_epsilon, check_positive, check_positive_int, check_target_epsilon
 from ..privacy.accountant import Accountant
 from ..privacy.events import GdpEvent, PureDpEvent
 from ..randomness import secret_key
@@ -147,7 +147,7 @@ def calibrate_sparse_vector(eps: float, delta: float, *, max_above: int, thresho
     Bisection on eps_r with the accountant (PLD / RDP routes); the answers' GDP parameter is tied to
     eps_r by ``mu_a = answer_weight * eps_r``. Returns parameters on the safe side.
     """
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     delta = check_delta(delta)
     c = check_positive_int("max_above", max_above)
     s = check_positive("sensitivity", sensitivity)
@@ -230,7 +230,7 @@ def plan_gg_sparse_vector(k: int, *, eps: float, delta: float, p: float = 4.0, m
     :func:`gg_threshold` (about c/2 of the k noise coordinates exceed it).
     """
     k = check_positive_int("k", k)
-    eps = check_epsilon(eps)
+    eps = check_target_epsilon(eps)
     delta = check_delta(delta)
     p = gg.check_shape(p)
     s = check_positive("sensitivity", sensitivity)
