@@ -20,7 +20,7 @@ from dp_infer.mechanisms import ptr as PTR
 from dp_infer.mechanisms import query_release as QR
 from dp_infer.privacy import Accountant
 from dp_infer.privacy import purification as PF
-from dp_infer.privacy.events import gdp_mu, zcdp_epsilon_mironov
+from dp_infer.privacy.conversions import gdp_mu, zcdp_epsilon_mironov
 
 
 def _regression(n, d, seed, noise=0.1):

@@ -17,7 +17,7 @@ from scipy import integrate, stats
 from dp_infer.audit import audit_statistics
 from dp_infer.mechanisms import generalized_gaussian as gg
 from dp_infer.privacy import Accountant
-from dp_infer.privacy.events import gdp_delta, gdp_mu
+from dp_infer.privacy.conversions import gdp_delta, gdp_mu
 
 
 # --------------------------------------------------------------------------- sampler and density

@@ -119,7 +119,7 @@ def calibrate_gg_sigma(eps: float, delta: float, p: float, k: int, *, sensitivit
     k = check_positive_int("k", k)
     s = check_positive("sensitivity", sensitivity)
     rel_tol = check_positive("rel_tol", rel_tol)
-    from ..privacy.events import gdp_mu
+    from ..privacy.conversions import gdp_mu
 
     # Gaussian-equivalent start: GG(2, sigma) = N(0, sigma^2/2), l2 sensitivity s sqrt(k)
     s0 = math.sqrt(2.0 * k) * s / gdp_mu(eps, delta)

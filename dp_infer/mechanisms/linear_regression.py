@@ -35,7 +35,8 @@ from scipy import special
 from .._validation import check_finite_array, check_positive, check_target_epsilon
 from ..domains import L2Ball
 from ..privacy import purification as _pur
-from ..privacy.events import GdpEvent, gdp_mu, resolve_log_delta
+from ..privacy.conversions import gdp_mu, resolve_log_delta
+from ..privacy.events import GdpEvent
 from ..randomness import secret_key
 from ._release import Release
 from .purifier import plan_purification

@@ -33,7 +33,8 @@ from .._validation import check_positive, check_positive_int, check_target_epsil
 from ..domains import Domain
 from ..losses import PerExampleLoss
 from ..privacy import purification as _pur
-from ..privacy.events import GdpEvent, gdp_mu, resolve_log_delta
+from ..privacy.conversions import gdp_mu, resolve_log_delta
+from ..privacy.events import GdpEvent
 from ..randomness import secret_key
 from ._release import Release
 from .purifier import plan_purification

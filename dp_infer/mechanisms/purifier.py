@@ -43,7 +43,8 @@ import numpy as np
 from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int, check_target_epsilon
 from ..domains import Domain
 from ..privacy import purification as _pur
-from ..privacy.events import PureDpEvent, resolve_log_delta
+from ..privacy.conversions import resolve_log_delta
+from ..privacy.events import PureDpEvent
 from ..randomness import secret_key
 from ._release import Release
 

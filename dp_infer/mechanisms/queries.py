@@ -30,7 +30,8 @@ import numpy as np
 from scipy import integrate, special
 
 from .._validation import check_delta, check_positive, check_positive_int, check_target_epsilon
-from ..privacy.events import GdpEvent, gdp_mu, laplace_mechanism_event
+from ..privacy.conversions import gdp_mu
+from ..privacy.events import GdpEvent, laplace_mechanism_event
 from ..randomness import secret_key
 from . import generalized_gaussian as gg
 from ._release import Release

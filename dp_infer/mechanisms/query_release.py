@@ -28,7 +28,8 @@ import numpy as np
 
 from .._validation import check_positive_int, check_target_epsilon
 from ..privacy.accountant import Accountant
-from ..privacy.events import PureDpEvent, resolve_log_delta
+from ..privacy.conversions import resolve_log_delta
+from ..privacy.events import PureDpEvent
 from ..randomness import secret_key
 from ._release import Release
 from .purifier import binary_embedding_parameters, purify_bits_core
