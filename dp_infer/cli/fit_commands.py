@@ -19,7 +19,7 @@ from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, c
 
 def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, chains, kernel,
                     friction, lam_rel, radius, seed, key_impl, progress, ledger, dataset_id, budget,
-                    X_test=None, y_test=None, out=None, nonprivate=False):
+                    X_test=None, y_test=None, out=None, nonprivate=False, extra_attrs=None):
     from .. import nonprivate as np_ref
     from .._validation import check_delta
     from ..calibrate import calibrate
@@ -50,6 +50,7 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     if receipt is not None:
         led.complete(receipt)
     dt = run.to_datatree()
+    dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
     if out is not None:  # written first: the draws are paid for
         from ..diagnostics import save
 
@@ -107,7 +108,7 @@ def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam
 
 @click.command()
 @click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--target", required=True, help="name of the label column")
+@click.option("--target", default=None, help="name of the label column (with --schema: the schema's target)")
 @click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber"]), default="logistic",
               show_default=True)
 @click.option("--row-norm", type=float, default=1.0, show_default=True,
@@ -115,13 +116,32 @@ def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam
 @click.option("--huber-threshold", type=float, default=1.0, show_default=True)
 @click.option("--test-csv", type=click.Path(exists=True, dir_okay=False), default=None,
               help="held-out public CSV; its columns are matched to the training file by name")
+@click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="public schema (YAML/JSON): columns by name, data-independent feature map, stored in the run")
+@click.option("--split", type=float, default=None, help="with --schema: hold out this share of the rows")
+@click.option("--split-seed", type=click.IntRange(min=0), default=None,
+              help="seed of the --split permutation (default: OS entropy)")
 @with_options(_common)
-def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, eps, delta, pure,
-           route, radius, horizon, chains, kernel, friction, lam_rel, ledger, dataset_id, budget,
-           seed, key_impl, progress, out, nonprivate):
-    """Private draws for a numeric CSV (features must already be on a public scale)."""
+def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, schema_file, split,
+           split_seed, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
+           ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
+    """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale."""
     from .. import datasets, losses
 
+    if schema_file is not None:  # read, encoded and checked before anything is charged
+        from .schema_commands import schema_sample_data
+
+        d = schema_sample_data(csv_file, schema_file, target=target, test_csv=test_csv, split=split,
+                               split_seed=split_seed, nonprivate=nonprivate)
+        _run_and_report(d.make_loss(loss_name, huber_threshold, radius), d.X, d.y, command="sample",
+                        eps=eps, delta=delta, pure=pure, route=route, horizon=horizon, chains=chains,
+                        kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
+                        key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
+                        budget=budget, X_test=d.X_test, y_test=d.y_test, out=out, nonprivate=nonprivate,
+                        extra_attrs=d.attrs)
+        return
+    if target is None or split is not None:
+        raise ValueError("target: --target is required without --schema (and --split needs --schema)")
     loss = (losses.logistic(row_norm=row_norm) if loss_name == "logistic"
             else losses.huber(threshold=huber_threshold, row_norm=row_norm))
     X, y, names = datasets.load_csv(csv_file, target)
