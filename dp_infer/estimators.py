@@ -279,7 +279,9 @@ class SchemaTransformer(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.dataframe = True
+        tags.input_tags.two_d_array = False  # a DataFrame with named columns, not a bare array
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = True  # missing cells are handled as the schema declares
         tags.requires_fit = True
         return tags

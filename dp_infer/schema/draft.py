@@ -309,7 +309,7 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
                                            "basic composition of OpenDP measurements over columns"),
                               metadata={"columns": k, "eps_per_column": eps_col, "delta_per_column": delta_col})
         receipt = led.charge(dataset_id, event, run_label="dp-infer schema draft --private")
-    cols, tgt = [], None
+    cols, tgt, skipped = [], None, []
     for name in names:
         declared, m_kind, m_num, m_cat = plan[name]
         s = df[name]
@@ -342,7 +342,8 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
                 continue
             levels = [x for x in levels if x != "other"]
             if not levels:
-                continue  # nothing released: the column cannot be declared from the data privately
+                skipped.append(name)  # nothing released: cannot be declared from the data privately
+                continue
             cols.append(Column(name, "categorical", levels=tuple(levels), unknown="other", note=note))
     if not cols:
         raise ValueError("data: no feature column could be drafted privately (nothing released); "
@@ -350,7 +351,10 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
     src = str(data) if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else type(data).__name__
     charged = f"; charged to ledger {receipt.ledger_path} as dataset {dataset_id!r}" if receipt else ""
     header = PRIVATE_HEADER.format(source=src, eps=eps, delta=delta, charged=charged)
-    schema = Schema(columns=tuple(cols), target=tgt, na_values=na, read=_dialect(data, read_kwargs))
+    if skipped:
+        header += (f"\nIGNORED (no level passed the DP threshold; declare them by hand): {', '.join(skipped)}")
+    schema = Schema(columns=tuple(cols), target=tgt, na_values=na, read=_dialect(data, read_kwargs),
+                    ignore=tuple(skipped))
     if receipt is not None:
         led.complete(receipt)
     return DraftResult(schema, header, {"eps": eps, "delta": delta, "eps_composed": total_eps,
