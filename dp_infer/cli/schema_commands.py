@@ -22,7 +22,8 @@ SCHEMA_ATTR = "dp_infer_schema"
 FEATURES_ATTR = "dp_infer_feature_names"
 
 _read_options = [
-    click.option("--delimiter", default=",", show_default=True, help="field delimiter of a CSV"),
+    click.option("--delimiter", default=None,
+                 help="field delimiter of a CSV (default: the schema's read.delimiter, else ',')"),
     click.option("--no-header", is_flag=True, default=False,
                  help="the CSV has no header row (give --names)"),
     click.option("--names", default=None, help="comma-separated column names for --no-header"),
@@ -36,7 +37,7 @@ def _with_read_options(f):
 
 
 def _read_kwargs(delimiter: str, no_header: bool, names: str | None) -> dict:
-    kw: dict = {"delimiter": delimiter}
+    kw: dict = {} if delimiter is None else {"delimiter": delimiter}
     if no_header:
         if not names:
             raise ValueError("names: --no-header needs --names a,b,c (columns are matched by name)")
