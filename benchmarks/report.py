@@ -96,6 +96,7 @@ def to_markdown(res: dict) -> str:
                      f"{r['ess_min_per_s']:.2f} | {r['ess_median_per_s']:.2f} | {note} |")
         L.append("")
     L += _mechanisms_b(S.get("mechanisms_b", {}))
+    L += _data_markdown(S.get("data", {}))
     return "\n".join(L) + "\n"
 
 
@@ -135,6 +136,29 @@ def _mechanisms_b(mb: dict) -> list[str]:
               f"{g['ols_norm']:.2f} (the radius is a fixed a-priori choice); {g['rows_clipped']} training rows clipped "
               "to norm 1 by the feature map's declared bound.", ""]
     return L
+
+
+def _data_markdown(d: dict) -> list[str]:
+    if "rows" not in d:
+        return []
+    npv = d["nonprivate"]
+    L = [f"## Your own data: Adult through the shipped schema vs the embedded pipeline (delta = {d['delta']:g}, "
+         f"seeds {d['seeds']}, horizon 1, 2 chains)", "",
+         f"Load: embedded {d['load_s']['embedded']:.2f} s, schema route from the raw files {d['load_s']['schema']:.2f} s. "
+         "Non-private test accuracy: " + ", ".join(f"{k} {v:.4f}" for k, v in npv.items() if "eig" not in k)
+         + "; smallest eigenvalue of X'X/n: " + ", ".join(f"{k.replace(' smallest eig', '')} {v:.1e}"
+                                                           for k, v in npv.items() if "eig" in k) + ".", "",
+         "| eps | coding | dim | route | test accuracy | max R-hat (median) | min bulk ESS (median) | s per fit |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        L.append(f"| {r['eps']:g} | {r['route']} | {r['dim']} | {r['plan_route']} | {r['acc_mean']:.4f} ± "
+                 f"{r['acc_sd']:.4f} | {r['rhat_median']:.2f} | {r['ess_median']:.1f} | {r['seconds']:.1f} |")
+    dr = d.get("draft", {})
+    if dr:
+        L += ["", f"Private schema draft of adult.data (OpenDP, eps = {dr['eps']:g}, delta = {dr['delta']:g}): "
+              f"{dr['seconds']:.1f} s, {dr['columns']} feature columns, {dr['dim']} encoded features; its DP bounds "
+              f"clip a value in {100 * dr['fraction_rows_clipped']:.1f}% of the rows."]
+    return L + [""]
 
 
 def plots(res: dict, out: str) -> None:
