@@ -38,9 +38,12 @@ def test_sample_with_schema_split_and_predict(tmp_path):
     data = _write_csv(tmp_path / "d.csv")
     (tmp_path / "s.yaml").write_text(SCHEMA)
     out = tmp_path / "run.zip"
-    res = CliRunner().invoke(main, ["sample", str(data), "--schema", str(tmp_path / "s.yaml"), "--split", "0.3",
-                                    "--split-seed", "4", "--eps", "4", "--horizon", "0.5", "--seed", "1",
-                                    "--no-progress", "--out", str(out)])
+    args = ["sample", str(data), "--schema", str(tmp_path / "s.yaml"), "--split", "0.3", "--split-seed", "4",
+            "--eps", "4", "--horizon", "0.5", "--reproducible-seed", "1", "--no-progress"]
+    quiet = CliRunner().invoke(main, args)  # without the flag nothing computed on private rows is shown
+    assert quiet.exit_code == 0, quiet.output
+    assert "NON-PRIVATE" not in quiet.output and "test accuracy of" not in quiet.output
+    res = CliRunner().invoke(main, args + ["--nonprivate-diagnostics", "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "NON-PRIVATE local data report" in res.output and "560 train rows, 240 held-out rows" in res.output
     acc = float(res.output.split("test accuracy of the released estimate")[1].split(":")[1].split()[0])

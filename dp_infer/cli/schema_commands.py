@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 import click
 import numpy as np
@@ -133,7 +132,7 @@ def schema_sample_data(csv_file, schema_file, *, target: str | None = None, test
             Xt, yt = enc.X[te], enc.y[te]
             echo(f"{NONPRIVATE_BANNER}: the test accuracy below is computed on the held-out private rows")
         else:
-            echo("their test accuracy is NON-PRIVATE: shown with --nonprivate-diagnostics")
+            echo("their test accuracy is computed on private rows: shown with --nonprivate-diagnostics")
     attrs = {SCHEMA_ATTR: json.dumps(schema.to_dict()), FEATURES_ATTR: json.dumps(fmap.feature_names)}
     return SchemaSampleData(X, y, Xt, yt, fmap.feature_names, fmap.row_norm, schema.target.kind,
                             schema.target.label_bound, attrs)

@@ -1,7 +1,7 @@
 """Your own data: a public schema drives a data-independent feature map.
 
 * :mod:`~dp_infer.schema.spec` -- the schema model (:class:`Schema`, :class:`Column`,
-  :class:`Target`) and its validation;
+  :class:`Target`) and its validation; :mod:`~dp_infer.schema.constructors` -- its Python form;
 * :mod:`~dp_infer.schema.io` -- YAML / JSON schema files;
 * :mod:`~dp_infer.schema.feature_map` -- :class:`FeatureMap`: identifiable coding, scaling from
   declared bounds, the exact row-norm bound;
@@ -17,8 +17,9 @@ from .feature_map import EncodedData, FeatureMap
 from .io import load_schema, save_schema, schema_to_yaml
 from .readers import read_table
 from .report import ClippingWarning, DataReport
-from .spec import (Column, Missing, Schema, SchemaError, Target, binary, binary_target, categorical,
-                   count_target, numeric, numeric_target, ordinal)
+from .constructors import (binary, binary_target, categorical, count_target, numeric, numeric_target,
+                           ordinal)
+from .spec import Column, Missing, Schema, SchemaError, Target
 
 __all__ = [
     "AdmissibleRows", "ClippingWarning", "Column", "ConstantBlock", "DataReport", "EncodedData",

@@ -28,61 +28,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-__all__ = ["Missing", "Column", "Target", "Schema", "numeric", "categorical", "binary", "ordinal",
-           "binary_target", "numeric_target", "count_target", "SchemaError",
-           "COLUMN_KINDS", "TARGET_KINDS", "TRANSFORMS", "OTHER_LEVEL"]
+from ._checks import SchemaError, _check_bounds, _check_choice, _check_levels, _check_name, _err
+from .target import TARGET_KINDS, Target
+
+__all__ = ["Missing", "Column", "Target", "Schema", "SchemaError", "COLUMN_KINDS", "TARGET_KINDS",
+           "TRANSFORMS", "OTHER_LEVEL"]
 
 COLUMN_KINDS = ("numeric", "categorical", "binary", "ordinal")
-TARGET_KINDS = ("binary", "numeric", "count")
 TRANSFORMS = ("none", "clip", "log", "log1p")
 OTHER_LEVEL = "other"
 DEFAULT_NA_VALUES = ("", "NA", "NaN", "?")
-
-
-class SchemaError(ValueError):
-    """An invalid schema (a ``ValueError``: one line naming the field and the allowed values)."""
-
-
-def _err(where: str, msg: str) -> SchemaError:
-    return SchemaError(f"schema {where}: {msg}")
-
-
-def _check_name(where: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _err(where, f"name must be a non-empty string, got {value!r}")
-    return value
-
-
-def _check_bounds(where: str, bounds: Any) -> tuple[float, float]:
-    try:
-        lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        raise _err(where, f"bounds must be two numbers [lo, hi], got {bounds!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise _err(where, f"bounds must be finite, got [{lo}, {hi}]")
-    if not lo < hi:
-        raise _err(where, f"bounds must satisfy lo < hi, got [{lo}, {hi}] (inverted or empty)")
-    return lo, hi
-
-
-def _check_levels(where: str, levels: Any, *, min_count: int = 1) -> tuple[str, ...]:
-    if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence):
-        raise _err(where, f"levels must be a list of strings, got {levels!r}")
-    out = tuple(str(v) for v in levels)
-    if len(out) < min_count:
-        raise _err(where, f"levels must hold at least {min_count} value(s), got {list(out)}")
-    dup = sorted({v for v in out if out.count(v) > 1})
-    if dup:
-        raise _err(where, f"levels must be distinct, {dup} repeated")
-    return out
-
-
-def _check_choice(where: str, key: str, value: Any, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise _err(where, f"{key} must be one of {list(allowed)}, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -230,72 +187,6 @@ class Column:
             if self.unknown != "error":
                 d["unknown"] = self.unknown
         d["missing"] = self.missing.to_dict()
-        if self.note:
-            d["note"] = self.note
-        return d
-
-
-@dataclass(frozen=True)
-class Target:
-    """The label column: ``binary`` (declared positive/negative labels), ``numeric`` (bounds),
-    or ``count`` (integers in [0, max_count]). Rows with a missing target are dropped."""
-
-    name: str
-    kind: str
-    positive: tuple[str, ...] = ()
-    negative: tuple[str, ...] = ()
-    bounds: tuple[float, float] | None = None
-    max_count: int | None = None
-    note: str = ""
-
-    def __post_init__(self):
-        name = _check_name("target", self.name)
-        where = f"target {name!r}"
-        _check_choice(where, "kind", self.kind, TARGET_KINDS)
-        if self.kind == "binary":
-            pos = (self.positive,) if isinstance(self.positive, (str, int, float)) else self.positive
-            neg = (self.negative,) if isinstance(self.negative, (str, int, float)) else self.negative
-            pos, neg = tuple(str(v) for v in pos), tuple(str(v) for v in neg)
-            if not pos or not neg:
-                raise _err(where, "a binary target needs declared positive and negative label(s)")
-            both = sorted(set(pos) & set(neg))
-            if both:
-                raise _err(where, f"labels {both} are declared both positive and negative")
-            object.__setattr__(self, "positive", pos)
-            object.__setattr__(self, "negative", neg)
-        elif self.positive or self.negative:
-            raise _err(where, "positive/negative labels are only for a binary target")
-        if self.kind == "numeric":
-            if self.bounds is None:
-                raise _err(where, "a numeric target needs bounds [lo, hi]")
-            object.__setattr__(self, "bounds", _check_bounds(where, self.bounds))
-        elif self.bounds is not None:
-            raise _err(where, "bounds are only for a numeric target (a count target has max_count)")
-        if self.kind == "count":
-            m = self.max_count
-            if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-                raise _err(where, f"max_count must be an integer >= 1, got {m!r}")
-        elif self.max_count is not None:
-            raise _err(where, "max_count is only for a count target")
-
-    @property
-    def label_bound(self) -> float:
-        """sup |y| over admissible targets (1 for binary)."""
-        if self.kind == "binary":
-            return 1.0
-        if self.kind == "count":
-            return float(self.max_count)
-        return max(abs(self.bounds[0]), abs(self.bounds[1]))
-
-    def to_dict(self) -> dict:
-        d: dict[str, Any] = {"name": self.name, "kind": self.kind}
-        if self.kind == "binary":
-            d["positive"] = list(self.positive)
-            d["negative"] = list(self.negative)
-        elif self.kind == "numeric":
-            d["bounds"] = list(self.bounds)
-        else:
-            d["max_count"] = self.max_count
         if self.note:
             d["note"] = self.note
         return d
@@ -479,48 +370,3 @@ def _target_from_dict(d: Any) -> Target:
             raise _err(f"target {d['name']!r}", f"bounds must be two numbers [lo, hi], got {kw['bounds']!r}")
         kw["bounds"] = tuple(kw["bounds"])
     return Target(**kw)
-
-
-# ---------------------------------------------------------------------------------------------
-# constructors for the Python form
-# ---------------------------------------------------------------------------------------------
-
-def numeric(name: str, lo: float, hi: float, *, transform: str = "none", source: str | None = None,
-            missing: Any = "drop") -> Column:
-    """A numeric feature with public bounds [lo, hi] (raw units) and an optional transform."""
-    return Column(name, "numeric", bounds=(lo, hi), transform=transform, source=source,
-                  missing=Missing.from_obj(f"column {name!r}", missing))
-
-
-def categorical(name: str, levels: Sequence[str], *, reference: str | None = None,
-                unknown: str = "error", source: str | None = None, missing: Any = "drop") -> Column:
-    """A categorical feature with public levels (reference level coded as all zeros)."""
-    return Column(name, "categorical", levels=tuple(levels), reference=reference, unknown=unknown,
-                  source=source, missing=Missing.from_obj(f"column {name!r}", missing))
-
-
-def binary(name: str, levels: Sequence[str], *, source: str | None = None, missing: Any = "drop") -> Column:
-    """A two-level feature: one coordinate, 1 for ``levels[1]``."""
-    return Column(name, "binary", levels=tuple(levels), source=source,
-                  missing=Missing.from_obj(f"column {name!r}", missing))
-
-
-def ordinal(name: str, levels: Sequence[str], *, source: str | None = None, missing: Any = "drop") -> Column:
-    """Ordered levels: one coordinate, rank mapped linearly onto [-1, 1]."""
-    return Column(name, "ordinal", levels=tuple(levels), source=source,
-                  missing=Missing.from_obj(f"column {name!r}", missing))
-
-
-def binary_target(name: str, positive: Any, negative: Any) -> Target:
-    """Binary label: values in ``positive`` -> 1, in ``negative`` -> 0, anything else an error."""
-    return Target(name, "binary", positive=positive, negative=negative)
-
-
-def numeric_target(name: str, lo: float, hi: float) -> Target:
-    """Real label with public bounds (values outside are clipped and counted)."""
-    return Target(name, "numeric", bounds=(lo, hi))
-
-
-def count_target(name: str, max_count: int) -> Target:
-    """Count label: integers in [0, max_count] (larger counts clipped and counted)."""
-    return Target(name, "count", max_count=max_count)
