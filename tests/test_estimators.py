@@ -54,6 +54,8 @@ def test_plan_is_data_independent():
     a = PrivateLogisticRegression(eps=1.0, random_state=0, **FAST).fit(X1, y1)
     b = PrivateLogisticRegression(eps=1.0, random_state=0, **FAST).fit(X2, y2)
     assert a.plan_ == b.plan_
+    c = PrivateLogisticRegression(eps=1.0, **FAST).fit(X1, y1)  # default: secret noise from the OS
+    assert c.plan_ == a.plan_ and c.report_["randomness"]["reproducible_by_seed_holder"] is False
 
 
 def test_regressors():
