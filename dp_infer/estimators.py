@@ -28,6 +28,8 @@ system; an integer makes the run reproducible by whoever holds it (the report sa
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 
 try:
@@ -96,7 +98,8 @@ class _PrivateGLM(BaseEstimator):
             from .privacy.ledger import Ledger
 
             led = self.ledger if isinstance(self.ledger, Ledger) else Ledger(self.ledger)
-            receipt = led.charge(self.dataset_id, plan.event, run_label=f"{type(self).__name__}.fit")
+            label = f"{type(self).__name__}.fit {plan.route} {uuid.uuid4().hex[:8]}"  # unique, seed-free
+            receipt = led.charge(self.dataset_id, plan.event, run_label=label)
         run = sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar)
         if receipt is not None:
             led.complete(receipt)
