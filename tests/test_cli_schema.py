@@ -82,6 +82,16 @@ def test_draft_nonprivate_then_private_with_ledger(tmp_path):
     assert "row-norm bound 1 (exact)" in chk.output and "NON-PRIVATE" in chk.output
 
 
+def test_draft_option_errors(tmp_path):
+    data = _write_csv(tmp_path / "d.csv", n=20)
+    for args, needle in ((["--budget", "1", "1e-5"], "--budget needs --ledger"),
+                         (["--ledger", str(tmp_path / "l.sqlite")], "a --private draft only"),
+                         (["--private"], "needs --eps")):
+        res = CliRunner().invoke(main, ["schema", "draft", str(data), "-o", str(tmp_path / "s.yaml"), *args])
+        assert res.exit_code != 0 and needle in str(res.exception), (args, res.output)
+    assert not (tmp_path / "l.sqlite").exists()
+
+
 def _run_cli(args, cwd):
     return subprocess.run([sys.executable, "-c", "from dp_infer.cli import run; run()", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)

@@ -175,6 +175,8 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
             raise ValueError(f"kind must be NAME=numeric|categorical, got {item!r}")
         k, v = item.split("=", 1)
         kind_map[k.strip()] = v.strip()
+    if budget is not None and ledger is None:
+        raise ValueError("--budget needs --ledger (the file that keeps the spend)")
     if private:
         if eps is None:
             raise ValueError("eps: a --private draft needs --eps (its privacy budget)")
@@ -193,8 +195,9 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
         else:
             click.echo(f"private draft at (eps = {eps:g}, delta = {delta:g}); no ledger given: account for it yourself")
     else:
-        if eps is not None or kind_map:
-            raise ValueError("eps: --eps and --kind apply to a --private draft only")
+        if eps is not None or kind_map or ledger is not None:
+            raise ValueError("eps: --eps, --kind and --ledger apply to a --private draft only (a non-private "
+                             "draft has no finite privacy cost to charge)")
         res = draft_nonprivate(data_file, target, **kw)
         click.echo(f"NON-PRIVATE DRAFT: bounds and levels were read from {data_file}. Review them; do not "
                    "use this schema for a private fit of the same private data.")
