@@ -283,3 +283,23 @@ def test_data_report_is_marked_non_private_and_warns_locally():
     assert list(d)[0] == "NON_PRIVATE" and "never release" in d["NON_PRIVATE"]
     assert enc.report.format().startswith("NON-PRIVATE")
     json.dumps(d)
+
+
+def test_admissible_rows_feed_the_metric_sensitivity():
+    """The privacy code's block bound over a schema's admissible rows is valid (>= the brute-force
+    maximum over every vertex row) and never above the norm-ball bound."""
+    from dp_infer.privacy.metric_sensitivity import brute_force_max_quadratic_form, max_quadratic_form
+
+    sch = Schema(columns=(S.numeric("x", -3, 1), S.categorical("c", ["a", "b", "c"], unknown="other"),
+                          S.ordinal("o", ["1", "2", "3"], missing={"fill": "2"}), S.binary("s", ["n", "y"])))
+    adm = FeatureMap(sch).admissible_rows()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        A = rng.normal(size=(adm.dim, adm.dim))
+        P = A @ A.T / adm.dim
+        exact = brute_force_max_quadratic_form(P, adm)
+        bound = max_quadratic_form(P, rows=adm, row_norm=adm.max_norm())
+        assert exact <= bound * (1 + 1e-12)
+        assert bound <= np.linalg.eigvalsh(P)[-1] * adm.max_norm() ** 2 * (1 + 1e-12)
+    D = np.diag(rng.uniform(0.5, 2.0, adm.dim))  # diagonal P: the block bound is exact
+    assert max_quadratic_form(D, rows=adm) == pytest.approx(brute_force_max_quadratic_form(D, adm), rel=1e-12)
