@@ -19,6 +19,7 @@ from numpyro.infer import MCMC
 from ._validation import check_finite_array
 from .domains import Domain, Euclidean
 from .kernels import Langevin, UnderdampedLangevin
+from .kernels._common import check_extra_fields
 from .losses import PerExampleLoss
 from .calibrate import calibrate
 from .plan import SamplingPlan
@@ -28,10 +29,6 @@ from .run import PrivateRun, charge_ledger
 
 __all__ = ["PrivateRun", "sample", "fit"]
 
-#: state fields covered by the guarantee (functions of the released path); the debug-only ones
-#: are functions of the private data
-_COVERED_FIELDS = {"langevin": ("z", "i", "diverging"), "underdamped": ("z", "v", "i", "diverging")}
-_DEBUG_FIELDS = ("potential_energy", "grad_norm")
 
 
 def _kernel(plan: SamplingPlan, potential_fn, domain: Domain | None, debug: bool = False):
@@ -40,21 +37,6 @@ def _kernel(plan: SamplingPlan, potential_fn, domain: Domain | None, debug: bool
         return Langevin(potential_fn=potential_fn, step_size=plan.step_size, domain=dom, debug=debug)
     return UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size,
                                friction=plan.friction, domain=dom, debug=debug)
-
-
-def _check_extra_fields(extra_fields, kernel: str, debug: bool) -> tuple[str, ...]:
-    """NumPyro's ``extra_fields``, limited to what the guarantee covers (others: debug only)."""
-    if isinstance(extra_fields, str) or not isinstance(extra_fields, (tuple, list)):
-        raise ValueError(f"extra_fields must be a tuple of state field names, got {extra_fields!r}")
-    covered = _COVERED_FIELDS[kernel]
-    for name in extra_fields:
-        if name in _DEBUG_FIELDS and not debug:
-            raise ValueError(f"extra_fields {name!r} is a function of the private data, not covered by the "
-                             f"guarantee: collect it only with debug=True (a NON-PRIVATE run); covered: {covered}")
-        if name not in covered and name not in _DEBUG_FIELDS:
-            raise ValueError(f"extra_fields {name!r} is not a field of the {kernel} kernel's state; covered: "
-                             f"{covered}, debug only: {_DEBUG_FIELDS}")
-    return tuple(extra_fields)
 
 
 def _user_initial_points(init_params, plan: SamplingPlan, key) -> jax.Array:
@@ -133,7 +115,7 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     if chain_method not in ("vectorized", "sequential", "parallel"):
         raise ValueError(f"chain_method must be one of ('vectorized', 'sequential', 'parallel'), "
                          f"got {chain_method!r}")
-    extra_fields = _check_extra_fields(extra_fields, plan.kernel, bool(debug))
+    extra_fields = check_extra_fields(extra_fields, plan.kernel, bool(debug))
     key, source = secret_key(seed, impl=key_impl)
     feature_names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
     X = check_finite_array("X", X, ndim=2)
@@ -224,7 +206,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                      delta=delta, route=route, domain=domain, horizon=horizon,
                      num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                      num_draws=num_draws, **calibrate_kwargs)
-    _check_extra_fields(extra_fields, plan.kernel, bool(debug))
+    check_extra_fields(extra_fields, plan.kernel, bool(debug))
     led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}")
     run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
                  chain_method=chain_method, extra_fields=extra_fields, debug=debug)

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from ._validation import check_nonnegative, check_positive
 from .calibrate import calibrate
+from .kernels._common import check_extra_fields
 from .model_bridge import loss_from_model
 from .model_init import check_init_strategy, describe_strategy, initial_positions, prior_curvature
 from .run import PrivateRun, charge_ledger
@@ -144,6 +145,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
                                delta=delta, route=route, domain=domain, horizon=horizon, num_chains=num_chains,
                                kernel=kernel, friction=friction, lam_rel=lam_rel, num_draws=num_draws,
                                **calibrate_kwargs)
+    check_extra_fields(extra_fields, plan.kernel, bool(debug))
     led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}")
     run = sample_model(model, X, y, plan, sample=sample, clip_norm=clip_norm, smoothness=smoothness,
                        init_strategy=init_strategy, domain=domain, prior_curvature=c_prior, _prepared=prepared,

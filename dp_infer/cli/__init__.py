@@ -1,4 +1,4 @@
-"""Command line: ``dp-infer demo | sample | report | budget | rashomon``.
+"""Command line: ``dp-infer demo | sample | report | predict | budget | rashomon``.
 
 One module per group of commands (:mod:`.fit_commands`, :mod:`.files`, and the Rashomon command
 in :mod:`dp_infer.rashomon.cli`); :mod:`.common` holds the options and helpers they share.
@@ -15,6 +15,7 @@ import click
 from ..rashomon.cli import rashomon_command
 from .files import budget, report
 from .fit_commands import demo, sample
+from .predict import predict_command
 
 __all__ = ["main", "run"]
 
@@ -25,7 +26,7 @@ def main() -> None:
     """Differentially private Gibbs sampling with Langevin kernels inside NumPyro."""
 
 
-for _command in (demo, sample, report, budget, rashomon_command):
+for _command in (demo, sample, report, predict_command, budget, rashomon_command):
     main.add_command(_command)
 
 

@@ -16,7 +16,28 @@ from .._validation import check_positive
 from ..domains import Domain, Euclidean
 
 __all__ = ["DEFAULT_DIVERGENCE_RADIUS", "SamplingAlgorithm", "make_divergence_fn", "resolve_projection",
-           "default_divergence_radius", "as_float_tree", "logdensity_to_grad", "plan_parameters"]
+           "default_divergence_radius", "as_float_tree", "logdensity_to_grad", "plan_parameters",
+           "COVERED_FIELDS", "DEBUG_FIELDS", "check_extra_fields"]
+
+#: state fields of the NumPyro adapters covered by the guarantee (functions of the released path)
+COVERED_FIELDS = {"langevin": ("z", "i", "diverging"), "underdamped": ("z", "v", "i", "diverging")}
+#: fields of the debug states: functions of the private data (never released)
+DEBUG_FIELDS = ("potential_energy", "grad_norm")
+
+
+def check_extra_fields(extra_fields, kernel: str, debug: bool) -> tuple[str, ...]:
+    """NumPyro's ``extra_fields``, limited to what the guarantee covers (the others: debug only)."""
+    if isinstance(extra_fields, str) or not isinstance(extra_fields, (tuple, list)):
+        raise ValueError(f"extra_fields must be a tuple of state field names, got {extra_fields!r}")
+    covered = COVERED_FIELDS[kernel]
+    for name in extra_fields:
+        if name in DEBUG_FIELDS and not debug:
+            raise ValueError(f"extra_fields {name!r} is a function of the private data, not covered by the "
+                             f"guarantee: collect it only with debug=True (a NON-PRIVATE run); covered: {covered}")
+        if name not in covered and name not in DEBUG_FIELDS:
+            raise ValueError(f"extra_fields {name!r} is not a field of the {kernel} kernel's state; covered: "
+                             f"{covered}, debug only: {DEBUG_FIELDS}")
+    return tuple(extra_fields)
 
 DEFAULT_DIVERGENCE_RADIUS = 1e6
 
