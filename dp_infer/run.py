@@ -59,6 +59,7 @@ class PrivateRun:
     feature_names: list | None = None
     extensions: list = field(default_factory=list)
     model: Callable | None = None
+    report_extras: dict = field(default_factory=dict)
     _mcmc: Any = field(default=None, repr=False)
     _potential: Any = field(default=None, repr=False)
     _constrain: Callable | None = field(default=None, repr=False)
@@ -166,6 +167,8 @@ class PrivateRun:
             d["model"] = self.model_description
         if self.extensions:
             d["extensions"] = list(self.extensions)
+        for k, v in self.report_extras.items():  # e.g. the routes considered, kept by a run file
+            d.setdefault(k, v)
         if self._mcmc is not None and self.plan.release == "trajectory":
             ran = int(np.max(np.asarray(self._mcmc.last_state.i)))
             if ran > self.plan.num_steps:

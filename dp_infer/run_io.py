@@ -128,4 +128,5 @@ def run_from_tree(cls, dt, *, model: Callable | None = None):
     return cls(plan, theta, None if div is None else div.astype(bool), report.get("randomness") or {},
                potential, purified=purified, samples=samples, model_description=description,
                coords=coords or None, dims=dims or None, feature_names=feature_names,
-               extensions=list(report.get("extensions") or []), model=model)
+               extensions=list(report.get("extensions") or []), model=model,
+               report_extras={k: report[k] for k in ("routes_considered",) if k in report})
