@@ -134,8 +134,8 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     :param init_strategy: a NumPyro init strategy evaluated on placeholder rows: ``init_to_uniform``
         (default), ``init_to_feasible``, ``init_to_sample`` or ``init_to_value`` (public values);
         ``init_to_median`` / ``init_to_mean`` and custom callables are refused with the reason.
-    :param coords, dims: ArviZ coords / dims for the latent sites, over the model's own (plate
-        names, ``<site>_dim_<i>``).
+    :param coords: ArviZ coords for the latent sites' dims, over the model's own (plate ranges).
+    :param dims: ArviZ dims per latent site, over the model's own (plate names, ``<site>_dim_<i>``).
     Everything else is :func:`dp_infer.fit`'s.
     """
     prepared = _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name)
