@@ -146,3 +146,18 @@ def test_top_level_api_projects_onto_a_domain():
     for k in jax.random.split(jax.random.key(1), 20):
         s, info = algo.step(k, s)
         assert float(jnp.linalg.norm(s.z)) <= 0.1 + 1e-6 and not bool(info.diverging)
+
+
+def test_preconditioned_top_level_api_is_the_same_step():
+    from dp_infer.kernels import preconditioned as pk
+
+    A = np.array([[2.0, 0.5], [0.5, 1.0]])
+    pre = pk.Preconditioner.from_precision(A)
+    algo = pk.as_top_level_api(lambda t: -0.5 * t @ jnp.asarray(A, jnp.float32) @ t, 0.1, pre)
+    key = jax.random.key(4)
+    a, info = algo.step(key, algo.init(jnp.ones(2)))
+    b, _ = pk.build_kernel(lambda t: jnp.asarray(A, jnp.float32) @ t, 0.1, pre)(key, algo.init(jnp.ones(2)))
+    np.testing.assert_allclose(np.asarray(a.theta), np.asarray(b.theta), rtol=1e-6)
+    assert info._fields == ("diverging",)
+    with pytest.raises(ValueError, match="preconditioner must be"):
+        pk.as_top_level_api(lambda t: -jnp.sum(t**2), 0.1)
