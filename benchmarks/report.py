@@ -97,6 +97,7 @@ def to_markdown(res: dict) -> str:
         L.append("")
     L += _mechanisms_b(S.get("mechanisms_b", {}))
     L += _data_markdown(S.get("data", {}))
+    L += _model_section(S.get("model", {}))
     return "\n".join(L) + "\n"
 
 
@@ -224,3 +225,19 @@ def plots(res: dict, out: str) -> None:
         fig.tight_layout()
         fig.savefig(os.path.join(out, "kernels.png"), dpi=120)
         plt.close(fig)
+
+
+def _model_section(mo: dict) -> list[str]:
+    """Section ``model``: your own NumPyro model against the built-in loss."""
+    if "rows" not in mo:
+        return []
+    L = [f"## Your own model vs the built-in loss (Adult n = {mo['n']}, d = {mo['d']}, eps = 1, delta = 1e-5, "
+         "2 chains)", "",
+         "| path | beta | step size | steps (horizon " + f"{mo['horizons'][1]:g}) | ms per step (marginal) | "
+         "fixed s per call | step time vs loss | test accuracy (mean ± sd over seeds) |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in mo["rows"]:
+        L.append(f"| {r['path']} | {r['beta']:.1f} | {r['step_size']:.2e} | {r['steps']} | "
+                 f"{r['per_step_s'] * 1e3:.2f} | {r['fixed_s']:.1f} | {r['step_time_vs_loss']:.2f} | "
+                 f"{r['acc_mean']:.4f} ± {r['acc_sd']:.4f} |")
+    return L + [""]

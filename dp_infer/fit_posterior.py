@@ -17,7 +17,7 @@ import numpy as np
 from numpyro.infer import MCMC
 
 from ._validation import check_choice, check_delta, check_target_epsilon
-from .fit import PrivateRun
+from .run import PrivateRun
 from .kernels import Langevin, UnderdampedLangevin
 from .losses import PerExampleLoss
 from .plan import SamplingPlan
@@ -35,15 +35,8 @@ PRECONDITIONERS = ("private", "public", "prior")
 
 class PosteriorRun(PrivateRun):
     """A posterior-mode run: the kernel ran on ``phi``; the released draws are ``theta = C phi``
-    (post-processing). The report adds the achieved bulk ESS and R-hat beside the predicted ones."""
-
-    def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
-        phi = np.asarray(self.mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
-        z = phi @ preconditioner_chol(self.plan).T
-        return z[:, self.plan.burn_in:] if drop_burn_in else z
-
-    def released_draws(self) -> np.ndarray:
-        return self.draws(drop_burn_in=False)
+    (post-processing, held in ``theta``). The report adds the achieved bulk ESS and R-hat beside
+    the predicted ones."""
 
     def achieved_mixing(self) -> dict:
         """ArviZ bulk ESS (min) and R-hat (max) of the released draws after burn-in (free)."""
@@ -57,15 +50,6 @@ class PosteriorRun(PrivateRun):
         d = super().report()
         d["posterior"]["achieved"] = self.achieved_mixing()
         return d
-
-    def to_datatree(self, *, debug: bool = False):
-        """The released theta draws (burn-in included) with the report; the divergence flag is
-        computed from them."""
-        from .diagnostics import to_datatree
-
-        if debug:
-            return to_datatree(self.mcmc, self.report(), debug=True)
-        return to_datatree({"theta": self.released_draws()}, self.report())
 
 
 def _prior_term(precision: np.ndarray):
@@ -100,7 +84,10 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
                 thinning=plan.thinning, chain_method=chain_method, progress_bar=progress_bar)
     zero = jnp.zeros((plan.num_chains, plan.dim) if plan.num_chains > 1 else (plan.dim,))
     mcmc.run(key, init_params={"phi": zero})
-    return PosteriorRun(mcmc, plan, potential, source)
+    phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+    div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
+    return PosteriorRun(plan, phi @ preconditioner_chol(plan).T, None if div is None else np.asarray(div, dtype=bool),
+                        source, potential.describe(), _mcmc=mcmc, _potential=potential)
 
 
 def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior_precision,

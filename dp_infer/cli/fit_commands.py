@@ -19,7 +19,8 @@ from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, c
 
 def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, chains, kernel,
                     friction, lam_rel, radius, seed, key_impl, progress, ledger, dataset_id, budget,
-                    X_test=None, y_test=None, out=None, nonprivate=False, extra_attrs=None):
+                    X_test=None, y_test=None, out=None, nonprivate=False, feature_names=None,
+                    extra_attrs=None):
     from .. import nonprivate as np_ref
     from .._validation import check_delta
     from ..calibrate import calibrate
@@ -49,6 +50,8 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     elapsed = time.time() - t0
     if receipt is not None:
         led.complete(receipt)
+    if feature_names is not None:
+        run.feature_names = list(feature_names)
     dt = run.to_datatree()
     dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
     if out is not None:  # written first: the draws are paid for
@@ -61,10 +64,8 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     if plan.release == "trajectory":
         click.echo("")
         click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
-                   "(post-processing: free)")
-        from ..diagnostics import to_datatree
-
-        _mixing_block(to_datatree({"theta": run.draws()}, report), report)
+                   "(post-processing: free; the same draws and checks as dp-infer report on --out)")
+        _mixing_block(dt, report)
     else:
         click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
     if X_test is not None and loss.name in ("logistic", "model_nll"):
@@ -157,5 +158,5 @@ def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, sch
                     horizon=horizon, chains=chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                     radius=radius, seed=seed, key_impl=key_impl, progress=progress, ledger=ledger,
                     dataset_id=dataset_id, budget=budget, X_test=Xt, y_test=yt, out=out,
-                    nonprivate=nonprivate)
+                    nonprivate=nonprivate, feature_names=names)
 

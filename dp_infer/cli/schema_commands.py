@@ -1,9 +1,9 @@
-"""Command line for your own data: ``dp-infer schema draft|check`` and ``dp-infer predict``, plus the
+"""Command line for your own data: ``dp-infer schema draft|check``, plus the
 helper ``dp-infer sample --schema`` uses to read a table through a schema.
 
 Everything printed under "NON-PRIVATE" is computed from the rows and is shown locally only; it is
 never written into a run file or the ledger. The run file stores the schema (public) so that
-``dp-infer predict`` can encode new rows the same way.
+``dp-infer predict`` encodes new rows the same way (:func:`encode_with_stored_schema`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import click
 import numpy as np
 
-__all__ = ["schema_group", "predict_command", "SchemaSampleData", "schema_sample_data", "SCHEMA_ATTR"]
+__all__ = ["schema_group", "SchemaSampleData", "schema_sample_data", "SCHEMA_ATTR", "encode_with_stored_schema"]
 
 SCHEMA_ATTR = "dp_infer_schema"
 FEATURES_ATTR = "dp_infer_feature_names"
@@ -223,49 +223,16 @@ def check(data_file, schema_file, delimiter, no_header, names):
     click.echo(enc.report.format())
 
 
-# ---------------------------------------------------------------------------------------------
-# dp-infer predict
-# ---------------------------------------------------------------------------------------------
-
-@click.command("predict")
-@click.argument("run_file", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
-              help="write predictions as CSV (default: print a summary)")
-@_with_read_options
-def predict_command(run_file, data_file, out, delimiter, no_header, names):
-    """Predict DATA_FILE with the released estimate of RUN_FILE (written by sample --schema)."""
-    import pandas as pd
-
-    from ..diagnostics import get_report, load
+def encode_with_stored_schema(run_file, data_file, delimiter=None, no_header=False, names=None):
+    """The rows of DATA_FILE encoded by the schema stored in RUN_FILE (``sample --schema`` runs):
+    ``(X, feature_names, y_or_None, target_kind)``, or None when the run stores no schema."""
+    from ..diagnostics import load
     from ..schema import FeatureMap, Schema
 
-    dt = load(run_file)
-    raw = dt.attrs.get(SCHEMA_ATTR)
+    raw = load(run_file).attrs.get(SCHEMA_ATTR)
     if raw is None:
-        raise ValueError(f"run_file: {run_file} stores no schema (it was not made by dp-infer sample --schema)")
+        return None
     schema = Schema.from_dict(json.loads(raw) if isinstance(raw, str) else raw)
     fmap = FeatureMap(schema)
     enc = fmap.transform(data_file, target="optional", **_read_kwargs(delimiter, no_header, names))
-    rep = get_report(dt) or {}
-    draws = np.asarray(dt.posterior["theta"].values)  # (chains, draws, dim)
-    burn = int(rep.get("burn_in", 0) or 0) if draws.shape[1] > 1 else 0
-    theta = draws[:, burn:].reshape(-1, fmap.dim).mean(axis=0)  # the released estimate
-    z = enc.X @ theta
-    kind = schema.target.kind if schema.target else "numeric"
-    loss_name = (rep.get("potential") or {}).get("loss", {}).get("name") if isinstance(rep.get("potential"), dict) else None
-    if kind == "binary":
-        pred = pd.DataFrame({"probability": 1 / (1 + np.exp(-z)), "prediction": (z > 0).astype(int)})
-    elif kind == "count" or loss_name == "poisson":
-        pred = pd.DataFrame({"prediction": np.exp(z)})
-    else:
-        pred = pd.DataFrame({"prediction": z})
-    click.echo(f"{data_file}: {enc.X.shape[0]} rows predicted with the released estimate (post-processing)")
-    if enc.y is not None and kind == "binary":
-        click.echo(f"accuracy on these rows: {np.mean((z > 0) == (enc.y > 0.5)):.4f} (computed from their "
-                   "labels: NON-PRIVATE if they are private)")
-    if out:
-        pred.to_csv(out, index=False)
-        click.echo(f"wrote {out}")
-    else:
-        click.echo(pred.head(10).to_string(index=False))
+    return enc.X, list(fmap.feature_names), enc.y, (schema.target.kind if schema.target else "numeric")
