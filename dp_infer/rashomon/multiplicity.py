@@ -90,15 +90,15 @@ def prediction_ranges(draws, X_eval, link: str | None = None, *, model=None) -> 
 
     With ``model``: its predictions (probabilities for logistic). Without: ``link`` in
     ``{"logistic", "identity"}`` applied to ``X @ theta`` (default logistic)."""
+    if model is not None and link is not None:
+        raise ValueError("pass link only without model (the model class fixes the link)")
+    link = "logistic" if link is None else link
+    if link not in ("logistic", "identity"):
+        raise ValueError(f"link must be 'logistic' or 'identity', got {link!r}")
     S = scores(draws, X_eval, model)
     if model is not None:
-        if link is not None:
-            raise ValueError("pass link only without model (the model class fixes the link)")
         P = model.predictions(S)
     else:
-        link = "logistic" if link is None else link
-        if link not in ("logistic", "identity"):
-            raise ValueError(f"link must be 'logistic' or 'identity', got {link!r}")
         P = 0.5 * (1 + np.tanh(0.5 * S)) if link == "logistic" else S
     lo, hi = P.min(axis=1), P.max(axis=1)
     return {"low": lo, "high": hi, "width": hi - lo}
