@@ -86,7 +86,7 @@ class RashomonPlan:
                   "declared_tol": self.tol, "smoothing": self.smoothing,
                   "threshold_width": self.threshold_width, "threshold_curvature": self.curvature,
                   "shell_factor_bound": self.shell_factor_bound,
-                  "horizon": self.num_steps * self.step_size})
+                  "horizon": self.num_steps * self.step_size, "assumptions": tuple(self.assumptions)})
         return d
 
     @property
