@@ -292,7 +292,7 @@ def smoothed_hinge(smoothing: float = 1.0, row_norm: float = 1.0, l2: float = 0.
         z = (2.0 * y - 1.0) * jnp.dot(theta, x)
         return jnp.where(z >= 1.0, 0.0, jnp.where(z <= 1.0 - g, 1.0 - z - 0.5 * g, (1.0 - z) ** 2 / (2.0 * g)))
 
-    consts = _with_l2(R, 2 * R, R * R / g, l2, domain, lambda r: r * R + 1.0)
+    consts = _with_l2(R, 2 * R, R * R / g, l2, domain, lambda r: r * R + 1.0, link=1.0)
     return PerExampleLoss("smoothed_hinge", fn, consts, R, _binary_labels, l2, domain)
 
 
