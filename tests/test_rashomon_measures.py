@@ -332,3 +332,13 @@ def test_bad_inputs_are_one_line_errors_before_any_work():
             fn()
         msg = str(e.value)
         assert needle in msg and "\n" not in msg, (needle, msg)
+
+
+def test_set_fidelity_counts_members_and_flags_private_rows():
+    X = np.zeros((4, 2))
+    loss = _quad(2)  # L(theta) = ||theta||^2 / 2 on these rows, L* = 0
+    draws = np.array([[0.1, 0.0], [0.0, 0.3], [0.25, 0.0], [1.0, 1.0]])  # L = 0.005, 0.045, 0.03125, 1
+    f = R.set_fidelity(draws, loss, X, np.zeros(4), 0.0, 0.04)
+    assert f["fidelity"] == pytest.approx(0.5) and "NON-PRIVATE" in f["privacy"]
+    g = R.set_fidelity(draws, loss, X, np.zeros(4), 0.0, 0.05, data_is_private=False)
+    assert g["fidelity"] == pytest.approx(0.75) and "public" in g["privacy"]

@@ -253,3 +253,40 @@ def test_logistic_2d_against_the_exact_grid():
         F, tol = cum[i] - 0.5 * col[i], 0.5 * col[i]
         m, se = _mean_se(np.mean(z[..., 0] <= g[0][i], axis=1))
         assert abs(m - F) <= 4 * se + tol, (q, m, F, se)
+
+
+# ------------------------------------------------------------------------------ the plan
+
+@pytest.mark.parametrize("mode,kw", [("nonprivate", dict(beta=3000.0)), ("path", dict(eps=1.0, delta=1e-5))])
+def test_plan_step_never_exceeds_the_stable_step_of_the_ramp(mode, kw):
+    loss = R.linear_model("logistic", row_norm=2.0, l2=0.05).loss
+    for psi, horizon, draws in ((0.02, 0.37, 1000), (0.1, 1.0, 7), (0.0, 0.5, 100)):
+        rp = R.plan_rashomon(loss, 500, 4, psi, mode=mode, horizon=horizon, num_draws=draws, **kw)
+        c = loss.constants
+        w = psi * R.WIDTH_FRACTION
+        g2 = 2 * c.smoothness * (psi + R.DEFAULT_TOL + R.FLOAT32_SLACK + w)
+        curv = c.smoothness + (g2 / w if w > 0 else 0.0)  # M + g^2 / w, the jump over the ramp
+        assert rp.curvature == pytest.approx(curv, rel=1e-12)
+        assert rp.step_size * rp.beta * curv <= 0.5 * (1 + 1e-12)  # rounded up, never down
+        assert rp.num_steps * rp.step_size == pytest.approx(horizon, rel=1e-12)
+        assert rp.num_steps % rp.thinning == 0
+
+
+def test_shift_threshold_drops_tol_from_the_sensitivity():
+    loss = R.linear_model("logistic", row_norm=1.0, l2=0.05).loss
+    a = R.plan_rashomon(loss, 300, 3, 0.02, eps=1.0, delta=1e-5, tol=1e-3)
+    b = R.plan_rashomon(loss, 300, 3, 0.02, eps=1.0, delta=1e-5, tol=1e-3, shift_threshold=True)
+    w = 0.02 * R.WIDTH_FRACTION
+    assert a.sensitivity == pytest.approx(T.smoothed_sensitivity(loss.constants, 300, 0.02, w, 1e-3 + R.FLOAT32_SLACK))
+    assert b.sensitivity == pytest.approx(T.smoothed_sensitivity(loss.constants, 300, 0.02, w, R.FLOAT32_SLACK))
+    assert b.sensitivity < a.sensitivity and b.beta > a.beta
+    # through the sampler: the shifted base lies below L*_glob, and the run reports the smaller bound
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, (300, 2))
+    y = (rng.uniform(size=300) < 0.5).astype(float)
+    model = R.linear_model("logistic", row_norm=1.0, l2=0.05)
+    res = R.sample_rashomon(model, X, y, 0.02, eps=1.0, delta=1e-5, tol=1e-3, shift_threshold=True,
+                            horizon=0.1, num_draws=10, seed=0)
+    assert res.privacy["thresholded_sensitivity"] == pytest.approx(b.sensitivity)
+    mini = R.rashomon_minimum(model, X, y)
+    assert R.threshold_base(mini, 0.05, 1e-3, shift=True) <= mini.value - 1e-3
