@@ -202,6 +202,12 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: 
     if target != "estimate":
         raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
     num_chains = 1 if num_chains is None else num_chains
+    if loss.constants.smoothness is None and route in ("auto", "proximal"):
+        # no smoothness: Langevin's step-size theory does not apply -> the proximal sampler
+        from .fit_proximal import fit_proximal
+
+        return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
+                            domain=domain, seed=seed, **calibrate_kwargs)
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain
     plan = calibrate(loss.constants, X.shape[0], loss.num_params(X.shape[1]), eps=eps,
