@@ -26,6 +26,13 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     from ..domains import L2Ball
     from ..fit import sample
 
+    if loss.constants.smoothness is None:  # hinge / quantile: the proximal route (seed 002)
+        from .proximal import run_and_report_proximal
+
+        return run_and_report_proximal(loss, X, y, command=command, eps=eps, delta=delta, pure=pure, route=route,
+                                       chains=chains, lam_rel=lam_rel, radius=radius, seed=seed, key_impl=key_impl,
+                                       ledger=ledger, dataset_id=dataset_id, budget=budget, X_test=X_test,
+                                       y_test=y_test, out=out)
     if not pure:
         check_delta(delta)  # delta = 0 means pure eps in Python; on the command line that is --pure
     X, y = loss.check_data(X, y)
@@ -108,22 +115,27 @@ def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam
 @click.command()
 @click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--target", required=True, help="name of the label column")
-@click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber"]), default="logistic",
-              show_default=True)
+@click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber", "hinge", "quantile"]),
+              default="logistic", show_default=True,
+              help="hinge / quantile have no smoothness: they run the proximal sampler")
+@click.option("--quantile", "quantile_level", type=float, default=0.5, show_default=True,
+              help="quantile level tau in (0, 1) for --loss quantile")
 @click.option("--row-norm", type=float, default=1.0, show_default=True,
               help="rows are clipped to this l2 norm (> 0)")
 @click.option("--huber-threshold", type=float, default=1.0, show_default=True)
 @click.option("--test-csv", type=click.Path(exists=True, dir_okay=False), default=None,
               help="held-out public CSV; its columns are matched to the training file by name")
 @with_options(_common)
-def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, eps, delta, pure,
-           route, radius, horizon, chains, kernel, friction, lam_rel, ledger, dataset_id, budget,
+def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, eps, delta,
+           pure, route, radius, horizon, chains, kernel, friction, lam_rel, ledger, dataset_id, budget,
            seed, key_impl, progress, out, nonprivate):
     """Private draws for a numeric CSV (features must already be on a public scale)."""
-    from .. import datasets, losses
+    from .. import datasets, losses, losses_nonsmooth
 
-    loss = (losses.logistic(row_norm=row_norm) if loss_name == "logistic"
-            else losses.huber(threshold=huber_threshold, row_norm=row_norm))
+    loss = {"logistic": lambda: losses.logistic(row_norm=row_norm),
+            "huber": lambda: losses.huber(threshold=huber_threshold, row_norm=row_norm),
+            "hinge": lambda: losses_nonsmooth.hinge(row_norm=row_norm),
+            "quantile": lambda: losses_nonsmooth.quantile(quantile_level, row_norm=row_norm)}[loss_name]()
     X, y, names = datasets.load_csv(csv_file, target)
     Xt = yt = None
     if test_csv:  # read and matched by name before anything is charged
