@@ -19,7 +19,7 @@ from dp_infer import audit
 from dp_infer.kernels import proximal as P
 from dp_infer.privacy import proximal as PP
 from dp_infer.privacy.accountant import Accountant
-from dp_infer.privacy.events import gdp_log_delta
+from dp_infer.privacy.conversions import gdp_log_delta
 from dp_infer.privacy.stationary import regularized_exp_mech_mu
 
 A_POINTS = np.array([-2.0, -0.5, 0.3, 1.0, 3.0])  # seed-002 digest §7.3 example
