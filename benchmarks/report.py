@@ -96,7 +96,14 @@ def to_markdown(res: dict) -> str:
                      f"{r['ess_min_per_s']:.2f} | {r['ess_median_per_s']:.2f} | {note} |")
         L.append("")
     L += _mechanisms_b(S.get("mechanisms_b", {}))
+    L += _mechanisms_a(S.get("mechanisms_a", {}))
     return "\n".join(L) + "\n"
+
+
+def _mechanisms_a(m: dict) -> list[str]:
+    from .mechanisms_a import markdown
+
+    return markdown(m)
 
 
 def _mechanisms_b(mb: dict) -> list[str]:
