@@ -6,7 +6,7 @@ pinball loss, tau = 0.5) on Adult at eps in {0.5, 1, 2}, delta = 1e-5:
     sampler, exact linearised oracle, one chain, final position released) on a uniformly random
     subsample of ``n_sub`` training rows (its cost grows like (n s)^2: the full data need ~1e5+ steps
     of a full pass each, see ``planned_steps_full``);
-  * ``langevin_smoothed``: ``fit`` on the smoothed twin (width 0.1; trajectory route, 2 chains)
+  * ``langevin_smoothed``: ``fit`` on the smoothed twin (width 0.5; trajectory route, 2 chains)
     on the same subsample and on all rows;
   * ``dpgd``: full-batch DP (sub)gradient descent on the kinked loss, T = 200, lr = 2, clip 1
     (exact GDP composition), on the subsample and on all rows.
@@ -86,10 +86,10 @@ def _nonsmooth(quick, log):
     sub = np.random.default_rng(12345).permutation(a.X_train.shape[0])[:n_sub]
     Xq, yq, Xqt, yqt = _quantile_data(a)
     tasks = {
-        "hinge_svm": dict(loss=hinge(), smooth=smoothed_hinge(0.1), X=a.X_train, y=a.y_train, Xt=a.X_test,
+        "hinge_svm": dict(loss=hinge(), smooth=smoothed_hinge(0.5), X=a.X_train, y=a.y_train, Xt=a.X_test,
                           yt=a.y_test, metric=lambda th, X, y: accuracy(th, X, y), metric_name="test accuracy",
                           reference=smoothed_hinge(0.01)),
-        "median_regression": dict(loss=quantile(0.5), smooth=smoothed_quantile(0.5, 0.1), X=Xq, y=yq, Xt=Xqt,
+        "median_regression": dict(loss=quantile(0.5), smooth=smoothed_quantile(0.5, 0.5), X=Xq, y=yq, Xt=Xqt,
                                   yt=yqt, metric=_pinball, metric_name="test pinball loss (tau = 0.5)",
                                   reference=smoothed_quantile(0.5, 0.01)),
     }
@@ -146,7 +146,7 @@ def _public(quick, log):
     a = load_adult()
     fracs = [0.02] if quick else [0.01, 0.02, 0.05]
     eps_list = [1.0] if quick else [0.5, 1.0, 2.0]
-    lrs = [2.0, 8.0] if quick else [0.5, 2.0, 8.0, 32.0]
+    lrs = [2.0, 8.0] if quick else [2.0, 8.0, 32.0]
     seeds = [0] if quick else [0, 1, 2]
     perm = np.random.default_rng(2024).permutation(a.X_train.shape[0])
     out = {"fractions": fracs, "eps": eps_list, "step_sizes": lrs, "seeds": seeds, "rows": [],
