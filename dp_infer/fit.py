@@ -206,6 +206,9 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: 
         # no smoothness: Langevin's step-size theory does not apply -> the proximal sampler
         from .fit_proximal import fit_proximal
 
+        if (horizon, kernel, friction, num_draws) != (1.0, "langevin", None, 1000):
+            raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
+                             "proximal route that runs losses without smoothness")
         return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
                             domain=domain, seed=seed, **calibrate_kwargs)
     X, y = loss.check_data(X, y)

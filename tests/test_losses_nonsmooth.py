@@ -132,6 +132,21 @@ def test_neighbouring_datasets_give_identical_plans():
     assert run1.plan.as_dict() == run2.plan.as_dict()
 
 
+@pytest.mark.slow
+def test_seed_taylor_oracle_runs_end_to_end_with_its_tv_bound():
+    # seed 002 Algorithm 2 as the oracle: the plan's TV per draw includes T x the oracle's explicit bound
+    # (n = 6 and eps = 0.3 keep kappa, hence the ~3e4 kappa steps of this oracle, small)
+    X = _rows(np.random.default_rng(3), 6, 2)
+    run = dp_infer.fit(LN.absolute(), X, X @ np.array([1.0, -1.0]), eps=0.3, delta=1e-5, rgo="taylor", seed=2)
+    p = run.plan
+    assert p.rgo == "taylor" and p.tv_oracle_per_call > 0
+    assert p.tv_per_draw == pytest.approx(p.tv_outer + p.num_steps * p.tv_oracle_per_call)
+    assert (1 + math.exp(0.3)) * p.tv_per_draw <= p.delta_sampling * (1 + 1e-9)
+    # about 2 proposals per oracle call and 2e single-example evaluations per proposal (NON-PRIVATE info)
+    assert 1.5 < run.debug_info["proposals_per_step"] < 2.5
+    assert run.debug_info["evaluations_per_step"] / run.debug_info["proposals_per_step"] == pytest.approx(2 * math.e, rel=0.1)
+
+
 def test_proximal_route_refuses_what_it_cannot_certify():
     X, y = _toy()
     with pytest.raises(ValueError, match="R\\^d"):
@@ -143,6 +158,8 @@ def test_proximal_route_refuses_what_it_cannot_certify():
         dp_infer.fit(LN.hinge(), X, y, eps=1.0, delta=None, seed=0)
     with pytest.raises(ValueError, match="max_steps"):
         dp_infer.fit(LN.hinge(), X, y, eps=1.0, delta=1e-5, seed=0, rgo_scale=0.5, max_steps=10)
+    with pytest.raises(ValueError, match="Langevin routes"):
+        dp_infer.fit(LN.hinge(), X, y, eps=1.0, delta=1e-5, seed=0, horizon=3.0)
 
 
 def test_cli_sample_with_hinge_and_quantile_losses(tmp_path):
