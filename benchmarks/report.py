@@ -99,7 +99,14 @@ def to_markdown(res: dict) -> str:
     L += _data_markdown(S.get("data", {}))
     L += _model_section(S.get("model", {}))
     L += _rashomon_compare(S.get("rashomon_compare", {}))
+    L += _mechanisms_a(S.get("mechanisms_a", {}))
     return "\n".join(L) + "\n"
+
+
+def _mechanisms_a(m: dict) -> list[str]:
+    from .mechanisms_a import markdown
+
+    return markdown(m)
 
 
 def _mechanisms_b(mb: dict) -> list[str]:

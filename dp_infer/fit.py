@@ -199,6 +199,15 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     if target != "estimate":
         raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
     num_chains = 1 if num_chains is None else num_chains
+    if loss.constants.smoothness is None and route in ("auto", "proximal"):
+        # no smoothness: Langevin's step-size theory does not apply -> the proximal sampler
+        from .fit_proximal import fit_proximal
+
+        if (horizon, kernel, friction, num_draws) != (1.0, "langevin", None, 1000):
+            raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
+                             "proximal route that runs losses without smoothness")
+        return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
+                            domain=domain, seed=seed, **calibrate_kwargs)
     names = X.columns if hasattr(X, "columns") else None
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain

@@ -27,6 +27,13 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     from ..domains import L2Ball
     from ..fit import sample
 
+    if loss.constants.smoothness is None:  # hinge / quantile: the proximal route (seed 002)
+        from .proximal import run_and_report_proximal
+
+        return run_and_report_proximal(loss, X, y, command=command, eps=eps, delta=delta, pure=pure, route=route,
+                                       chains=chains, lam_rel=lam_rel, radius=radius, seed=seed, key_impl=key_impl,
+                                       ledger=ledger, dataset_id=dataset_id, budget=budget, X_test=X_test,
+                                       y_test=y_test, out=out)
     if not pure:
         check_delta(delta)  # delta = 0 means pure eps in Python; on the command line that is --pure
     X, y = loss.check_data(X, y)
@@ -110,8 +117,11 @@ def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam
 @click.command()
 @click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--target", default=None, help="name of the label column (with --schema: the schema's target)")
-@click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber"]), default="logistic",
-              show_default=True)
+@click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber", "hinge", "quantile"]),
+              default="logistic", show_default=True,
+              help="hinge / quantile have no smoothness: they run the proximal sampler")
+@click.option("--quantile", "quantile_level", type=float, default=0.5, show_default=True,
+              help="quantile level tau in (0, 1) for --loss quantile")
 @click.option("--row-norm", type=float, default=1.0, show_default=True,
               help="rows are clipped to this l2 norm (> 0)")
 @click.option("--huber-threshold", type=float, default=1.0, show_default=True)
@@ -123,15 +133,17 @@ def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam
 @click.option("--split-seed", type=click.IntRange(min=0), default=None,
               help="seed of the --split permutation (default: OS entropy)")
 @with_options(_common)
-def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, schema_file, split,
-           split_seed, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
+def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, schema_file,
+           split, split_seed, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
            ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
     """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale."""
-    from .. import datasets, losses
+    from .. import datasets, losses, losses_nonsmooth
 
     if schema_file is not None:  # read, encoded and checked before anything is charged
         from .schema_commands import schema_sample_data
 
+        if loss_name in ("hinge", "quantile"):
+            raise ValueError("loss: --loss hinge/quantile are not available with --schema yet (use a numeric CSV)")
         d = schema_sample_data(csv_file, schema_file, target=target, test_csv=test_csv, split=split,
                                split_seed=split_seed, nonprivate=nonprivate)
         _run_and_report(d.make_loss(loss_name, huber_threshold, radius), d.X, d.y, command="sample",
@@ -143,8 +155,10 @@ def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, sch
         return
     if target is None or split is not None:
         raise ValueError("target: --target is required without --schema (and --split needs --schema)")
-    loss = (losses.logistic(row_norm=row_norm) if loss_name == "logistic"
-            else losses.huber(threshold=huber_threshold, row_norm=row_norm))
+    loss = {"logistic": lambda: losses.logistic(row_norm=row_norm),
+            "huber": lambda: losses.huber(threshold=huber_threshold, row_norm=row_norm),
+            "hinge": lambda: losses_nonsmooth.hinge(row_norm=row_norm),
+            "quantile": lambda: losses_nonsmooth.quantile(quantile_level, row_norm=row_norm)}[loss_name]()
     X, y, names = datasets.load_csv(csv_file, target)
     Xt = yt = None
     if test_csv:  # read and matched by name before anything is charged
