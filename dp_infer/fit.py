@@ -210,7 +210,7 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: 
             raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
                              "proximal route that runs losses without smoothness")
         return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
-                            domain=domain, seed=seed, **calibrate_kwargs)
+                            domain=domain, seed=seed, key_impl=key_impl, **calibrate_kwargs)
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain
     plan = calibrate(loss.constants, X.shape[0], loss.num_params(X.shape[1]), eps=eps,
