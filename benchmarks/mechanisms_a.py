@@ -165,8 +165,8 @@ def _public(quick, log):
                     for s in seeds:
                         r = fn(loss, X, y, Xp, yp, eps=e, delta=DELTA, num_steps=200, step_size=lr, clip_norm=1.0,
                                public_l2=1e-3, seed=100 * s + 7)
-                        accs.append(accuracy(r.theta, a.X_test, a.y_test))
-                        row["public_only"] = accuracy(r.theta_public, a.X_test, a.y_test)
+                        accs.append(accuracy(r.value, a.X_test, a.y_test))
+                        row["public_only"] = accuracy(np.asarray(r.params["theta_public"]), a.X_test, a.y_test)
                     row[f"{label}@{lr:g}"] = float(np.mean(accs))
                     row[f"{label}@{lr:g}_sd"] = float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0
                     row[f"{label}@{lr:g}_s"] = time.perf_counter() - t0
@@ -199,11 +199,11 @@ def _iterated(quick, log):
         it = [iterated_exponential_mechanism(loss, X, y, eps=eps, domain=L2Ball(p, 1.0), seed=s, anchor=xbar)
               for s in range(reps)]
         si = [exponential_mechanism(loss, X, y, eps=eps, domain=L2Ball(p, 1.0), seed=s, anchor=xbar) for s in range(reps)]
-        ex = lambda rs: [0.5 * float(np.sum((r.theta - xbar) ** 2)) for r in rs]  # noqa: E731
-        row = {"n": n, "rounds": len(it[0].rounds), "iterated": float(np.mean(ex(it))),
+        ex = lambda rs: [0.5 * float(np.sum((r.value - xbar) ** 2)) for r in rs]  # noqa: E731
+        row = {"n": n, "rounds": len(it[0].params["rounds"]), "iterated": float(np.mean(ex(it))),
                "iterated_se": float(np.std(ex(it), ddof=1) / math.sqrt(reps)), "single": float(np.mean(ex(si))),
                "single_se": float(np.std(ex(si), ddof=1) / math.sqrt(reps)),
-               "single_theory": p * 2.0 / (eps * n), "final_diameter_bound": it[0].rounds[-1]["diameter_bound"],
+               "single_theory": p * 2.0 / (eps * n), "final_diameter_bound": it[0].params["rounds"][-1]["diameter_bound"],
                "seconds": time.perf_counter() - t0}
         log(f"  [mechanisms_a] iterated EM n={n}: iterated {row['iterated']:.3g}, single {row['single']:.3g}")
         out["rows"].append(row)

@@ -207,7 +207,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
             raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
                              "proximal route that runs losses without smoothness")
         return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
-                            domain=domain, seed=seed, **calibrate_kwargs)
+                            domain=domain, seed=seed, key_impl=key_impl, **calibrate_kwargs)
     names = X.columns if hasattr(X, "columns") else None
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain

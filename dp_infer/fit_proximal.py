@@ -127,7 +127,7 @@ def sample_proximal(loss: PerExampleLoss, X, y, plan: ProximalPlan, *, seed: int
 def fit_proximal(loss: PerExampleLoss, X, y, *, eps: float, delta: float, num_chains: int = 1,
                  lam_rel: float | None = None, domain: Domain | None = None, theta_scale: float = 10.0,
                  rgo: str = "linearised", rgo_scale: float | str = "auto", tv_fraction: float = 0.01,
-                 max_steps: float = 2e5, seed: int | None = None) -> ProximalRun:
+                 max_steps: float = 2e5, seed: int | None = None, key_impl: str = "threefry2x32") -> ProximalRun:
     """Plan from the declared constants, then sample: the proximal route end to end.
 
     ``lam_rel`` is the regulariser m of ``exp(-k (F + (m/2)|theta|^2))`` (default: the
@@ -142,4 +142,4 @@ def fit_proximal(loss: PerExampleLoss, X, y, *, eps: float, delta: float, num_ch
     plan = proximal_plan_for(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, num_chains=num_chains,
                              lam_rel=lam_rel, theta_scale=theta_scale, rgo=rgo, rgo_scale=rgo_scale,
                              tv_fraction=tv_fraction, max_steps=max_steps)
-    return sample_proximal(loss, X, y, plan, seed=seed)
+    return sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)

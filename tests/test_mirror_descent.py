@@ -33,10 +33,10 @@ def test_exact_mirror_step_equals_the_quadratic_one_for_a_quadratic_mirror_map()
     Xp, yp = _regression(60, 4, seed=1)
     loss = huber(threshold=1e3)
     kw = dict(eps=1.0, delta=1e-5, num_steps=30, step_size=0.5, clip_norm=1.0, public_l2=1e-2, seed=7)
-    a = MD.pda_dpmd(loss, X, y, Xp, yp, mirror="quadratic", **kw)
-    b = MD.pda_dpmd(loss, X, y, Xp, yp, mirror="exact", **kw)
-    np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9, atol=1e-10)
-    np.testing.assert_allclose(a.theta_last, b.theta_last, rtol=1e-9, atol=1e-10)
+    for output in ("average", "last"):
+        a = MD.pda_dpmd(loss, X, y, Xp, yp, mirror="quadratic", output=output, **kw)
+        b = MD.pda_dpmd(loss, X, y, Xp, yp, mirror="exact", output=output, **kw)
+        np.testing.assert_allclose(a.value, b.value, rtol=1e-9, atol=1e-10)
 
 
 def test_identity_mirror_is_dp_gd_warm_started_with_the_same_noise():
@@ -52,13 +52,13 @@ def test_identity_mirror_is_dp_gd_warm_started_with_the_same_noise():
     key, _ = secret_key(11)
     with jax.enable_x64(True):
         keys = jax.random.split(key, T)
-        th = np.array(r.theta_public)
+        th = np.array(r.params["theta_public"])
         for t in range(T):
             g = np.asarray(jax.vmap(jax.grad(loss.example), in_axes=(None, 0, 0))(jnp.asarray(th), jnp.asarray(X), jnp.asarray(y)))
             g = g * np.minimum(1.0, C / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-300))
-            b = r.sigma * np.asarray(jax.random.normal(keys[t], th.shape, jnp.float64))
+            b = r.params["sigma"] * np.asarray(jax.random.normal(keys[t], th.shape, jnp.float64))
             th = th - eta * (g.mean(axis=0) + b)
-    np.testing.assert_allclose(r.theta, th, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(r.value, th, rtol=1e-9, atol=1e-12)
 
 
 def test_pda_dpmd_equals_dp_gd_when_the_public_hessian_is_isotropic():
@@ -70,8 +70,8 @@ def test_pda_dpmd_equals_dp_gd_when_the_public_hessian_is_isotropic():
     kw = dict(eps=1.0, delta=1e-5, num_steps=15, step_size=0.9, clip_norm=1.0, public_l2=1e-3, seed=5)
     a = MD.pda_dpmd(loss, X, y, Xp, yp, mirror="quadratic", **kw)
     b = MD.dp_gd_warm_start(loss, X, y, Xp, yp, **kw)
-    np.testing.assert_allclose(a.preconditioner_eigenvalues, 1.0, rtol=1e-9)
-    np.testing.assert_allclose(a.theta, b.theta, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(a.params["preconditioner_eigenvalues"], 1.0, rtol=1e-9)
+    np.testing.assert_allclose(a.value, b.value, rtol=1e-8, atol=1e-10)
 
 
 def test_accounting_matches_the_target_and_dp_accounting():
@@ -97,10 +97,11 @@ def test_report_recomputes_the_spent_budget():
     X, y = _regression(500, 3)
     Xp, yp = _regression(30, 3, seed=4)
     r = MD.pda_dpmd(huber(), X, y, Xp, yp, eps=1.0, delta=1e-5, num_steps=50, seed=1)
-    rep = r.report()
-    assert rep["eps_spent"] == pytest.approx(1.0, rel=1e-6) and rep["eps_spent"] <= 1.0 + 1e-9
+    rep = r.report(1e-5)
+    assert rep["epsilon"] == pytest.approx(1.0, rel=1e-6) and rep["epsilon"] <= 1.0 + 1e-9
     assert rep["mu"] == pytest.approx(gdp_mu(1.0, 1e-5), rel=1e-9)
     assert rep["randomness"]["source"] == "seed given by the caller"
+    assert rep["params"]["num_steps"] == 50 and r.events[0][1] == 50
 
 
 def test_theorem_81_noise_displacement():

@@ -34,20 +34,18 @@ the single mechanism's ``p G D_0 / (eps n)`` (the p/beta bound, seed 001 Thm 2.4
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-
 import jax
 import numpy as np
 
 from .._validation import check_epsilon, check_positive, check_positive_int
 from ..domains import L2Ball
 from ..losses import PerExampleLoss
-from ..privacy.accountant import Accountant
 from ..privacy.events import PureDpEvent
 from ..randomness import secret_key
+from ._release import Release
 from .gibbs_rejection import BallIntersection, exact_gibbs_draw
 
-__all__ = ["IteratedEMResult", "num_rounds", "round_epsilons", "explicit_radius", "seed_radius",
+__all__ = ["num_rounds", "round_epsilons", "explicit_radius", "seed_radius", "run_rounds",
            "iterated_exponential_mechanism", "exponential_mechanism"]
 
 RADIUS_RULES = ("explicit", "seed")
@@ -86,29 +84,6 @@ def seed_radius(c: float, lipschitz: float, dim: int, n: int, diameter: float, s
     return math.sqrt(c * lipschitz * (dim + 3.0 * math.log(n)) * diameter / (strong_convexity * eps_round * n))
 
 
-@dataclass
-class IteratedEMResult:
-    """The released point, the per-round parameters (data independent given earlier outputs) and
-    the composed privacy. ``proposals`` (rejection-sampler work) is NON-PRIVATE: never release it."""
-
-    theta: np.ndarray
-    rounds: list[dict]
-    events: tuple[PureDpEvent, ...]
-    eps_spent: float
-    randomness: dict
-    assumptions: tuple[str, ...]
-    proposals: list[float] = field(default_factory=list, repr=False)
-
-    def accountant(self) -> Accountant:
-        return Accountant(list(self.events))
-
-    def report(self) -> dict:
-        return {"mechanism": "iterated_exponential_mechanism" if len(self.rounds) > 1 else "exponential_mechanism",
-                "eps": self.eps_spent, "delta": 0.0, "rounds": self.rounds,
-                "events": [e.to_dict() for e in self.events], "assumptions": list(self.assumptions),
-                "randomness": self.randomness}
-
-
 _MEAN_FNS: dict = {}
 
 
@@ -138,23 +113,16 @@ def _check_inputs(loss, X, y, domain, strong_convexity):
     return X, y, p, m, G
 
 
-def iterated_exponential_mechanism(loss: PerExampleLoss, X, y, *, eps: float, domain: L2Ball,
-                                   strong_convexity: float | None = None, rounds: int | None = None,
-                                   eps_rounds=None, radius_rule: str = "explicit", c: float | None = None,
-                                   failure_probability: float | None = None, seed: int | None = None,
-                                   anchor=None) -> IteratedEMResult:
-    """Seed 001 Algorithm 2 on ``L(theta; D) = mean loss``, pure ``eps``-DP (exact draws).
+def run_rounds(loss: PerExampleLoss, X, y, *, eps_rounds, domain: L2Ball, strong_convexity: float | None = None,
+               radius_rule: str = "explicit", c: float | None = None, failure_probability: float | None = None,
+               key=None, anchor=None):
+    """The rounds of Algorithm 2 with a given key: ``(theta_k, rows, events, proposals)``.
 
-    :param domain: C_0, an L2 ball containing the minimiser (its diameter enters beta_1).
-    :param strong_convexity: m of the mean loss (default: the loss's declared one, from its L2
-        term); a declared m is an assumption, checked on every proposal of the sampler.
-    :param rounds: k (default :func:`num_rounds`); ``eps_rounds`` overrides the per-round split
-        (must sum to <= eps).
-    :param radius_rule: ``"explicit"`` (default) or ``"seed"`` (needs the constant ``c``).
-    :param anchor: envelope tangent point for the sampler (default: a minimiser over R^p computed
-        from the data -- it changes the work, never the law).
+    ``rows`` hold each round's eps, beta, diameter bound and radius (data independent: the radii
+    depend on beta, m, p and gamma only) and the round's draw ``center`` (a private output whose
+    release the composition covers; :func:`iterated_exponential_mechanism` releases theta_k only).
+    ``proposals`` is the sampler's NON-PRIVATE work count.
     """
-    eps = check_epsilon(eps)
     X, y, p, m, G = _check_inputs(loss, X, y, domain, strong_convexity)
     n = X.shape[0]
     if radius_rule not in RADIUS_RULES:
@@ -162,12 +130,7 @@ def iterated_exponential_mechanism(loss: PerExampleLoss, X, y, *, eps: float, do
     if radius_rule == "seed" and c is None:
         raise ValueError("radius_rule='seed' needs the constant c (the paper leaves it unspecified)")
     gamma = 1.0 / n**3 if failure_probability is None else failure_probability
-    if eps_rounds is None:
-        eps_rounds = round_epsilons(eps, num_rounds(eps, n, p) if rounds is None else rounds)
     eps_rounds = tuple(check_positive("eps_rounds[i]", e) for e in eps_rounds)
-    if sum(eps_rounds) > eps * (1 + 1e-12):
-        raise ValueError(f"eps_rounds must sum to at most eps = {eps:g}, got {sum(eps_rounds):g}")
-    key, source = secret_key(seed)
     mean_loss = _mean_loss_fn(loss)
     if anchor is None:
         from ..nonprivate import minimize_loss
@@ -183,7 +146,10 @@ def iterated_exponential_mechanism(loss: PerExampleLoss, X, y, *, eps: float, do
         theta, used = exact_gibbs_draw(sub, mean_loss, (X, y), C, beta=beta, strong_convexity=m, anchor=anchor)
         props.append(used)
         events.append(PureDpEvent(epsilon=e_i, label=f"exponential_mechanism_round_{i}",
-                                  assumptions=("exact draw from exp(-beta L) on C_{i-1}",),
+                                  assumptions=("exact draw from exp(-beta L) on C_{i-1}",
+                                               f"every per-example loss difference is G = {G:g}-Lipschitz on C_0",
+                                               f"the mean loss is m = {m:g}-strongly convex (declared; checked "
+                                               "on every proposal)"),
                                   metadata={"beta": beta, "diameter_bound": D}))
         row = {"round": i, "eps": e_i, "beta": beta, "diameter_bound": D}
         if i < len(eps_rounds):
@@ -192,21 +158,53 @@ def iterated_exponential_mechanism(loss: PerExampleLoss, X, y, *, eps: float, do
             C = C.intersect(theta, r)
             D = min(D, 2.0 * r)
             row["radius"] = r
-            row["center"] = [float(v) for v in theta]  # an accounted output of round i (composition covers it)
+            row["center"] = [float(v) for v in theta]
         rows.append(row)
-    acc = Accountant(events)
-    return IteratedEMResult(
-        theta=theta, rounds=rows, events=tuple(events), eps_spent=acc.get_epsilon(log_delta=-700.0),
-        randomness=source.describe(), proposals=props,
-        assumptions=(f"every per-example loss difference is G = {G:g}-Lipschitz on C_0 (declared constants)",
-                     f"the mean loss is m = {m:g}-strongly convex (declared; checked on every proposal)",
-                     "replace-one neighbouring datasets with n fixed (public)",
-                     "the running time (number of rejection proposals) is not covered"))
+    return theta, rows, events, props
+
+
+def iterated_exponential_mechanism(loss: PerExampleLoss, X, y, *, eps: float, domain: L2Ball,
+                                   strong_convexity: float | None = None, rounds: int | None = None,
+                                   eps_rounds=None, radius_rule: str = "explicit", c: float | None = None,
+                                   failure_probability: float | None = None, seed: int | None = None,
+                                   anchor=None) -> Release:
+    """Seed 001 Algorithm 2 on ``L(theta; D) = mean loss``, pure ``eps``-DP (exact draws).
+
+    Returns a :class:`~dp_infer.mechanisms.Release` of theta_k with one pure event per round.
+
+    :param domain: C_0, an L2 ball containing the minimiser (its diameter enters beta_1).
+    :param strong_convexity: m of the mean loss (default: the loss's declared one, from its L2
+        term); a declared m is an assumption, checked on every proposal of the sampler.
+    :param rounds: k (default :func:`num_rounds`); ``eps_rounds`` overrides the per-round split
+        (must sum to <= eps).
+    :param radius_rule: ``"explicit"`` (default) or ``"seed"`` (needs the constant ``c``).
+    :param anchor: envelope tangent point for the sampler (default: a minimiser over R^p computed
+        from the data -- it changes the work, never the law).
+    """
+    eps = check_epsilon(eps)
+    X, y, p, m, G = _check_inputs(loss, X, y, domain, strong_convexity)
+    if eps_rounds is None:
+        eps_rounds = round_epsilons(eps, num_rounds(eps, X.shape[0], p) if rounds is None else rounds)
+    if sum(eps_rounds) > eps * (1 + 1e-12):
+        raise ValueError(f"eps_rounds must sum to at most eps = {eps:g}, got {sum(eps_rounds):g}")
+    if radius_rule not in RADIUS_RULES:
+        raise ValueError(f"radius_rule must be one of {RADIUS_RULES}, got {radius_rule!r}")
+    key, source = secret_key(seed)
+    theta, rows, events, _ = run_rounds(loss, X, y, eps_rounds=eps_rounds, domain=domain, strong_convexity=m,
+                                        radius_rule=radius_rule, c=c, failure_probability=failure_probability,
+                                        key=key, anchor=anchor)
+    params = {"mechanism": "iterated_exponential_mechanism" if len(rows) > 1 else "exponential_mechanism",
+              "rounds": [{k: v for k, v in r.items() if k != "center"} for r in rows],
+              "radius_rule": radius_rule, "n": X.shape[0], "dim": p, "G": G, "strong_convexity": m,
+              "domain": domain.describe(),
+              "running_time": "the number of rejection proposals depends on the data and is not covered"}
+    return Release(value=theta, events=tuple((e, 1) for e in events), params=params,
+                   randomness=source.describe())
 
 
 def exponential_mechanism(loss: PerExampleLoss, X, y, *, eps: float, domain: L2Ball,
                           strong_convexity: float | None = None, seed: int | None = None,
-                          anchor=None) -> IteratedEMResult:
+                          anchor=None) -> Release:
     """The single exponential mechanism on C_0 at the full eps: ``beta = eps n / (G diam C_0)``."""
     return iterated_exponential_mechanism(loss, X, y, eps=eps, domain=domain, strong_convexity=strong_convexity,
                                           eps_rounds=(check_epsilon(eps),), seed=seed, anchor=anchor)

@@ -32,8 +32,6 @@ replace-one adjacency; digest §5.3).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -41,44 +39,14 @@ from jax import lax
 
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive, check_positive_int
 from ..losses import PerExampleLoss
-from ..privacy.accountant import Accountant
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..randomness import secret_key
+from ._release import Release
 
-__all__ = ["MirrorDescentResult", "noise_for_target", "pda_dpmd", "dp_gd_warm_start"]
+__all__ = ["noise_for_target", "pda_dpmd", "dp_gd_warm_start"]
 
 MIRRORS = ("quadratic", "exact", "identity")
-
-
-@dataclass
-class MirrorDescentResult:
-    """The released estimate and everything needed to recompute its privacy."""
-
-    theta: np.ndarray
-    theta_last: np.ndarray
-    theta_public: np.ndarray
-    event: GdpEvent
-    num_steps: int
-    sigma: float
-    step_size: float
-    clip_norm: float
-    mirror: str
-    eps: float
-    delta: float
-    randomness: dict
-    preconditioner_eigenvalues: np.ndarray | None = None
-
-    def accountant(self) -> Accountant:
-        return Accountant([(self.event, self.num_steps)])
-
-    def report(self) -> dict:
-        acc = self.accountant()
-        return {"mechanism": "pda_dpmd" if self.mirror != "identity" else "dp_gd_warm_start",
-                "mirror": self.mirror, "eps": self.eps, "delta": self.delta,
-                "eps_spent": acc.get_epsilon(self.delta), "mu": acc.gdp_mu(), "sigma": self.sigma,
-                "num_steps": self.num_steps, "step_size": self.step_size, "clip_norm": self.clip_norm,
-                "event": self.event.to_dict(), "randomness": self.randomness}
 
 
 def noise_for_target(eps: float, delta: float, *, n: int, num_steps: int, clip_norm: float) -> float:
@@ -110,8 +78,12 @@ def pda_dpmd(loss: PerExampleLoss, X, y, X_public, y_public, *, eps: float, delt
              num_steps: int = 100, step_size: float = 1.0, clip_norm: float = 1.0,
              public_loss: PerExampleLoss | None = None, public_l2: float = 1e-3, mirror: str = "quadratic",
              normalise: bool = True, output: str = "average", newton_steps: int = 8,
-             seed: int | None = None) -> MirrorDescentResult:
+             seed: int | None = None) -> Release:
     """PDA-DPMD (module docstring). Every input is checked before any private computation.
+
+    Returns a :class:`~dp_infer.mechanisms.Release`: ``value`` the average (or last) iterate,
+    ``events`` one GDP event per step (T of them), ``params`` the noise scale, step size, clip
+    norm and the public geometry (public minimiser, preconditioner spectrum: public data only).
 
     :param loss: the private per-example loss (its gradients are clipped to ``clip_norm``).
     :param public_loss: the loss defining the mirror map (default: ``loss``).
@@ -179,14 +151,16 @@ def pda_dpmd(loss: PerExampleLoss, X, y, X_public, y_public, *, eps: float, delt
                                            jax.random.split(key, T))[0])
         last, total = run(key)
         last, avg = np.asarray(last), np.asarray(total) / T
-    return MirrorDescentResult(theta=avg if output == "average" else last, theta_last=last,
-                               theta_public=np.asarray(theta0), event=event, num_steps=T, sigma=sigma,
-                               step_size=eta, clip_norm=C, mirror=mirror, eps=eps, delta=delta,
-                               randomness=source.describe(),
-                               preconditioner_eigenvalues=None if mirror == "identity" else lam)
+    params = {"mechanism": "pda_dpmd" if mirror != "identity" else "dp_gd_warm_start", "mirror": mirror,
+              "num_steps": T, "sigma": sigma, "step_size": eta, "clip_norm": C, "output": output,
+              "n_private": n, "n_public": int(Xp.shape[0]), "public_l2": l2, "normalise": normalise,
+              "theta_public": np.asarray(theta0).tolist(),
+              "preconditioner_eigenvalues": None if mirror == "identity" else np.asarray(lam).tolist()}
+    return Release(value=avg if output == "average" else last, events=((event, T),), params=params,
+                   randomness=source.describe())
 
 
-def dp_gd_warm_start(loss: PerExampleLoss, X, y, X_public, y_public, **kwargs) -> MirrorDescentResult:
+def dp_gd_warm_start(loss: PerExampleLoss, X, y, X_public, y_public, **kwargs) -> Release:
     """The thesis's baseline: DP-GD (identity mirror map) started at the public minimiser."""
     if "mirror" in kwargs:
         raise ValueError("dp_gd_warm_start fixes mirror='identity'; call pda_dpmd for other mirror maps")
