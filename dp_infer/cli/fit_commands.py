@@ -13,8 +13,13 @@ import time
 import click
 import numpy as np
 
-from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, charge_ledger, run_label,
-                     with_options)
+from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, charge_ledger, mode_option,
+                     run_label, with_options)
+from .posterior import check_mode_options, run_and_report_posterior
+
+#: the demo's prior in posterior mode: N(0, 10^2) per coordinate on the schema's scaled features
+#: (rows of norm <= 1; N(0, 1 / 0.17) on the natural-unit features, which are sqrt(17) times larger)
+DEMO_PRIOR_PRECISION = 0.01
 
 
 def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, chains, kernel,
@@ -92,12 +97,41 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
 
 
 @click.command()
+@mode_option("posterior")
 @with_options(_common)
-def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ledger,
-         dataset_id, budget, seed, key_impl, progress, out, nonprivate):
-    """Private Bayesian logistic regression on the embedded UCI Adult data."""
+def demo(mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ess, prior_precision,
+         precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
+    """Private Bayesian logistic regression on the embedded UCI Adult data.
+
+    Default (--mode posterior): 4 chains of preconditioned Langevin planned for 400 effective draws
+    of N(0, 10^2 I) x exp(-beta L) on the Adult files read through the shipped schema (identifiable
+    coding, sensitivity over the rows the schema admits); --mode estimate: the accuracy-first plan
+    on the embedded pipeline's features."""
     from .. import datasets, losses
 
+    horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
+                                         horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
+                                         precond_share=precond_share)
+    if mode == "posterior":
+        from ..schema.adult import load_adult_raw
+
+        a = load_adult_raw()
+        rows = a.feature_map.admissible_rows()
+        click.echo("data: UCI Adult (Becker & Kohavi 1996, https://doi.org/10.24432/C5XW20, CC BY 4.0), raw files "
+                   "read through the shipped schema dp_infer/data/adult/schema.yaml")
+        click.echo(f"  train {a.X_train.shape[0]} rows (private), test {a.X_test.shape[0]} rows (public evaluation), "
+                   f"{a.X_train.shape[1]} features (intercept, 8 numerics on declared ranges, categorical groups "
+                   f"coded against a reference level); every row lies in the schema's admissible set, norm <= "
+                   f"{rows.max_norm():g}")
+        click.echo("")
+        run_and_report_posterior(losses.logistic(row_norm=rows.max_norm()), a.X_train, a.y_train, command="demo",
+                                 eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
+                                 prior_precision=DEMO_PRIOR_PRECISION if prior_precision is None else prior_precision,
+                                 precond_share=precond_share, rows=rows, seed=seed, key_impl=key_impl,
+                                 progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget,
+                                 X_test=a.X_test, y_test=a.y_test, out=out, feature_names=a.feature_names,
+                                 nonprivate=nonprivate)
+        return
     data = datasets.load_adult()
     click.echo(f"data: {data.attribution}")
     click.echo(f"  train {data.X_train.shape[0]} rows (private), test {data.X_test.shape[0]} rows "
@@ -132,12 +166,25 @@ def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam
 @click.option("--split", type=float, default=None, help="with --schema: hold out this share of the rows")
 @click.option("--split-seed", type=click.IntRange(min=0), default=None,
               help="seed of the --split permutation (default: OS entropy)")
+@mode_option("estimate")
 @with_options(_common)
 def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, schema_file,
-           split, split_seed, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
-           ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
-    """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale."""
+           split, split_seed, mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
+           ess, prior_precision, precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out,
+           nonprivate):
+    """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale.
+
+    --mode posterior plans for --ess effective draws of N(0, I / --prior-precision) x exp(-beta L)
+    (with --schema, the sensitivity is taken over the rows the schema admits)."""
     from .. import datasets, losses, losses_nonsmooth
+
+    horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
+                                         horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
+                                         precond_share=precond_share)
+    post = dict(command="sample", eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
+                prior_precision=prior_precision, precond_share=precond_share, seed=seed, key_impl=key_impl,
+                progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget, out=out,
+                nonprivate=nonprivate)
 
     if schema_file is not None:  # read, encoded and checked before anything is charged
         from .schema_commands import schema_sample_data
@@ -146,6 +193,11 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
             raise ValueError("loss: --loss hinge/quantile are not available with --schema yet (use a numeric CSV)")
         d = schema_sample_data(csv_file, schema_file, target=target, test_csv=test_csv, split=split,
                                split_seed=split_seed, nonprivate=nonprivate)
+        if mode == "posterior":
+            run_and_report_posterior(d.make_loss(loss_name, huber_threshold, radius), d.X, d.y, rows=d.rows,
+                                     X_test=d.X_test, y_test=d.y_test, feature_names=d.feature_names,
+                                     extra_attrs=d.attrs, **post)
+            return
         _run_and_report(d.make_loss(loss_name, huber_threshold, radius), d.X, d.y, command="sample",
                         eps=eps, delta=delta, pure=pure, route=route, horizon=horizon, chains=chains,
                         kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
@@ -168,6 +220,9 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     click.echo(f"{csv_file}: {X.shape[0]} rows, {X.shape[1]} features; rows are clipped to norm {row_norm:g}")
     if nonprivate:
         click.echo(f"  {NONPRIVATE_BANNER}: rows clipped: {rep.n_clipped}")
+    if mode == "posterior":
+        run_and_report_posterior(loss, Xc, y, rows=None, X_test=Xt, y_test=yt, feature_names=names, **post)
+        return
     _run_and_report(loss, Xc, y, command="sample", eps=eps, delta=delta, pure=pure, route=route,
                     horizon=horizon, chains=chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                     radius=radius, seed=seed, key_impl=key_impl, progress=progress, ledger=ledger,

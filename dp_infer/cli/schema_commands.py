@@ -63,6 +63,7 @@ class SchemaSampleData:
     target_kind: str
     label_bound: float
     attrs: dict  # public: stored in the run file
+    rows: object = None  # the schema's admissible rows (public; the posterior mode's sensitivity)
 
     def make_loss(self, loss_name: str, huber_threshold: float, radius: float | None):
         """The loss for the schema's target: logistic (binary), Huber (numeric) or Poisson (count)."""
@@ -135,7 +136,7 @@ def schema_sample_data(csv_file, schema_file, *, target: str | None = None, test
             echo("their test accuracy is computed on private rows: shown with --nonprivate-diagnostics")
     attrs = {SCHEMA_ATTR: json.dumps(schema.to_dict()), FEATURES_ATTR: json.dumps(fmap.feature_names)}
     return SchemaSampleData(X, y, Xt, yt, fmap.feature_names, fmap.row_norm, schema.target.kind,
-                            schema.target.label_bound, attrs)
+                            schema.target.label_bound, attrs, fmap.admissible_rows())
 
 
 # ---------------------------------------------------------------------------------------------
