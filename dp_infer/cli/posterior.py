@@ -121,7 +121,9 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
 
         click.echo(f"wrote {save(dt, out)} (ArviZ DataTree: released draws, diverging, privacy report)")
     report = run.report()
-    _print_report(report)
+    # the preconditioner (dim x dim), the prior vector and the posterior block are in the run file;
+    # their summary is printed above and below
+    _print_report({k: v for k, v in report.items() if k not in ("preconditioner", "prior_precision", "posterior")})
     ach = report["posterior"]["achieved"]
     click.echo("")
     click.echo(f"bulk ESS: planned {report['posterior']['predicted_ess']:.0f}, achieved {ach['min_ess_bulk']:.0f} "
