@@ -121,6 +121,8 @@ def gdp_log_delta(eps: float, mu: float) -> float:
     a = -eps / mu + mu / 2.0
     b = -eps / mu - mu / 2.0
     la = float(special.log_ndtr(a))
+    if la == -math.inf:  # Phi(a) underflows (eps/mu beyond ~1e154): delta <= Phi(a) = 0
+        return -math.inf
     lb = float(special.log_ndtr(b))
     x = eps + lb - la
     if x >= 0.0:  # only by rounding when delta is ~0 relative to Phi(a)
@@ -140,6 +142,8 @@ def gdp_epsilon(mu: float, delta: float | None = None, *, log_delta: float | Non
     if mu == 0.0 or gdp_log_delta(0.0, mu) <= ld:
         return 0.0
     lo, hi = 0.0, max(1.0, mu * mu)
+    if math.isinf(hi):  # mu > ~1e154: eps ~ mu^2/2 is beyond float64 (inf is the safe side)
+        return math.inf
     while gdp_log_delta(hi, mu) > ld:
         lo, hi = hi, hi * 2.0
         if hi > 1e12:
@@ -161,10 +165,10 @@ def gdp_mu(eps: float, delta: float | None = None, *, log_delta: float | None = 
         lo -= 2.0
         if lo < -700:
             return 0.0
+    # delta_mu(eps) -> 1 > delta as mu -> inf, and mu* <= ~sqrt(2 eps) + 2 sqrt(log(1/delta)), so the
+    # loop ends by hi ~ 356 for every finite eps (returning inf here would over-report mu)
     while f(hi) < 0:
         hi += 1.0
-        if hi > 50:
-            return math.inf
     mu = math.exp(float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)))
     return _nudge(mu, lambda x: gdp_log_delta(eps, x) <= ld, up=False)
 
