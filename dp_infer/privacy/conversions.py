@@ -95,6 +95,19 @@ def _check_orders(name: str, orders: Any) -> np.ndarray:
     return a
 
 
+def _check_curve_values(values: Any, orders: np.ndarray) -> np.ndarray:
+    """RDP values at ``orders``: same shape, each >= 0 (+inf allowed: unknown at that order)."""
+    try:
+        r = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"values (RDP) must be numbers >= 0 (inf allowed), got {values!r}") from None
+    if r.shape != orders.shape:
+        raise ValueError(f"values must have the same shape as orders, got {r.shape} and {orders.shape}")
+    if not np.all(r >= 0):  # also refuses NaN
+        raise ValueError("values (RDP) must be >= 0 (inf allowed)")
+    return r
+
+
 def _check_alpha(alpha: Any) -> np.ndarray:
     a = np.asarray(alpha, dtype=np.float64)
     if np.any(~np.isfinite(a)) or np.any(a <= 1.0):
@@ -177,7 +190,7 @@ def gdp_tradeoff(alpha: Any, mu: float) -> np.ndarray:
     """Gaussian trade-off function G_mu(alpha) = Phi(Phi^{-1}(1 - alpha) - mu) (type-II error)."""
     mu = check_nonnegative("mu", mu)
     a = np.asarray(alpha, dtype=np.float64)
-    if np.any((a < 0) | (a > 1)):
+    if not np.all((a >= 0) & (a <= 1)):  # also refuses NaN
         raise ValueError("alpha (type-I error) must lie in [0, 1]")
     return special.ndtr(special.ndtri(1.0 - a) - mu)
 
@@ -201,11 +214,7 @@ def rdp_epsilon(orders: Any, values: Any, delta: float | None = None, *, log_del
     Same bound as ``dp_accounting.rdp.compute_epsilon`` but with ``log_delta`` accepted.
     """
     a = _check_orders("orders", orders)
-    r = np.asarray(values, dtype=np.float64)
-    if r.shape != a.shape:
-        raise ValueError(f"values must have the same shape as orders, got {r.shape} and {a.shape}")
-    if np.any(np.isnan(r)) or np.any(r < 0):
-        raise ValueError("values (RDP) must be >= 0 (inf allowed)")
+    r = _check_curve_values(values, a)
     ld = resolve_log_delta(delta, log_delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # KL shortcut: delta^2 >= 1 - e^{-r}  =>  eps = 0
@@ -220,11 +229,7 @@ def rdp_epsilon(orders: Any, values: Any, delta: float | None = None, *, log_del
 def rdp_log_delta(orders: Any, values: Any, eps: float) -> tuple[float, float]:
     """(log delta, optimal order) from an RDP curve at ``eps``; as ``compute_delta`` but in log space."""
     a = _check_orders("orders", orders)
-    r = np.asarray(values, dtype=np.float64)
-    if r.shape != a.shape:
-        raise ValueError(f"values must have the same shape as orders, got {r.shape} and {a.shape}")
-    if np.any(np.isnan(r)) or np.any(r < 0):
-        raise ValueError("values (RDP) must be >= 0 (inf allowed)")
+    r = _check_curve_values(values, a)
     eps = check_nonnegative("eps", eps)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         kl = np.where(r > 0, 0.5 * np.log(-np.expm1(-r)), -np.inf)
