@@ -83,14 +83,42 @@ def test_gdp_mu_is_safe_and_largest_over_the_whole_range(eps, delta):
     assert C.gdp_log_delta(eps, mu * (1 + 1e-9)) > ld
 
 
-@pytest.mark.parametrize("log_delta", [-700.0, -800.0, -3000.0])
+@pytest.mark.parametrize("log_delta", [-690.0, -800.0, -3000.0])
 def test_gdp_mu_at_eps_zero_and_astronomically_small_delta(log_delta):
     # at eps = 0, delta_mu(0) = 2 Phi(mu/2) - 1 ~ 0.4 mu: the largest mu is ~2.5 delta, below the
     # smallest float for log delta < -745; 0 is then the only safe answer
     mu = C.gdp_mu(0.0, log_delta=log_delta)
     assert C.gdp_log_delta(0.0, mu) <= log_delta
-    if log_delta > -740:
+    if log_delta > -695:  # below, the bracket search stops at mu = e^-701 and answers 0
         assert mu > 0 and C.gdp_log_delta(0.0, mu * (1 + 1e-9)) > log_delta
+
+
+def _gdp_log_delta_reference(eps, mu):
+    with mp.workdps(400):
+        e, m = mp.mpf(eps), mp.mpf(mu)
+        return float(mp.log(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2)))
+
+
+@pytest.mark.parametrize("mu", [1e-300, 1e-17, 1e-12, 1e-9, 1e-6, 1e-4, 1e-2, 0.3, 3.0, 20.0])
+def test_gdp_log_delta_equals_an_extended_precision_evaluation(mu):
+    # for small mu the two tails cancel: in float64 alone mu = 1e-12, eps = 1e-11 came out 13% low
+    # in delta, and mu = 1e-17 gave delta = 0 (log -inf) at every eps
+    for t in (0.0, 0.1, 1.0, 3.0, 10.0, 30.0):
+        for eps in {t * mu, t}:
+            if eps / mu > 1e150:
+                continue  # Phi(-eps/mu) is beyond float64 even in log space
+            ref = _gdp_log_delta_reference(eps, mu)
+            ours = C.gdp_log_delta(eps, mu)
+            # an upper bound (float rounding is added, never subtracted; log_ndtr's last ulp aside)
+            # within 1e-10 relative
+            assert ref - 1e-15 * abs(ref) <= ours <= ref + 1e-10 * max(1.0, abs(ref))
+
+
+def test_tiny_gdp_parameter_at_astronomically_small_delta():
+    # mu = 1e-17 at delta = e^-3000: eps ~ mu sqrt(2 * 3000), not 0
+    e = C.gdp_epsilon(1e-17, log_delta=-3000.0)
+    assert e > 0 and C.gdp_log_delta(e, 1e-17) <= -3000.0
+    assert C.gdp_log_delta(e / 4, 1e-17) > -3000.0  # (brentq's xtol 1e-15 is coarse at eps ~ 1e-15)
 
 
 def test_gdp_profile_never_nan_for_extreme_arguments():
