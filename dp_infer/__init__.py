@@ -3,6 +3,7 @@
 The names below are the public API (docs: API reference -> Public API). Everything else is
 reached through its module: :mod:`dp_infer.privacy` (events, accountant, routes, ledger),
 :mod:`dp_infer.diagnostics`, :mod:`dp_infer.rashomon`, :mod:`dp_infer.audit`,
+:mod:`dp_infer.mechanisms` (Generalized Gaussian, sparse vector, queries, purification),
 :mod:`dp_infer.plots`, :mod:`dp_infer.cli`.
 """
 

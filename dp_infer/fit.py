@@ -172,8 +172,9 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
     return run
 
 
-def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, route: str = "auto",
-        horizon: float = 1.0, num_chains: int = 1, kernel: str = "langevin",
+def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: str = "estimate",
+        route: str = "auto",
+        horizon: float = 1.0, num_chains: int | None = None, kernel: str = "langevin",
         friction: float | None = None, lam_rel: float | None = None, num_draws: int = 1000,
         domain: Domain | None = None, seed: int | None = None, key_impl: str = "threefry2x32",
         progress_bar: bool = True, **calibrate_kwargs: Any) -> PrivateRun:
@@ -183,7 +184,24 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, route: s
     dimension and the loss's declared constants only). ``X, y`` are checked against the loss's
     declared bounds before anything runs. ``seed=None`` (default): secret noise from the
     operating system; an integer seed makes the run reproducible by whoever holds it.
+
+    ``num_chains`` defaults to 1 for the estimate and 4 for the posterior.
+    ``target="posterior"`` plans for a number of effective draws of ``prior x exp(-beta L)``
+    instead (:func:`dp_infer.fit_posterior.fit_posterior`: pass ``prior_precision`` and
+    optionally ``ess``, ``preconditioner``, ``rows``, ...); ``"estimate"`` (default) optimises the
+    excess-risk bound of the route's target.
     """
+    if target == "posterior":
+        from .fit_posterior import fit_posterior
+
+        if route not in ("auto", "trajectory"):
+            raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
+        return fit_posterior(loss, X, y, eps=eps, delta=delta, num_chains=4 if num_chains is None else num_chains,
+                             kernel=kernel, friction=friction, seed=seed, key_impl=key_impl,
+                             progress_bar=progress_bar, **calibrate_kwargs)
+    if target != "estimate":
+        raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
+    num_chains = 1 if num_chains is None else num_chains
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain
     plan = calibrate(loss.constants, X.shape[0], loss.num_params(X.shape[1]), eps=eps,

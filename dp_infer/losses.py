@@ -14,6 +14,9 @@ Constants (seed-001 digest §2.2), all with respect to replace-one neighbouring 
   (last iterate, stationary) refuse such losses.
 * ``smoothness_is_declared``: M was declared by the user and is not checked by the library; a
   guarantee that needs it states it as an assumption.
+* ``link_derivative_bound``: for a generalised linear loss ``phi(<theta, x>, y)``, a bound ``a`` on
+  ``|phi'|`` (the gradient is ``phi' x``). It lets a sensitivity be computed over the rows that can
+  occur, in any metric (:mod:`dp_infer.privacy.metric_sensitivity`); None for other losses.
 
 Constants come from *declared* bounds on the data (row norm, label range) and are enforced:
 ``check_data`` refuses rows or labels outside the declared bounds (nothing is clipped silently);
@@ -60,6 +63,7 @@ class LossConstants:
     value_range: float | None = None
     clipped: bool = False
     smoothness_is_declared: bool = False
+    link_derivative_bound: float | None = None
 
     def gradient_sensitivity(self, n: int) -> float:
         """sup_theta ||grad L(theta; D) - grad L(theta; D')|| for the mean loss over n examples."""
@@ -74,6 +78,7 @@ class LossConstants:
             "value_range": self.value_range,
             "clipped": self.clipped,
             "smoothness_is_declared": self.smoothness_is_declared,
+            "link_derivative_bound": self.link_derivative_bound,
         }
 
 
@@ -157,15 +162,17 @@ def _radius(domain: Domain | None) -> float:
 
 
 def _with_l2(lip: float, grad_diff: float, smooth: float | None, l2: float, domain: Domain | None,
-             value_range_fn: Callable[[float], float | None]) -> LossConstants:
+             value_range_fn: Callable[[float], float | None], link: float | None = None) -> LossConstants:
     r = _radius(domain)
     lip_total = lip + l2 * r if l2 else lip
     smooth_total = None if smooth is None else smooth + l2
     vr = value_range_fn(r) if math.isfinite(r) else None
     if vr is not None and l2:
         vr = vr + 0.5 * l2 * r * r
+    # the L2 term is the same for every example: it cancels in a gradient DIFFERENCE, so a GLM's
+    # link bound |phi'| <= a still bounds grad l(z) - grad l(z') = phi'(z) x - phi'(z') x'
     return LossConstants(lipschitz=lip_total, grad_diff=grad_diff, smoothness=smooth_total,
-                         strong_convexity=l2, value_range=vr)
+                         strong_convexity=l2, value_range=vr, link_derivative_bound=link)
 
 
 def _binary_labels(y: np.ndarray) -> None:
@@ -187,7 +194,7 @@ def logistic(row_norm: float = 1.0, l2: float = 0.0, domain: Domain | None = Non
         z = jnp.dot(theta, x)
         return jax.nn.softplus(z) - y * z
 
-    consts = _with_l2(R, 2 * R, R * R / 4, l2, domain, lambda r: r * R)
+    consts = _with_l2(R, 2 * R, R * R / 4, l2, domain, lambda r: r * R, link=1.0)
     return PerExampleLoss("logistic", fn, consts, R, _binary_labels, l2, domain)
 
 
@@ -245,7 +252,7 @@ def squared(label_bound: float, domain: Domain, row_norm: float = 1.0, l2: float
         if over:
             raise ValueError(f"{over} label(s) exceed the declared label_bound={B}")
 
-    consts = _with_l2(lip, 2 * lip, R * R, l2, domain, lambda rr: 0.5 * (rr * R + B) ** 2)
+    consts = _with_l2(lip, 2 * lip, R * R, l2, domain, lambda rr: 0.5 * (rr * R + B) ** 2, link=r * R + B)
     return PerExampleLoss("squared", fn, consts, R, labels, l2, domain)
 
 
@@ -264,7 +271,7 @@ def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
         a = jnp.abs(r)
         return jnp.where(a <= t, 0.5 * r * r, t * (a - 0.5 * t))
 
-    consts = _with_l2(t * R, 2 * t * R, R * R, l2, domain, lambda r: None)
+    consts = _with_l2(t * R, 2 * t * R, R * R, l2, domain, lambda r: None, link=t)
     return PerExampleLoss("huber", fn, consts, R, None, l2, domain)
 
 

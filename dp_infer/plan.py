@@ -58,6 +58,13 @@ class SamplingPlan:
     ``init_law``: ``"point"`` (every chain starts at the domain's data-independent default
     point, 0 without a domain) or ``"gaussian"`` (each chain starts from an independent
     N(0, init_scale^2 I) draw -- the start law the stationary route's TV certificate assumes).
+    ``target``: ``"estimate"`` (accuracy first: the plan optimises an excess-risk bound) or
+    ``"posterior"`` (:func:`dp_infer.posterior_plan.plan_posterior`: a requested number of
+    effective draws of ``prior x exp(-beta L)``, with the Gaussian prior's precision
+    ``prior_precision`` (per coordinate), a preconditioner ``P`` fixed before sampling (the chain
+    runs ``theta <- theta - h P grad U + sqrt(2h) P^(1/2) xi``; ``step_size`` is then in the
+    reparametrised coordinates ``phi = C^-1 theta``, ``P = C C^T``) and the predicted numbers in
+    ``posterior``).
     """
 
     route: str
@@ -86,6 +93,10 @@ class SamplingPlan:
     purification: dict | None = None
     init_law: str = "point"
     init_scale: float | None = None
+    target: str = "estimate"
+    prior_precision: tuple[float, ...] | None = None
+    preconditioner: tuple[tuple[float, ...], ...] | None = None
+    posterior: dict | None = None
     options: tuple = field(default=(), compare=False)
 
     @property

@@ -77,6 +77,7 @@ real Poisson-subsampled SGLD kernel on a worst-case neighbouring pair.
 """
 
 from .logistic import logistic_audit
+from .preconditioned import preconditioned_audit
 from .minibatch import minibatch_audit
 from .quadratic import ROUTES, quadratic_audit
 from .statistics import (
@@ -94,6 +95,7 @@ __all__ = [
     "audit_statistics",
     "quadratic_audit",
     "logistic_audit",
+    "preconditioned_audit",
     "minibatch_audit",
     "json_safe",
     "ROUTES",

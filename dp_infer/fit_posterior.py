@@ -1,0 +1,165 @@
+"""One call for the posterior mode: (release a second moment) -> plan -> preconditioned chains.
+
+Order of work: check every input (before anything touches the data) -> release the
+preconditioner's second moment if it is private (a Gaussian mechanism, part of the same
+(eps, delta) target) -> plan (data independent given that release) -> run the kernel on the
+reparametrised potential ``V(phi) = U(C phi)`` -> map the draws back, ``theta = C phi``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro.infer import MCMC
+
+from ._validation import check_choice, check_delta, check_target_epsilon
+from .fit import PrivateRun
+from .kernels import Langevin, UnderdampedLangevin
+from .losses import PerExampleLoss
+from .plan import SamplingPlan
+from .posterior_plan import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
+from .potentials import GibbsPotential, gibbs_potential
+from .preconditioning import (SecondMoment, prior_second_moment, private_second_moment,
+                              public_second_moment)
+from .privacy.conversions import gdp_mu
+from .randomness import secret_key
+
+__all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS"]
+
+PRECONDITIONERS = ("private", "public", "prior")
+
+
+class PosteriorRun(PrivateRun):
+    """A posterior-mode run: the kernel ran on ``phi``; the released draws are ``theta = C phi``
+    (post-processing). The report adds the achieved bulk ESS and R-hat beside the predicted ones."""
+
+    def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
+        phi = np.asarray(self.mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+        z = phi @ preconditioner_chol(self.plan).T
+        return z[:, self.plan.burn_in:] if drop_burn_in else z
+
+    def released_draws(self) -> np.ndarray:
+        return self.draws(drop_burn_in=False)
+
+    def achieved_mixing(self) -> dict:
+        """ArviZ bulk ESS (min) and R-hat (max) of the released draws after burn-in (free)."""
+        from .diagnostics import check_mixing
+
+        mix = check_mixing({"theta": self.draws()})
+        return {"min_ess_bulk": float(mix.min_ess_bulk), "max_rhat": float(mix.max_rhat),
+                "draws_per_chain": int(mix.num_draws)}
+
+    def report(self) -> dict:
+        d = super().report()
+        d["posterior"]["achieved"] = self.achieved_mixing()
+        return d
+
+    def to_datatree(self, *, debug: bool = False):
+        """The released theta draws (burn-in included) with the report; the divergence flag is
+        computed from them."""
+        from .diagnostics import to_datatree
+
+        if debug:
+            return to_datatree(self.mcmc, self.report(), debug=True)
+        return to_datatree({"theta": self.released_draws()}, self.report())
+
+
+def _prior_term(precision: np.ndarray):
+    lam = jnp.asarray(precision, dtype=jnp.float32)
+
+    def prior_potential(theta):
+        return 0.5 * jnp.sum(lam * theta * theta)
+
+    return prior_potential
+
+
+def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, source,
+                     progress_bar: bool = True, chain_method: str = "vectorized") -> PrivateRun:
+    """Run a posterior-mode ``plan``: chains start at the prior mean (0), data independent."""
+    if not isinstance(plan, SamplingPlan) or plan.target != "posterior":
+        raise ValueError("plan must be a posterior-mode SamplingPlan (dp_infer.posterior_plan.plan_posterior)")
+    base = gibbs_potential(loss, X, y, beta=plan.beta)
+    if base.n != plan.n or base.dim != plan.dim:
+        raise ValueError(f"the plan was made for n = {plan.n}, dim = {plan.dim}; the data give "
+                         f"n = {base.n}, dim = {base.dim}: re-plan")
+    lam = np.asarray(plan.prior_precision)
+    potential = GibbsPotential(loss, base.X, base.y, plan.beta, prior_potential=_prior_term(lam))
+    C = jnp.asarray(preconditioner_chol(plan), dtype=jnp.float32)
+
+    def potential_fn(z):
+        return potential(C @ z["phi"])
+
+    kern = (Langevin(potential_fn=potential_fn, step_size=plan.step_size) if plan.kernel == "langevin"
+            else UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size,
+                                     friction=plan.friction))
+    mcmc = MCMC(kern, num_warmup=0, num_samples=plan.num_steps, num_chains=plan.num_chains,
+                thinning=plan.thinning, chain_method=chain_method, progress_bar=progress_bar)
+    zero = jnp.zeros((plan.num_chains, plan.dim) if plan.num_chains > 1 else (plan.dim,))
+    mcmc.run(key, init_params={"phi": zero})
+    return PosteriorRun(mcmc, plan, potential, source)
+
+
+def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior_precision,
+                  ess: int = DEFAULT_ESS, num_chains: int = 4, preconditioner: str | SecondMoment = "private",
+                  precond_share: float = 0.1, X_public=None, rows: Any = None, kernel: str = "langevin",
+                  friction: float | None = None, mixing_rate: float = DEFAULT_MIXING_RATE,
+                  curvature: float | None = None, preconditioner_curvature: float | None = None,
+                  seed: int | None = None, key_impl: str = "threefry2x32",
+                  progress_bar: bool = True, chain_method: str = "vectorized", **plan_kwargs) -> PrivateRun:
+    """Private draws of ``N(0, diag(1/prior_precision)) x exp(-beta L)`` planned for ``ess``
+    effective draws over ``num_chains`` chains at (eps, delta) in total.
+
+    ``preconditioner``: ``"private"`` (X'X/n released with a ``precond_share`` of the GDP budget,
+    ``mu_S^2 = share mu^2``), ``"public"`` (from ``X_public``, declared public), ``"prior"`` (no
+    data), or a :class:`~dp_infer.preconditioning.SecondMoment` you released yourself (its event is
+    charged to this run). ``rows``: the schema's admissible rows (sensitivity over the rows that can
+    occur; every row of X must be admissible). ``seed=None``: secret noise.
+    """
+    if not isinstance(loss, PerExampleLoss):
+        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+    eps = check_target_epsilon(eps)
+    delta = check_delta(delta)
+    if not isinstance(preconditioner, SecondMoment):
+        check_choice("preconditioner", preconditioner, PRECONDITIONERS)
+    if not 0 < precond_share < 1:
+        raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
+    X, y = loss.check_data(X, y)
+    dim = loss.num_params(X.shape[1])
+    if rows is not None:
+        if int(rows.dim) != X.shape[1]:
+            raise ValueError(f"rows have dim {rows.dim} but X has {X.shape[1]} columns")
+        outside = int(np.sum(~rows.contains(X)))
+        if outside:
+            raise ValueError(f"{outside} row(s) of X are not admissible rows of the schema (read the data "
+                             "through the schema's reader, which maps every row into the admissible set)")
+    if preconditioner == "public" and X_public is None:
+        raise ValueError("preconditioner='public' needs X_public (rows you declare public)")
+    # validate the whole plan with a stand-in before any private computation (no budget, no data)
+    mu = gdp_mu(eps, delta)
+    key, source = secret_key(seed, impl=key_impl)
+    key_sm, key_run = jax.random.split(key)
+    if isinstance(preconditioner, SecondMoment):
+        sm = preconditioner
+    elif preconditioner == "prior":
+        sm = prior_second_moment()
+    elif preconditioner == "public":
+        sm = public_second_moment(X_public)
+    else:
+        R2 = rows.max_norm() ** 2 if rows is not None else loss.row_norm ** 2
+        if not math.isfinite(R2):
+            raise ValueError("preconditioner='private' needs a finite row bound (rows= or a loss row_norm)")
+        plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
+                       num_chains=num_chains, rows=rows, kernel=kernel, friction=friction,
+                       mixing_rate=mixing_rate, curvature=curvature,
+                       preconditioner_curvature=preconditioner_curvature, **plan_kwargs)
+        sm = private_second_moment(X, max_sq_norm=R2, mu=math.sqrt(precond_share) * mu, key=key_sm)
+    plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
+                          num_chains=num_chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
+                          mixing_rate=mixing_rate, curvature=curvature,
+                          preconditioner_curvature=preconditioner_curvature, **plan_kwargs)
+    return sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
+                            chain_method=chain_method)

@@ -1,0 +1,225 @@
+"""The posterior mode: plan for a number of effective draws of ``prior x exp(-beta L)``.
+
+On every route, k effective draws at inverse temperature beta in a direction of curvature c cost
+about ``mu ~ beta Delta sqrt(k / c)`` (DESIGN, "Draws that are a posterior"): more draws mean a
+flatter target. The estimate mode (:func:`dp_infer.calibrate.calibrate`) optimises an
+excess-risk bound; this mode asks for ``ess`` effective draws over ``K`` chains and chooses beta,
+the horizon, the step and the preconditioner so that the released trajectory can hold them.
+
+The chain is preconditioned Langevin with ``P(beta) = (beta kappa S + Lambda)^-1``
+(:mod:`dp_infer.preconditioning`): in the coordinates ``phi = C^-1 theta`` (``P = C C^T``) every
+direction then relaxes at a rate close to 1, and
+
+* integrated autocorrelation time ``2 / c`` per unit of Langevin time for a direction of
+  curvature c (overdamped Ornstein-Uhlenbeck), so K chains of time ``t`` hold about
+  ``K c t / 2`` effective draws; ``c`` is the DECLARED ``mixing_rate`` (the slowest direction's
+  curvature in phi coordinates; it depends on the data, so it is an assumption of the
+  prediction, not of the guarantee, and the achieved ESS is reported after the run);
+* the path accountant with the sensitivity in the P metric over the admissible rows,
+  ``Delta_P(beta)`` (:mod:`dp_infer.privacy.metric_sensitivity`): ``mu_path = beta Delta_P
+  sqrt(K t / 2)`` (``/ gamma`` for the underdamped kernel); beta is the largest value meeting the
+  target after any released second moment is charged (GDP composes: ``mu^2 = mu_S^2 +
+  mu_path^2``).
+
+Nothing here reads the private data: the inputs are n, the dimension, declared constants, the
+prior, the admissible rows and (optionally) a released or public second moment.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._validation import (check_choice, check_delta, check_finite_array, check_positive,
+                          check_positive_int, check_target_epsilon)
+from .losses import LossConstants, PerExampleLoss
+from .plan import KERNELS, SamplingPlan, _stable_step
+from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
+from .privacy import path as path_privacy
+from .privacy.conversions import gdp_epsilon, gdp_mu
+from .privacy.events import GdpEvent
+from .privacy.metric_sensitivity import metric_gradient_sensitivity
+
+__all__ = ["plan_posterior", "preconditioner_chol", "DEFAULT_ESS", "DEFAULT_MIXING_RATE"]
+
+#: ArviZ's usual bar: bulk ESS >= 400 over 4 chains
+DEFAULT_ESS = 400
+#: declared curvature of the slowest direction in preconditioned coordinates (see module doc)
+DEFAULT_MIXING_RATE = 0.4
+
+
+def _prior_precision(prior_precision, dim: int) -> np.ndarray:
+    if prior_precision is None:
+        raise ValueError("the posterior mode needs a proper prior: pass prior_precision (a number > 0 or one "
+                         "per coordinate); an improper flat prior has no posterior to draw from")
+    lam = np.asarray(prior_precision, dtype=np.float64)
+    if lam.ndim == 0:
+        lam = np.full(dim, float(lam))
+    if lam.shape != (dim,):
+        raise ValueError(f"prior_precision must be a number or have shape ({dim},), got {lam.shape}")
+    if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
+        raise ValueError("prior_precision must lie in (0, inf) in every coordinate (a flat prior is improper)")
+    return lam
+
+
+def _curvature(c: LossConstants, row_norm: float | None, curvature: float | None) -> float:
+    if curvature is not None:
+        return check_positive("curvature", curvature)
+    if c.smoothness is None or row_norm is None or not math.isfinite(row_norm):
+        raise ValueError("pass curvature= (a bound on |phi''| of the GLM loss): the loss declares no smoothness "
+                         "per unit row norm")
+    return (c.smoothness - c.strong_convexity) / (row_norm * row_norm)
+
+
+def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta: float,
+                   prior_precision, ess: int = DEFAULT_ESS, num_chains: int = 4,
+                   second_moment: SecondMoment | None = None, rows: Any = None,
+                   kernel: str = "langevin", friction: float | None = None,
+                   mixing_rate: float = DEFAULT_MIXING_RATE, burn_in_time: float = 10.0,
+                   step_safety: float = 0.25, curvature: float | None = None,
+                   preconditioner_curvature: float | None = None, num_draws: int = 1000) -> SamplingPlan:
+    """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
+
+    ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
+    ``second_moment``: the preconditioner's information (:mod:`dp_infer.preconditioning`; default
+    the prior alone); a private one's GDP is subtracted from the budget. ``rows``: the admissible
+    rows (a schema's :class:`~dp_infer.schema.admissible.AdmissibleRows`) for the sensitivity over
+    the rows that can occur; without it the declared row norm is used. ``mixing_rate``: the
+    declared curvature of the slowest preconditioned direction (predicted ESS only).
+    ``step_safety``: ``h M_phi`` (ULA inflates the stiffest direction's variance by
+    ``1 / (1 - h M_phi / 2)``; 0.25 keeps it under 15%). ``curvature``: a bound kappa on the GLM's
+    ``|phi''|`` (default from the loss: ``(M - m) / R^2``, 1/4 for logistic), used for the step;
+    ``preconditioner_curvature``: the typical curvature the preconditioner assumes (default
+    ``kappa / 2``: fitted probabilities are rarely all 1/2), a tuning choice that moves the
+    mixing rate, never the guarantee.
+    """
+    if not isinstance(loss, PerExampleLoss):
+        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+    c = loss.constants
+    eps = check_target_epsilon(eps)
+    delta = check_delta(delta)
+    n = check_positive_int("n", n)
+    dim = check_positive_int("dim", dim)
+    ess = check_positive_int("ess", ess)
+    num_chains = check_positive_int("num_chains", num_chains)
+    num_draws = check_positive_int("num_draws", num_draws)
+    mixing_rate = check_positive("mixing_rate", mixing_rate)
+    burn_in_time = check_positive("burn_in_time", burn_in_time)
+    if not 0 < step_safety < 2:
+        raise ValueError(f"step_safety must lie in (0, 2) (h * M; ULA diverges at 2), got {step_safety!r}")
+    check_choice("kernel", kernel, KERNELS)
+    if kernel == "underdamped":
+        friction = check_positive("friction", 2.0 if friction is None else friction)
+    elif friction is not None:
+        raise ValueError("friction applies to kernel='underdamped' only")
+    lam = _prior_precision(prior_precision, dim)
+    sm = prior_second_moment() if second_moment is None else second_moment
+    if not isinstance(sm, SecondMoment):
+        raise ValueError(f"second_moment must be a dp_infer.preconditioning.SecondMoment, got {type(sm).__name__}")
+    if rows is not None and int(rows.dim) != dim:
+        raise ValueError(f"rows have dim {rows.dim} but the model has {dim} parameters")
+    row_norm = loss.row_norm if math.isfinite(loss.row_norm) else None
+    if c.link_derivative_bound is None and not math.isfinite(c.grad_diff):
+        raise ValueError("the loss has neither a GLM link bound nor a finite gradient-difference bound G")
+    kappa = _curvature(c, row_norm, curvature)
+    kappa_P = 0.5 * kappa if preconditioner_curvature is None else check_positive(
+        "preconditioner_curvature", preconditioner_curvature)
+
+    mu_total = gdp_mu(eps, delta)
+    mu_sm = 0.0 if sm.event is None else float(sm.event.mu)
+    if mu_sm >= mu_total:
+        raise ValueError(f"the second moment already spends mu = {mu_sm:.4g} of the target's mu = {mu_total:.4g}: "
+                         "release it with a smaller share of the budget")
+    mu_path = math.sqrt(mu_total ** 2 - mu_sm ** 2)
+    # position IAT: 2 / c (overdamped), 2 gamma / c (kinetic, friction gamma); the privacy cost of
+    # time t is sqrt(t) resp. sqrt(t / gamma), so k draws cost the same ~ sqrt(2 k / c) either way
+    gamma = 1.0 if friction is None else friction
+    t_sample = 2.0 * ess * gamma / (num_chains * mixing_rate)
+    t = t_sample + burn_in_time
+
+    def sensitivity(beta):
+        P = np.linalg.inv(precision_matrix(sm, beta, kappa_P, lam))
+        return metric_gradient_sensitivity(P, n, link_derivative_bound=c.link_derivative_bound,
+                                           grad_diff=c.grad_diff, rows=rows, row_norm=row_norm)
+
+    def mu_of(beta):
+        return path_privacy.path_mu(beta, sensitivity(beta), t, friction, num_chains)
+
+    lo, hi = 1e-8, 1e8
+    if mu_of(lo) > mu_path:
+        raise ValueError("no inverse temperature meets the target at this ess: ask for fewer effective draws")
+    for _ in range(200):  # geometric bisection; beta * Delta_P(beta) increases with beta
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if mu_of(mid) > mu_path else (mid, hi)
+        if hi / lo < 1 + 1e-10:
+            break
+    beta = lo
+    A = precision_matrix(sm, beta, kappa_P, lam)
+    P = np.linalg.inv(A)
+    P = 0.5 * (P + P.T)
+    delta_P = sensitivity(beta)
+    path_ev = path_privacy.path_event(beta, delta_P, t, friction, num_chains,
+                                      extra_assumptions=("sensitivity in the preconditioner's metric over the "
+                                                         "admissible rows (dp_infer.privacy.metric_sensitivity)",))
+    if path_ev.mu > mu_path * (1 + 1e-12):
+        raise AssertionError("posterior plan overspent the path budget")  # pragma: no cover
+    parts = [path_ev] + ([sm.event] if sm.event is not None else [])
+    mu = math.sqrt(sum(float(e.mu) ** 2 for e in parts))
+    event = GdpEvent(mu=mu, label="posterior_mode",
+                     assumptions=tuple(a for e in parts for a in e.assumptions),
+                     metadata={"parts": [e.to_dict() for e in parts]})
+    # step: the Hessian of U in phi coordinates is below C^T (beta kappa_max (S + e I) + Lambda) C
+    C = np.linalg.cholesky(P)
+    A_step = precision_matrix(sm, beta, kappa, lam, noise_margin=sm.noise_norm_bound)
+    if sm.matrix is None:  # no data information: the declared bound kappa R^2 in every direction
+        A_step = np.diag(lam) + beta * kappa * (row_norm or 1.0) ** 2 * np.eye(dim)
+    M_phi = float(np.linalg.eigvalsh(C.T @ A_step @ C)[-1])
+    h = min(_stable_step(M_phi, friction, step_safety), t / 200)
+    num_steps = int(math.ceil(t / h))
+    thinning = max(1, num_steps // num_draws)
+    num_steps = thinning * int(math.ceil(num_steps / thinning))
+    h = t / num_steps
+    draws = num_steps // thinning
+    burn_in = int(math.ceil(draws * burn_in_time / t))
+    predicted = num_chains * mixing_rate * t_sample / (2.0 * gamma)
+    # marginal privacy cost of one more effective draw at this beta and preconditioner
+    t_next = t + t_sample / ess
+    mu_next = math.sqrt(path_privacy.path_mu(beta, delta_P, t_next, friction, num_chains) ** 2 + mu_sm ** 2)
+    posterior = {
+        "ess_target": ess, "predicted_ess": predicted, "mixing_rate_declared": mixing_rate,
+        "burn_in_time": burn_in_time, "sample_time": t_sample, "beta_over_n": beta / n,
+        "interval_inflation": math.sqrt(n / beta), "curvature": kappa, "preconditioner_curvature": kappa_P,
+        "mu_path": path_ev.mu, "mu_second_moment": mu_sm,
+        "eps_per_extra_effective_draw": gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
+        "step_bound_M_phi": M_phi, "second_moment": sm.describe(),
+        "sensitivity_bound": "admissible rows (block bound)" if rows is not None else "row-norm ball",
+    }
+    assumptions = (
+        "Gaussian prior N(0, diag(1 / prior_precision)), data independent",
+        f"per-example gradients phi'(<theta, x>) x with |phi'| <= {c.link_derivative_bound}" if
+        c.link_derivative_bound is not None else f"per-example gradient difference <= G = {c.grad_diff:g}",
+        "rows in the admissible set of the schema" if rows is not None else f"rows of norm <= {loss.row_norm:g}",
+        f"replace-one neighbouring datasets with n = {n} (public)",
+        "initial point (the prior mean), beta, preconditioner, step, horizon and chains are fixed before "
+        "sampling from public inputs and accounted releases only",
+    )
+    notes = (f"predicted bulk ESS {predicted:.0f} over {num_chains} chains assumes the slowest preconditioned "
+             f"direction has curvature >= {mixing_rate:g} (declared); the achieved ESS is reported after the run",
+             f"interval inflation sqrt(n / beta) = {math.sqrt(n / beta):.3g} relative to the untempered posterior")
+    return SamplingPlan(
+        route="trajectory", eps=eps, delta=delta, beta=beta, lam=0.0, step_size=h, num_steps=num_steps,
+        num_chains=num_chains, kernel=kernel, friction=friction, thinning=thinning, burn_in=burn_in,
+        n=n, dim=dim, sensitivity=delta_P, event=event, assumptions=assumptions,
+        excess_risk_bound=None, relaxation_time=1.0 / (mixing_rate * h), notes=notes,
+        target="posterior", prior_precision=tuple(float(v) for v in lam),
+        preconditioner=tuple(tuple(float(v) for v in row) for row in P), posterior=posterior)
+
+
+def preconditioner_chol(plan: SamplingPlan) -> np.ndarray:
+    """The Cholesky factor C of a posterior plan's preconditioner (``P = C C^T``)."""
+    if plan.preconditioner is None:
+        raise ValueError("this plan has no preconditioner (target 'estimate')")
+    P = check_finite_array("plan.preconditioner", plan.preconditioner, ndim=2)
+    return np.linalg.cholesky(0.5 * (P + P.T))

@@ -1,0 +1,126 @@
+"""Preconditioners fixed before sampling, and where their information comes from.
+
+A preconditioned Langevin chain targets the same law with ``theta <- theta - h P grad U +
+sqrt(2h) P^(1/2) xi``; a good ``P`` approximates the inverse Hessian of ``U = beta L + prior``, so
+every direction relaxes at about the same rate and the step is no longer set by the stiffest
+direction. ``P`` must not be computed from the private data unless that computation is itself an
+accounted release (DESIGN invariant 1). Sources (:class:`SecondMoment`):
+
+* ``"prior"`` -- no data: ``P = Lambda^-1`` from the prior precision alone;
+* ``"public"`` -- ``X_public' X_public / m`` from rows that are public (seed 004 ch. 4's public-
+  data preconditioning), free;
+* ``"private"`` -- ``X' X / n + N(0, sigma^2)`` on the upper triangle (a Gaussian mechanism:
+  replace-one Frobenius sensitivity ``(max ||x||^2 + max ||x'||^2) / n = 2 R^2 / n`` over the
+  admissible rows), symmetrised and projected onto the PSD cone (post-processing). It is charged as
+  a :class:`~dp_infer.privacy.events.GdpEvent` in the same plan as the chain (GDP composes
+  adaptively, so the chain may depend on the release).
+
+From a second moment ``S`` the planner builds ``P(beta) = (beta kappa S + Lambda)^-1``: for a GLM
+with ``|phi''| <= kappa`` (logistic: 1/4) ``beta kappa S + Lambda`` bounds the Hessian of U.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import jax
+import numpy as np
+
+from ._validation import check_finite_array, check_positive
+from .privacy.events import GdpEvent
+
+__all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
+           "precision_matrix"]
+
+
+@dataclass(frozen=True)
+class SecondMoment:
+    """A (released or public) estimate of ``E[x x^T]`` and where it came from.
+
+    ``noise_sd``: sd of the Gaussian noise per upper-triangle entry (0 unless private);
+    ``noise_norm_bound``: a bound on the spectral norm of that noise holding with probability
+    ``>= 1 - noise_bound_failure`` (used only for the step size, a stability matter).
+    """
+
+    matrix: np.ndarray | None
+    source: str
+    event: GdpEvent | None = None
+    noise_sd: float = 0.0
+    noise_norm_bound: float = 0.0
+    noise_bound_failure: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    def describe(self) -> dict:
+        return {"source": self.source, "noise_sd": self.noise_sd,
+                "noise_norm_bound": self.noise_norm_bound, "noise_bound_failure": self.noise_bound_failure,
+                "event": None if self.event is None else self.event.to_dict(), "notes": list(self.notes)}
+
+
+def prior_second_moment() -> SecondMoment:
+    """No data at all: the preconditioner is the prior covariance."""
+    return SecondMoment(None, "prior", notes=("preconditioner from the prior precision only (no data)",))
+
+
+def public_second_moment(X_public) -> SecondMoment:
+    """``X_public' X_public / m`` from PUBLIC rows (costs no privacy; the caller vouches that the
+    rows are public and disjoint from the private ones)."""
+    Xp = check_finite_array("X_public", X_public, ndim=2)
+    return SecondMoment(Xp.T @ Xp / Xp.shape[0], "public",
+                        notes=(f"second moment of {Xp.shape[0]} public rows (declared public by the caller)",))
+
+
+def _psd(S: np.ndarray) -> np.ndarray:
+    w, V = np.linalg.eigh(0.5 * (S + S.T))
+    return (V * np.maximum(w, 0.0)) @ V.T
+
+
+def _gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
+    """P(||E||_2 > sd (2 sqrt(d) + t)) <= 2 exp(-t^2 / 2) for a symmetric Gaussian E whose
+    upper-triangle entries are N(0, sd^2) (Bandeira and van Handel 2016, with constant 1; the
+    bound is used for the step size only, never for privacy)."""
+    t = math.sqrt(2.0 * math.log(2.0 / failure))
+    return sd * (2.0 * math.sqrt(d) + t)
+
+
+def private_second_moment(X, *, max_sq_norm: float, mu: float, key, failure: float = 1e-6) -> SecondMoment:
+    """Release ``X' X / n`` with Gaussian noise at ``mu``-GDP (replace-one, n public).
+
+    ``max_sq_norm``: a bound on ``||x||^2`` that every admissible row meets (the caller checks the
+    rows against it; e.g. ``rows.max_norm() ** 2``). ``key``: a JAX key (secret). The noise is
+    added to the upper triangle (including the diagonal) and mirrored; the result is projected
+    onto the PSD cone (post-processing).
+    """
+    X = check_finite_array("X", X, ndim=2)
+    R2 = check_positive("max_sq_norm", max_sq_norm)
+    mu = check_positive("mu", mu)
+    n, d = X.shape
+    if float(np.max(np.einsum("ij,ij->i", X, X))) > R2 * (1 + 1e-9):
+        raise ValueError(f"a row of X has squared norm above max_sq_norm = {R2:g}")
+    sens = 2.0 * R2 / n  # ||x x^T - x' x'^T||_F <= ||x||^2 + ||x'||^2 bounds the upper triangle's l2
+    sd = sens / mu
+    noise = np.asarray(jax.random.normal(key, (d, d), dtype=np.float32), dtype=np.float64) * sd
+    upper = np.triu(noise)
+    E = upper + np.triu(upper, 1).T
+    S_hat = _psd(X.T @ X / n + E)
+    event = GdpEvent(mu=mu, label="private_second_moment",
+                     assumptions=(f"replace-one neighbours, n = {n} public; every row has ||x||^2 <= {R2:g}",
+                                  f"Gaussian noise sd {sd:.4g} on the {d * (d + 1) // 2} upper-triangle entries "
+                                  "of X'X/n (Frobenius sensitivity 2 R^2 / n)",),
+                     metadata={"sensitivity": sens, "noise_sd": sd, "n": n, "dim": d})
+    return SecondMoment(S_hat, "private", event, sd, _gaussian_spectral_bound(d, sd, failure), failure,
+                        notes=(f"X'X/n released at {mu:.4g}-GDP and projected onto the PSD cone",))
+
+
+def precision_matrix(second_moment: SecondMoment, beta: float, curvature: float, prior_precision,
+                     *, noise_margin: float = 0.0) -> np.ndarray:
+    """``beta curvature (S + noise_margin I) + Lambda``: the matrix whose inverse is ``P``."""
+    lam = np.asarray(prior_precision, dtype=np.float64)
+    d = lam.shape[0]
+    A = np.diag(lam).astype(np.float64)
+    if second_moment.matrix is not None:
+        S = np.asarray(second_moment.matrix, dtype=np.float64)
+        if S.shape != (d, d):
+            raise ValueError(f"the second moment is {S.shape[0]} x {S.shape[1]} but the prior has {d} coordinates")
+        A = A + beta * curvature * (S + noise_margin * np.eye(d))
+    return 0.5 * (A + A.T)
