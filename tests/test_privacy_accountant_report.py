@@ -162,3 +162,13 @@ def test_gdp_and_linear_summaries_refuse_other_kinds():
     assert Accountant([GdpEvent(0.3), ApproxDpEvent(0.1, 1e-9)]).rdp_curve() is None
     assert Accountant([ZcdpEvent(0.1)]).gdp_mu() is None
     assert Accountant().gdp_mu() == 0.0 and Accountant().linear_rho() == 0.0 and Accountant().tv_error == 0.0
+
+
+def test_report_at_a_huge_eps_with_sampling_error_is_vacuous_not_an_error():
+    # (1 + e^800) tau overflows a float: the slack is +inf (the statement is vacuous), not an OverflowError
+    tau = 1e-9
+    rep = _json(Accountant([GdpEvent(1.0, tv_error=tau)]).report(eps=800.0))
+    assert rep["delta_sampling"] == "inf" and rep["delta"] == "inf" and rep["log_delta"] == 0.0
+    rep = _json(Accountant([GdpEvent(1.0, tv_error=tau)]).report(eps=700.0))
+    assert rep["delta_sampling"] == pytest.approx(math.exp(700.0) * tau, rel=1e-12)
+
