@@ -164,6 +164,32 @@ def test_gdp_and_linear_summaries_refuse_other_kinds():
     assert Accountant().gdp_mu() == 0.0 and Accountant().linear_rho() == 0.0 and Accountant().tv_error == 0.0
 
 
+def _gdp_log_delta_mp(eps, mu):
+    """The exact Gaussian privacy profile in 200-digit arithmetic (an oracle independent of log_ndtr)."""
+    import mpmath as mp
+
+    with mp.workdps(200):
+        e, m = mp.mpf(eps), mp.mpf(mu)
+        return mp.log(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2))
+
+
+def test_report_at_a_log_delta_target_beyond_float_delta():
+    # delta = e^-3000 is not a float: the target is given as log_delta, and the reported eps must
+    # satisfy the exact profile there (safe side, no tolerance) and be tight to 1e-9 relative
+    rep = Accountant([GdpEvent(1.0)]).report(log_delta=-3000.0)
+    e = rep["epsilon"]
+    assert rep["log_delta"] == -3000.0 and rep["route"] == "gdp"
+    assert _gdp_log_delta_mp(e, 1.0) <= -3000.0 < _gdp_log_delta_mp(e * (1 - 1e-9), 1.0)
+
+
+def test_report_without_sampling_error_at_an_eps_beyond_exp_range():
+    # mu = 100 at delta = 1e-10: eps ~ 5635 > log(max float); no TV error, so no sampling slack
+    rep = _json(Accountant([GdpEvent(100.0)]).report(1e-10))
+    e = rep["epsilon"]
+    assert e > 709.8 and rep["delta_sampling"] == 0.0 and rep["tv_error"] == 0.0
+    assert _gdp_log_delta_mp(e, 100.0) <= math.log(1e-10) < _gdp_log_delta_mp(e * (1 - 1e-9), 100.0)
+
+
 def test_report_at_a_huge_eps_with_sampling_error_is_vacuous_not_an_error():
     # (1 + e^800) tau overflows a float: the slack is +inf (the statement is vacuous), not an OverflowError
     tau = 1e-9
@@ -172,3 +198,13 @@ def test_report_at_a_huge_eps_with_sampling_error_is_vacuous_not_an_error():
     rep = _json(Accountant([GdpEvent(1.0, tv_error=tau)]).report(eps=700.0))
     assert rep["delta_sampling"] == pytest.approx(math.exp(700.0) * tau, rel=1e-12)
 
+
+def test_copy_keeps_custom_orders_cks_closed_form_at_the_only_order():
+    # with one order alpha the RDP route's eps is the CKS formula there (no search):
+    # eps = alpha rho + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)
+    rho, delta, a = 0.5, 1e-5, 2.0
+    want = a * rho + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+    acc = Accountant([ZcdpEvent(rho)], orders=[a])
+    for x in (acc, acc.copy(), acc.copy().copy()):
+        assert x.rdp_curve()[0].tolist() == [a]
+        assert x.get_epsilon(delta) == pytest.approx(want, rel=1e-13)
