@@ -208,3 +208,13 @@ def test_copy_keeps_custom_orders_cks_closed_form_at_the_only_order():
     for x in (acc, acc.copy(), acc.copy().copy()):
         assert x.rdp_curve()[0].tolist() == [a]
         assert x.get_epsilon(delta) == pytest.approx(want, rel=1e-13)
+
+
+def test_total_delta_is_a_probability_when_the_sampling_slack_exceeds_one():
+    # tau = 0.4 at eps = 1: (1 + e) tau = 1.49 -- the total delta is capped at 1 (log 0), never above
+    acc = Accountant([GdpEvent(1.0, tv_error=0.4)])
+    for e in (0.0, 1.0, 5.0):
+        assert acc.get_log_delta(e) == 0.0 and acc.get_delta(e) == 1.0
+    # and below the cap it is exactly log(delta_mu(eps) + (1 + e^eps) tau)
+    acc = Accountant([GdpEvent(1.0, tv_error=1e-3)])
+    assert acc.get_delta(1.0) == pytest.approx(C.gdp_delta(1.0, 1.0) + (1 + math.e) * 1e-3, rel=1e-12)
