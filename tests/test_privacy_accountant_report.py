@@ -218,3 +218,50 @@ def test_total_delta_is_a_probability_when_the_sampling_slack_exceeds_one():
     # and below the cap it is exactly log(delta_mu(eps) + (1 + e^eps) tau)
     acc = Accountant([GdpEvent(1.0, tv_error=1e-3)])
     assert acc.get_delta(1.0) == pytest.approx(C.gdp_delta(1.0, 1.0) + (1 + math.e) * 1e-3, rel=1e-12)
+
+
+def _total_delta_mp(eps, mu, tau):
+    import mpmath as mp
+
+    with mp.workdps(200):
+        e = mp.mpf(eps)
+        return mp.exp(_gdp_log_delta_mp(eps, mu)) + (1 + mp.exp(e)) * mp.mpf(tau)
+
+
+# (mu, tau): tau well inside the feasible range, and within 0.1% / 1e-6 of the largest tau for
+# which any eps is feasible at delta = 1e-5 (there the feasible eps form a narrow interval that
+# the 128-point grid can miss: the search must still find it)
+_TV_CASES = [(0.01, 1e-12), (0.01, 2e-6), (0.1, 1e-6), (0.5, 1e-9), (0.5, 8.55697253e-07 * 0.999),
+             (0.5, 8.55697253e-07 * 0.999999), (1.0, 6.95440374e-08 * 0.999), (2.0, 1.86538404e-10 * 0.999)]
+
+
+@pytest.mark.parametrize("mu,tau", _TV_CASES)
+def test_epsilon_with_sampling_error_is_the_smallest_feasible_eps(mu, tau):
+    # total delta(eps) = delta_mu(eps) + (1 + e^eps) tau, evaluated in 200 digits: the reported eps
+    # meets the target exactly (no tolerance) and 1e-7 less does not
+    delta = 1e-5
+    acc = Accountant([GdpEvent(mu, tv_error=tau)])
+    e = acc.get_epsilon(delta)
+    assert 0 < e < math.inf
+    assert _total_delta_mp(e, mu, tau) <= delta < _total_delta_mp(e * (1 - 1e-7), mu, tau)
+    assert acc.get_log_delta(e) <= math.log(delta)
+
+
+@pytest.mark.parametrize("mu,tau", [(0.5, 8.55697253e-07 * 1.001), (1.0, 6.95440374e-08 * 1.001), (3.0, 1e-12),
+                                    (0.1, 5e-6)])
+def test_epsilon_with_sampling_error_is_infinite_when_no_eps_is_feasible(mu, tau):
+    # the closed-form total delta exceeds the target on a fine grid of every eps that could work
+    # ((1 + e^eps) tau < delta bounds eps above), so no finite eps may be reported
+    delta = 1e-5
+    hi = math.log(max(delta / tau - 1, 1.0))
+    grid = np.linspace(0.0, hi, 4001)
+    total = np.array([C.gdp_delta(float(x), mu) for x in grid]) + (1 + np.exp(grid)) * tau
+    assert total.min() > delta
+    assert Accountant([GdpEvent(mu, tv_error=tau)]).get_epsilon(delta) == math.inf
+
+
+def test_epsilon_with_sampling_error_is_zero_when_eps_zero_is_feasible():
+    # delta_mu(0) = 2 Phi(mu / 2) - 1 ~ 4e-7 for mu = 1e-6, plus 2 tau: below 1e-5
+    acc = Accountant([GdpEvent(1e-6, tv_error=1e-9)])
+    assert _total_delta_mp(0.0, 1e-6, 1e-9) <= 1e-5
+    assert acc.get_epsilon(1e-5) == 0.0 and acc.report(1e-5)["epsilon"] == 0.0
