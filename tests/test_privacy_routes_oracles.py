@@ -1,0 +1,80 @@
+"""Each conversion route of the accountant against its own closed form, including the routes that
+do not win (they appear in every report and must each be a valid bound on their own).
+
+Oracles: basic composition (Dwork et al. 2006) with the exact Gaussian profile for the rest; pure
+eps-DP has delta = 0 at every eps' >= eps and basic composition says nothing (delta = 1) below the
+sum; dp-accounting's own RDP conversion of the same grid curve; the documented order grid.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant as rpa
+
+from dp_infer.privacy import conversions as C
+from dp_infer.privacy.accountant import Accountant
+from dp_infer.privacy.composition_routes import DEFAULT_ORDERS, _default_orders
+from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PureDpEvent, RdpCurveEvent
+
+
+@pytest.mark.parametrize("mu,eps_a,delta_a", [(0.5, 0.3, 1e-6), (2.0, 1.0, 3e-6), (0.1, 0.0, 5e-6)])
+def test_basic_route_is_basic_composition_with_the_exact_gaussian_rest(mu, eps_a, delta_a):
+    acc = Accountant([GdpEvent(mu), ApproxDpEvent(eps_a, delta_a)])
+    delta = 1e-5
+    assert acc.epsilon_by_route(delta)["basic"] == pytest.approx(C.gdp_epsilon(mu, delta - delta_a) + eps_a, rel=1e-12)
+    for eps in (eps_a + 0.2, eps_a + 1.5):
+        ld = acc.report(eps=eps)["routes_log_delta"]["basic"]
+        assert ld == pytest.approx(math.log(C.gdp_delta(eps - eps_a, mu) + delta_a), rel=1e-12)
+    # below eps_a basic composition says nothing; at or below delta_a no eps works
+    assert acc.report(eps=eps_a * 0.5)["routes_log_delta"]["basic"] == 0.0 if eps_a > 0 else True
+    assert acc.epsilon_by_route(delta_a)["basic"] == math.inf
+
+
+def test_basic_route_of_approximate_events_alone_and_with_delta_zero():
+    # only (eps, delta) events: eps_total at any delta > delta_total; a (1, 0)-DP event is pure
+    acc = Accountant([(ApproxDpEvent(0.4, 1e-7), 3)])
+    assert acc.epsilon_by_route(1e-5)["basic"] == pytest.approx(1.2, rel=1e-15)
+    assert acc.report(eps=1.3)["routes_log_delta"]["basic"] == pytest.approx(math.log(3e-7), rel=1e-12)
+    acc = Accountant([GdpEvent(0.5), ApproxDpEvent(1.0, 0.0)])
+    assert acc.epsilon_by_route(1e-5)["basic"] == pytest.approx(C.gdp_epsilon(0.5, 1e-5) + 1.0, rel=1e-12)
+    assert acc.report(eps=2.5)["routes_log_delta"]["basic"] == pytest.approx(math.log(C.gdp_delta(1.5, 0.5)), rel=1e-12)
+
+
+def test_pure_routes_at_and_below_the_total_epsilon():
+    below = Accountant([PureDpEvent(1.0)]).report(eps=0.5)["routes_log_delta"]
+    assert below["pure_basic"] == 0.0  # nothing below the sum
+    assert all(v <= 0.0 for v in below.values())
+    above = Accountant([PureDpEvent(1.0)]).report(eps=2.0)["routes_log_delta"]
+    assert above["pure_basic"] == above["pld"] == above["rdp_dp_accounting"] == "-inf"  # JSON: -inf as a string
+    assert above["rdp"] < -1e5  # the RDP route tends to delta = 0 (a finite order can only approach it)
+
+
+def test_route_info_names_the_route_parameters():
+    assert Accountant([GdpEvent(0.5)]).report(1e-5)["route_info"] == {"mu": 0.5}
+    rep = Accountant([GdpEvent(0.5), PureDpEvent(0.1)]).report(1e-5)
+    assert rep["route"] == "pld" and rep["route_info"] == {"discretization": 1e-4}
+
+
+def test_grid_curve_delta_equals_dp_accounting_on_the_same_grid():
+    # a grid RDP curve is not refined between orders: the route is the CKS conversion on the grid,
+    # which is dp-accounting's compute_delta on the same orders
+    ev = RdpCurveEvent(orders=[2.0, 4.0, 8.0, 16.0], values=[0.1, 0.2, 0.4, 0.8])
+    acc = Accountant([ev])
+    r = acc._rdp_route()
+    for eps in (0.5, 1.0, 3.0):
+        ref, _ = rpa.compute_delta(r.orders, r.values, eps)
+        assert acc.get_log_delta(eps) == pytest.approx(math.log(ref), rel=1e-9)
+        rl = acc.report(eps=eps)["routes_log_delta"]
+        assert rl["rdp"] == pytest.approx(rl["rdp_dp_accounting"], rel=1e-9)
+
+
+def test_default_order_grid_as_documented():
+    # dense in log(alpha - 1) from 1e-4 to 1e6 (1601 points) plus dp-accounting's grid, sorted, unique
+    for g in (_default_orders(), DEFAULT_ORDERS):
+        dense = 1.0 + np.geomspace(1e-4, 1e6, 1601)
+        dp = np.asarray(rpa.DEFAULT_RDP_ORDERS, dtype=np.float64)
+        assert g.dtype == np.float64 and np.all(np.diff(g) > 0)
+        assert set(dp).issubset(set(g)) and set(dense).issubset(set(g))
+        assert g.size == np.unique(np.concatenate([dense, dp])).size
+        assert g.min() == pytest.approx(1.0001, rel=1e-15) and g.max() == pytest.approx(1e6 + 1, rel=1e-15)
