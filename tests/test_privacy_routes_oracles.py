@@ -90,12 +90,30 @@ def _optimal_pure_composition_log_delta(eps, k, eps_total):
         return float(mp.log(s / (1 + mp.exp(e)) ** k))
 
 
-@pytest.mark.parametrize("k,eps", [(100, 0.1), (10, 0.5), (30, 0.2)])
+@pytest.mark.parametrize("k,eps", [(100, 0.1), (10, 0.5), (30, 0.2), (2, 0.5)])
 def test_pld_route_is_never_below_the_optimal_composition_of_pure_events(k, eps):
     # losses on the PLD grid: dp-accounting is exact up to float summation (seen 3e-12 relative
     # BELOW the optimum); the route's relative margin must put it on the safe side, without tolerance
     acc = Accountant([(PureDpEvent(eps), k)])
-    for eps_total in (1.0, 2.0, 3.0):
+    for eps_total in (0.3, 1.0, 2.0, 3.0):
+        if eps_total >= k * eps:  # basic composition is exact there: delta = 0
+            assert acc.report(eps=eps_total)["routes_log_delta"]["pld"] == "-inf"
+            continue
         exact = _optimal_pure_composition_log_delta(eps, k, eps_total)
         pld = acc.report(eps=eps_total)["routes_log_delta"]["pld"]
         assert exact <= pld <= exact + 2e-6
+
+
+def test_pld_route_of_an_approximate_event_keeps_its_delta():
+    # an (eps, delta)-DP event has delta(eps) >= delta on its worst-case pair: the route cannot go below
+    # (the privacy-loss distribution of the worst pair puts mass delta on an infinite loss)
+    acc = Accountant([(ApproxDpEvent(0.5, 1e-6), 2)])
+    exact = math.log(-math.expm1(2 * math.log1p(-1e-6)))  # 1 - (1 - delta)^2 at every eps >= 2 * 0.5
+    for eps in (1.0, 3.0):
+        assert exact <= acc.report(eps=eps)["routes_log_delta"]["pld"] <= exact + 1e-5
+
+
+def test_every_route_reports_a_probability_for_a_heavy_ledger_at_eps_zero():
+    # 10 x 5-DP at eps = 0: delta is within 1e-6 of 1 -- after the PLD's safety margin still at most 1
+    rl = Accountant([(PureDpEvent(5.0), 10)]).report(eps=0.0)["routes_log_delta"]
+    assert all(v <= 0.0 for v in rl.values()) and rl["pld"] == 0.0
