@@ -15,7 +15,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rpa
 from dp_infer.privacy import conversions as C
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.composition_routes import DEFAULT_ORDERS, _default_orders
-from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PureDpEvent, RdpCurveEvent
+from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PureDpEvent, RdpCurveEvent, ZcdpEvent
 
 
 @pytest.mark.parametrize("mu,eps_a,delta_a", [(0.5, 0.3, 1e-6), (2.0, 1.0, 3e-6), (0.1, 0.0, 5e-6)])
@@ -117,3 +117,19 @@ def test_every_route_reports_a_probability_for_a_heavy_ledger_at_eps_zero():
     # 10 x 5-DP at eps = 0: delta is within 1e-6 of 1 -- after the PLD's safety margin still at most 1
     rl = Accountant([(PureDpEvent(5.0), 10)]).report(eps=0.0)["routes_log_delta"]
     assert all(v <= 0.0 for v in rl.values()) and rl["pld"] == 0.0
+
+
+@pytest.mark.parametrize("rho,delta", [(0.1, 1e-5), (2.0, 1e-8), (1e-4, 1e-3)])
+def test_rdp_route_reports_the_order_that_achieves_its_eps(rho, delta):
+    # linear curve rho * alpha: the reported eps is the CKS expression at the reported order, and
+    # no order on a dense 2e5-point grid does better (beyond the search tolerance)
+    rep = Accountant([ZcdpEvent(rho)]).report(delta)
+    a, e = rep["route_info"]["optimal_order"], rep["epsilon"]
+
+    def cks(x):
+        return rho * x + np.log1p(-1 / x) - (math.log(delta) + np.log(x)) / (x - 1)
+
+    assert rep["route"] == "rdp" and a > 1
+    assert e == pytest.approx(cks(a), rel=1e-12)
+    grid = 1 + np.geomspace(1e-6, 1e7, 200_001)
+    assert e <= cks(grid).min() * (1 + 1e-12)
