@@ -125,9 +125,8 @@ def gdp_log_delta(eps: float, mu: float) -> float:
 
     ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (Balle & Wang 2018, eq. (6);
     Dong, Roth, Su, Cor. 2.13), evaluated as
-    ``log Phi(a) + log(1 - exp(eps + log Phi(b) - log Phi(a)))`` with ``log_ndtr``, raised by a
-    bound on its rounding (assuming ``log_ndtr`` within a few ulps), or in extended precision
-    (mpmath) where that bound exceeds 1e-10 relative (small mu, or eps ~ mu^2 / 2 beyond ~1e15).
+    ``log Phi(a) + log(1 - exp(eps + log Phi(b) - log Phi(a)))`` with ``log_ndtr``, raised by a bound on
+    its rounding, or in extended precision (mpmath) where that bound exceeds 1e-10 relative.
     """
     eps = check_nonnegative("eps", eps)
     mu = check_nonnegative("mu", mu)
@@ -142,25 +141,19 @@ def gdp_log_delta(eps: float, mu: float) -> float:
     if lb == -math.inf:  # e^eps Phi(b) / Phi(a) ~ |a| / |b| ~ 0 (b^2 - a^2 = 2 eps): delta = Phi(a)
         return la
     x = eps + lb - la
-    # Rounding: la and lb are within a few ulps (relative), so x is off by <= _ULPS * magnitude and
-    # log(1 - e^x) by that over 1 - e^x. The float result is raised by this bound (it never
-    # under-reports); where the bound is not negligible -- x near 0 for small mu (mu = 1e-12,
-    # eps = 1e-11 came out 13% low in delta, mu = 1e-17 gave delta = 0), or x the difference of huge
-    # terms (eps ~ mu^2 / 2 ~ 1e300) -- the profile is evaluated in extended precision.
+    # x is off by <= _ULPS * magnitude (la, lb within a few ulps), log(1 - e^x) by that over 1 - e^x:
+    # the float result is raised by this bound; where it is not negligible (x near 0 for small mu:
+    # mu = 1e-12 was 13% low in delta, mu = 1e-17 gave 0; or eps ~ mu^2/2 ~ 1e300) use extended precision
     magnitude = max(1.0, abs(la), abs(lb), eps)
-    if x < 0.0:
-        err = _ULPS * magnitude / -math.expm1(x)
-        ld = la + _log1mexp(x)
-        if err <= 1e-10 * max(1.0, abs(ld)):
-            return min(ld + err, 0.0)
+    if x < 0.0 and (err := _ULPS * magnitude / -math.expm1(x)) <= 1e-10 * max(1.0, abs(ld := la + _log1mexp(x))):
+        return min(ld + err, 0.0)
     if a < -1.0 and max(math.log(2.0 * eps) - 2.0 * math.log(mu), math.log(2.0)) <= 1e-12 * abs(la):
-        # deep lower tail: 1 - e^x >~ mu / (2 eps/mu) (Mills ratio), so Phi(a), an upper bound on
-        # delta, is within log(2 eps / mu^2) of it: below 1e-12 |log Phi(a)|, as good as float64 gets
+        # deep tail: 1 - e^x >~ mu^2 / (2 eps) (Mills ratio), so Phi(a) >= delta is within log(2 eps / mu^2) of it
         return la
     return _gdp_log_delta_extended(eps, mu, magnitude)
 
 
-_ULPS = 16 * 2.220446049250313e-16  # rounding of x = eps + log_ndtr(b) - log_ndtr(a), relative to the terms
+_ULPS = 16 * 2.220446049250313e-16  # rounding of x = eps + log_ndtr(b) - log_ndtr(a), relative to its terms
 
 
 def _gdp_log_delta_extended(eps: float, mu: float, magnitude: float) -> float:
