@@ -272,6 +272,13 @@ class Accountant:
                 step *= 4.0
         return e, self._ideal_log_delta(e)[1], {}, {}
 
+    def _sampling_delta(self, eps: float) -> float:
+        """(1 + e^eps) tv_error, in log space: +inf (not an OverflowError) where it exceeds float range."""
+        if self.tv_error == 0.0:
+            return 0.0
+        x = math.log(self.tv_error) + float(np.logaddexp(0.0, eps))
+        return math.exp(x) if x < 709.0 else math.inf
+
     def epsilon_by_route(self, delta: float | None = None, *, log_delta: float | None = None) -> dict[str, float]:
         """eps at ``delta`` per available route (ignoring TV error): for audits and tests."""
         ld = resolve_log_delta(delta, log_delta)
@@ -305,7 +312,7 @@ class Accountant:
         if eps is not None:
             e = check_nonnegative("eps", eps)
             ld_priv, route, all_ = self._ideal_log_delta(e, all_routes=True)
-            slack = (1.0 + math.exp(e)) * self.tv_error if self.tv_error > 0 else 0.0
+            slack = self._sampling_delta(e)
             out.update({"epsilon": e, "delta": math.exp(ld_priv) + slack, "log_delta": self.get_log_delta(e),
                         "delta_privacy": math.exp(ld_priv), "log_delta_privacy": ld_priv,
                         "delta_sampling": slack, "route": route, "routes_log_delta": all_})
@@ -314,7 +321,7 @@ class Accountant:
             e, route, info, all_ = self._epsilon_full(ld)
             if math.isfinite(e):
                 ld_priv = self._ideal_log_delta(e)[0]
-                slack = (1.0 + math.exp(e)) * self.tv_error if self.tv_error > 0 else 0.0
+                slack = self._sampling_delta(e)
             else:
                 ld_priv, slack = 0.0, None
             out.update({"epsilon": e, "delta": math.exp(ld), "log_delta": ld,

@@ -95,6 +95,19 @@ def _check_orders(name: str, orders: Any) -> np.ndarray:
     return a
 
 
+def _check_curve_values(values: Any, orders: np.ndarray) -> np.ndarray:
+    """RDP values at ``orders``: same shape, each >= 0 (+inf allowed: unknown at that order)."""
+    try:
+        r = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"values (RDP) must be numbers >= 0 (inf allowed), got {values!r}") from None
+    if r.shape != orders.shape:
+        raise ValueError(f"values must have the same shape as orders, got {r.shape} and {orders.shape}")
+    if not np.all(r >= 0):  # also refuses NaN
+        raise ValueError("values (RDP) must be >= 0 (inf allowed)")
+    return r
+
+
 def _check_alpha(alpha: Any) -> np.ndarray:
     a = np.asarray(alpha, dtype=np.float64)
     if np.any(~np.isfinite(a)) or np.any(a <= 1.0):
@@ -112,7 +125,8 @@ def gdp_log_delta(eps: float, mu: float) -> float:
 
     ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (Balle & Wang 2018, eq. (6);
     Dong, Roth, Su, Cor. 2.13), evaluated as
-    ``log Phi(a) + log(1 - exp(eps + log Phi(b) - log Phi(a)))`` with ``log_ndtr``.
+    ``log Phi(a) + log(1 - exp(eps + log Phi(b) - log Phi(a)))`` with ``log_ndtr``, raised by a bound on
+    its rounding, or in extended precision (mpmath) where that bound exceeds 1e-10 relative.
     """
     eps = check_nonnegative("eps", eps)
     mu = check_nonnegative("mu", mu)
@@ -121,11 +135,43 @@ def gdp_log_delta(eps: float, mu: float) -> float:
     a = -eps / mu + mu / 2.0
     b = -eps / mu - mu / 2.0
     la = float(special.log_ndtr(a))
-    lb = float(special.log_ndtr(b))
-    x = eps + lb - la
-    if x >= 0.0:  # only by rounding when delta is ~0 relative to Phi(a)
+    if la == -math.inf:  # Phi(a) underflows (eps/mu beyond ~1e154): delta <= Phi(a) = 0
         return -math.inf
-    return la + _log1mexp(x)
+    lb = float(special.log_ndtr(b))
+    if lb == -math.inf:  # e^eps Phi(b) / Phi(a) ~ |a| / |b| ~ 0 (b^2 - a^2 = 2 eps): delta = Phi(a)
+        return la
+    x = eps + lb - la
+    # x is off by <= _ULPS * magnitude (la, lb within a few ulps), log(1 - e^x) by that over 1 - e^x:
+    # the float result is raised by this bound; where it is not negligible (x near 0 for small mu:
+    # mu = 1e-12 was 13% low in delta, mu = 1e-17 gave 0; or eps ~ mu^2/2 ~ 1e300) use extended precision
+    magnitude = max(1.0, abs(la), abs(lb), eps)
+    if x < 0.0 and (err := _ULPS * magnitude / -math.expm1(x)) <= 1e-10 * max(1.0, abs(ld := la + _log1mexp(x))):
+        return min(ld + err, 0.0)
+    if a < -1.0 and max(math.log(2.0 * eps) - 2.0 * math.log(mu), math.log(2.0)) <= 1e-12 * abs(la):
+        # deep tail: 1 - e^x >~ mu^2 / (2 eps) (Mills ratio), so Phi(a) >= delta is within log(2 eps / mu^2) of it
+        return la
+    return _gdp_log_delta_extended(eps, mu, magnitude)
+
+
+_ULPS = 16 * 2.220446049250313e-16  # rounding of x = eps + log_ndtr(b) - log_ndtr(a), relative to its terms
+
+
+def _gdp_log_delta_extended(eps: float, mu: float, magnitude: float) -> float:
+    """log delta_mu(eps) in mpmath (exact float inputs), with digits added until x keeps 20 of them."""
+    import mpmath
+
+    mag_digits = math.ceil(math.log10(magnitude))
+    dps = 40 + mag_digits
+    for _ in range(8):
+        with mpmath.workdps(dps):
+            e, m = mpmath.mpf(eps), mpmath.mpf(mu)
+            la = mpmath.log(mpmath.ncdf(-e / m + m / 2))
+            x = e + mpmath.log(mpmath.ncdf(-e / m - m / 2)) - la
+            good = x < 0 and -x > mpmath.mpf(10) ** (mag_digits - dps + 20)
+            if good:
+                return float(la + mpmath.log(-mpmath.expm1(x)))
+            dps = 2 * dps if x >= 0 else dps + int(math.ceil(float(-mpmath.log10(-x)))) + 30
+    raise RuntimeError("internal: the Gaussian privacy profile did not resolve in extended precision")
 
 
 def gdp_delta(eps: float, mu: float) -> float:
@@ -140,6 +186,8 @@ def gdp_epsilon(mu: float, delta: float | None = None, *, log_delta: float | Non
     if mu == 0.0 or gdp_log_delta(0.0, mu) <= ld:
         return 0.0
     lo, hi = 0.0, max(1.0, mu * mu)
+    if math.isinf(hi):  # mu > ~1e154: eps ~ mu^2/2 is beyond float64 (inf is the safe side)
+        return math.inf
     while gdp_log_delta(hi, mu) > ld:
         lo, hi = hi, hi * 2.0
         if hi > 1e12:
@@ -161,10 +209,10 @@ def gdp_mu(eps: float, delta: float | None = None, *, log_delta: float | None = 
         lo -= 2.0
         if lo < -700:
             return 0.0
+    # delta_mu(eps) -> 1 > delta as mu -> inf, and mu* <= ~sqrt(2 eps) + 2 sqrt(log(1/delta)), so the
+    # loop ends by hi ~ 356 for every finite eps (returning inf here would over-report mu)
     while f(hi) < 0:
         hi += 1.0
-        if hi > 50:
-            return math.inf
     mu = math.exp(float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)))
     return _nudge(mu, lambda x: gdp_log_delta(eps, x) <= ld, up=False)
 
@@ -173,7 +221,7 @@ def gdp_tradeoff(alpha: Any, mu: float) -> np.ndarray:
     """Gaussian trade-off function G_mu(alpha) = Phi(Phi^{-1}(1 - alpha) - mu) (type-II error)."""
     mu = check_nonnegative("mu", mu)
     a = np.asarray(alpha, dtype=np.float64)
-    if np.any((a < 0) | (a > 1)):
+    if not np.all((a >= 0) & (a <= 1)):  # also refuses NaN
         raise ValueError("alpha (type-I error) must lie in [0, 1]")
     return special.ndtr(special.ndtri(1.0 - a) - mu)
 
@@ -197,11 +245,7 @@ def rdp_epsilon(orders: Any, values: Any, delta: float | None = None, *, log_del
     Same bound as ``dp_accounting.rdp.compute_epsilon`` but with ``log_delta`` accepted.
     """
     a = _check_orders("orders", orders)
-    r = np.asarray(values, dtype=np.float64)
-    if r.shape != a.shape:
-        raise ValueError(f"values must have the same shape as orders, got {r.shape} and {a.shape}")
-    if np.any(np.isnan(r)) or np.any(r < 0):
-        raise ValueError("values (RDP) must be >= 0 (inf allowed)")
+    r = _check_curve_values(values, a)
     ld = resolve_log_delta(delta, log_delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # KL shortcut: delta^2 >= 1 - e^{-r}  =>  eps = 0
@@ -216,11 +260,7 @@ def rdp_epsilon(orders: Any, values: Any, delta: float | None = None, *, log_del
 def rdp_log_delta(orders: Any, values: Any, eps: float) -> tuple[float, float]:
     """(log delta, optimal order) from an RDP curve at ``eps``; as ``compute_delta`` but in log space."""
     a = _check_orders("orders", orders)
-    r = np.asarray(values, dtype=np.float64)
-    if r.shape != a.shape:
-        raise ValueError(f"values must have the same shape as orders, got {r.shape} and {a.shape}")
-    if np.any(np.isnan(r)) or np.any(r < 0):
-        raise ValueError("values (RDP) must be >= 0 (inf allowed)")
+    r = _check_curve_values(values, a)
     eps = check_nonnegative("eps", eps)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         kl = np.where(r > 0, 0.5 * np.log(-np.expm1(-r)), -np.inf)
@@ -336,7 +376,16 @@ def pure_dp_rdp(eps: float, alpha: Any) -> np.ndarray:
     a = _check_alpha(alpha)
     if eps == 0.0:
         return np.zeros_like(a)
-    num = np.logaddexp(a * eps, (1.0 - a) * eps) - np.logaddexp(0.0, eps)
+    # log((e^{a eps} + e^{(1-a) eps}) / (1 + e^eps)) = log(cosh(x) / cosh(y)) with x = (a - 1/2) eps,
+    # y = eps / 2. Evaluated as a difference of two logaddexp's it cancels catastrophically for
+    # small eps or a near 1 (eps = 1e-6, a = 1.001 came out 11% low; eps <= 1e-7 gave 0: an
+    # under-report). cosh x - cosh y = 2 sinh((x+y)/2) sinh((x-y)/2) has no cancellation; for large
+    # x, log cosh x = x + log1p(e^{-2x}) - log 2 on both sides.
+    x, y = (a - 0.5) * eps, 0.5 * eps
+    with np.errstate(over="ignore", invalid="ignore"):
+        small = np.log1p(2.0 * np.sinh(0.5 * a * eps) * np.sinh(0.5 * (a - 1.0) * eps) / np.cosh(y))
+        large = (a - 1.0) * eps + np.log1p(np.exp(-2.0 * x)) - np.log1p(np.exp(-2.0 * y))
+    num = np.where(x <= 300.0, small, large)
     out = num / (a - 1.0)
     # guard rounding near alpha -> 1: never exceed the valid envelopes
     return np.clip(np.minimum(out, np.minimum(eps, a * eps * eps / 2.0)), 0.0, None)

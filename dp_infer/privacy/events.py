@@ -97,9 +97,7 @@ def _json_float(x: float) -> float | str:
 
 
 def _from_json_float(x: Any) -> float:
-    if isinstance(x, str):
-        return float(x)
-    return float(x)
+    return float(x)  # numbers, and the strings "inf" / "-inf" written by _json_float
 
 
 @dataclass(frozen=True)
@@ -156,10 +154,6 @@ class PrivacyEvent:
              "assumptions": list(self.assumptions), "tv_error": _json_float(self.tv_error),
              "metadata": _jsonable(dict(self.metadata))}
         return d
-
-    def _common_kwargs(self) -> dict:
-        return {"label": self.label, "assumptions": self.assumptions, "tv_error": self.tv_error,
-                "metadata": dict(self.metadata)}
 
 
 @dataclass(frozen=True)
