@@ -23,6 +23,7 @@ from .calibrate import calibrate
 from .plan import SamplingPlan
 from .potentials import GibbsPotential, gibbs_potential
 from .randomness import KeySource, secret_key
+from .sharding import ShardedPotential, ShardedRows, shard_rows
 
 __all__ = ["PrivateRun", "sample", "fit"]
 
@@ -36,7 +37,7 @@ class PrivateRun:
 
     mcmc: MCMC
     plan: SamplingPlan
-    potential: GibbsPotential
+    potential: GibbsPotential | ShardedPotential
     randomness: KeySource
     purified: np.ndarray | None = None
 
@@ -133,12 +134,16 @@ def _initial_points(plan: SamplingPlan, domain: Domain | None, key) -> jax.Array
 
 def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | None = None,
            seed: int | None = None, key_impl: str = "threefry2x32", progress_bar: bool = True,
-           chain_method: str = "vectorized", theta0=None) -> PrivateRun:
+           chain_method: str = "vectorized", theta0=None, mesh=None) -> PrivateRun:
     """Run ``plan`` on the data: Gibbs potential at the plan's beta, our kernel, NumPyro MCMC.
 
     The initial point follows ``plan.init_law`` (data independent). ``seed=None`` (default)
     draws the key from the operating system's entropy; an integer seed makes the noise
     reproducible by whoever holds it, and the report says so (:mod:`dp_infer.randomness`).
+    ``mesh`` (a :func:`dp_infer.sharding.data_mesh`), or ``X`` given as
+    :class:`~dp_infer.sharding.ShardedRows` (then ``y=None``), runs the same potential on
+    row-sharded data in row blocks (:mod:`dp_infer.sharding`): same plan, same draws to float
+    tolerance for the same key.
     """
     if not isinstance(plan, SamplingPlan):
         raise ValueError(f"plan must be a dp_infer.plan.SamplingPlan, got {type(plan).__name__}")
@@ -146,10 +151,17 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
         raise ValueError(f"chain_method must be one of ('vectorized', 'sequential', 'parallel'), "
                          f"got {chain_method!r}")
     key, source = secret_key(seed, impl=key_impl)
-    X = check_finite_array("X", X, ndim=2)
-    if X.shape[0] != plan.n:
-        raise ValueError(f"the plan was made for n = {plan.n} rows but X has {X.shape[0]}: re-plan")
-    potential = gibbs_potential(loss, X, y, beta=plan.beta, lam=plan.lam, theta0=theta0)
+    sharded = mesh is not None or isinstance(X, ShardedRows)
+    if not sharded:
+        X = check_finite_array("X", X, ndim=2)
+    n = X.n if isinstance(X, ShardedRows) else len(X)
+    if n != plan.n:
+        raise ValueError(f"the plan was made for n = {plan.n} rows but X has {n}: re-plan")
+    if sharded:
+        X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
+        potential = ShardedPotential(loss, X, plan.beta, plan.lam, None if theta0 is None else jnp.asarray(theta0))
+    else:
+        potential = gibbs_potential(loss, X, y, beta=plan.beta, lam=plan.lam, theta0=theta0)
     if potential.dim != plan.dim:
         raise ValueError(f"the plan was made for dim = {plan.dim} but the loss has {potential.dim} parameters")
     domain = domain if domain is not None else loss.domain
@@ -158,14 +170,18 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
     key_run, key_init, key_purify = jax.random.split(key, 3)
     init = _initial_points(plan, domain, key_init)
 
-    def potential_fn(z):
-        return potential(z["theta"])
+    def potential_fn(z, *data):
+        return potential(z["theta"], *data)
 
+    # sharded: the data are arguments of the jitted loop, chains split along the mesh's "chains"
+    chains = potential.chain_method(plan.num_chains, chain_method) if sharded else chain_method
     mcmc = MCMC(_kernel(plan, potential_fn, domain), num_warmup=0, num_samples=plan.num_steps,
-                num_chains=plan.num_chains, thinning=plan.thinning, chain_method=chain_method,
-                progress_bar=progress_bar)
+                num_chains=plan.num_chains, thinning=plan.thinning, chain_method=chains,
+                progress_bar=progress_bar, jit_model_args=sharded)
     init_params = {"theta": init if plan.num_chains > 1 else init[0]}
-    mcmc.run(key_run, init_params=init_params)
+    if sharded:
+        init_params = {"theta": potential.place_chains(init_params["theta"])}
+    mcmc.run(key_run, *(potential.args() if sharded else ()), init_params=init_params)
     run = PrivateRun(mcmc, plan, potential, source)
     if plan.release == "purified_mean":
         run.purified = purify_estimate(plan, domain, run.posterior_mean(), key_purify)
@@ -177,7 +193,7 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: 
         horizon: float = 1.0, num_chains: int | None = None, kernel: str = "langevin",
         friction: float | None = None, lam_rel: float | None = None, num_draws: int = 1000,
         domain: Domain | None = None, seed: int | None = None, key_impl: str = "threefry2x32",
-        progress_bar: bool = True, **calibrate_kwargs: Any) -> PrivateRun:
+        progress_bar: bool = True, mesh=None, **calibrate_kwargs: Any) -> PrivateRun:
     """Calibrate a plan for (eps, delta) — pure eps when ``delta`` is None — and sample it.
 
     The plan comes from :func:`dp_infer.calibrate.calibrate` (data independent: n, the
@@ -190,9 +206,17 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: 
     instead (:func:`dp_infer.fit_posterior.fit_posterior`: pass ``prior_precision`` and
     optionally ``ess``, ``preconditioner``, ``rows``, ...); ``"estimate"`` (default) optimises the
     excess-risk bound of the route's target.
+
+    ``mesh`` (a :func:`dp_infer.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given
+    as :class:`~dp_infer.sharding.ShardedRows` with ``y=None``, samples the same plan on
+    row-sharded data (:mod:`dp_infer.sharding`; estimate target only).
     """
+    sharded = mesh is not None or isinstance(X, ShardedRows)
     if target == "posterior":
         from .fit_posterior import fit_posterior
+
+        if sharded:
+            raise ValueError("mesh must be None for target='posterior' (sharded data run the estimate target)")
 
         if route not in ("auto", "trajectory"):
             raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
@@ -202,11 +226,16 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: 
     if target != "estimate":
         raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
     num_chains = 1 if num_chains is None else num_chains
-    X, y = loss.check_data(X, y)
+    if sharded:  # checked chunk by chunk while placed; n and d are all the plan sees
+        X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
+        n, d = X.n, X.num_features
+    else:
+        X, y = loss.check_data(X, y)
+        n, d = X.shape
     domain = domain if domain is not None else loss.domain
-    plan = calibrate(loss.constants, X.shape[0], loss.num_params(X.shape[1]), eps=eps,
+    plan = calibrate(loss.constants, n, loss.num_params(d), eps=eps,
                      delta=delta, route=route, domain=domain, horizon=horizon,
                      num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                      num_draws=num_draws, **calibrate_kwargs)
     return sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl,
-                  progress_bar=progress_bar)
+                  progress_bar=progress_bar, mesh=mesh)
