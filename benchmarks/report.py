@@ -96,6 +96,10 @@ def to_markdown(res: dict) -> str:
                      f"{r['ess_min_per_s']:.2f} | {r['ess_median_per_s']:.2f} | {note} |")
         L.append("")
     L += _mechanisms_b(S.get("mechanisms_b", {}))
+    if "one_device" in S.get("scaling", {}):
+        from .scaling import markdown as scaling_markdown
+
+        L += scaling_markdown(S["scaling"])
     return "\n".join(L) + "\n"
 
 
