@@ -23,7 +23,7 @@ from .calibrate import calibrate
 from .plan import SamplingPlan
 from .potentials import GibbsPotential, gibbs_potential
 from .randomness import KeySource, secret_key
-from .sharding import ShardedPotential, ShardedRows, shard_rows
+from .sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
 
 __all__ = ["PrivateRun", "sample", "fit"]
 
@@ -158,6 +158,7 @@ def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | N
     if n != plan.n:
         raise ValueError(f"the plan was made for n = {plan.n} rows but X has {n}: re-plan")
     if sharded:
+        key = same_key_on_all_processes(key)  # one noise sequence for the one SPMD program
         X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
         potential = ShardedPotential(loss, X, plan.beta, plan.lam, None if theta0 is None else jnp.asarray(theta0))
     else:

@@ -43,7 +43,7 @@ from .precision import DATA_DTYPES, ROUNDINGS, cast_rows, check_cast_rows, stora
 from .row_blocks import blocked_loss_sum_and_grad
 
 __all__ = ["ROWS", "CHAINS", "DEFAULT_BLOCK_ROWS", "data_mesh", "row_shard_range", "ShardedRows",
-           "shard_rows", "ShardedPotential"]
+           "shard_rows", "ShardedPotential", "same_key_on_all_processes"]
 
 ROWS, CHAINS = "rows", "chains"
 #: rows per block of the per-device evaluation (memory O(block x d))
@@ -120,6 +120,21 @@ class ShardedRows:
                 "rows_per_shard": int(self.X.shape[0]) // self.row_shards, "padding_rows": int(self.X.shape[0]) - self.n,
                 "block_rows": self.block_rows, "data_dtype": self.dtype,
                 "rounding": self.rounding if self.dtype != "float32" else None, "accumulation": "float32"}
+
+
+def same_key_on_all_processes(key):
+    """The key of process 0 on every process (``multihost_utils.broadcast_one_to_all``), so that one
+    SPMD program draws one noise sequence; unchanged with a single process. With ``seed=None``
+    each process drew its own key from its own entropy: without this the processes would run
+    with different noise on what JAX treats as replicated values. The key material travels only
+    over the job's own collectives, like the data."""
+    if jax.process_count() == 1:
+        return key
+    from jax.experimental import multihost_utils
+
+    impl = jax.random.key_impl(key)
+    data = multihost_utils.broadcast_one_to_all(np.asarray(jax.random.key_data(key)))
+    return jax.random.wrap_key_data(jnp.asarray(data), impl=impl)
 
 
 @partial(jax.jit, donate_argnums=0)

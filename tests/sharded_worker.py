@@ -65,13 +65,14 @@ def host(pid, port, csv, n, out):
     start, stop = process_row_range(n, mesh)
     X, y = read_rows(csv, start, stop, target="y")
     data = shard_rows(loss, X, y, mesh, n=n, row_offset=start, block_rows=512)
-    run = dp_infer.fit(loss, data, None, **FIT)
+    # process 1 passes another seed: the run must use process 0's key on both (one SPMD program)
+    run = dp_infer.fit(loss, data, None, **dict(FIT, seed=FIT["seed"] + 88 * jax.process_index()))
     draws = run.draws(drop_burn_in=False)
     if jax.process_index() == 0:
         np.savez(out, draws=draws, rows=np.array([start, stop]), processes=np.array(jax.process_count()),
                  devices=np.array(jax.device_count()))
     else:
-        np.savez(out + ".p1.npz", rows=np.array([start, stop]))
+        np.savez(out + ".p1.npz", rows=np.array([start, stop]), draws=draws)
     jax.distributed.shutdown()
 
 

@@ -233,10 +233,13 @@ def test_two_processes_each_reading_its_rows(tmp_path):
     assert all(p.returncode == 0 for p in procs), logs
     res = np.load(out)
     assert int(res["processes"]) == 2 and int(res["devices"]) == 4
-    r1 = np.load(out + ".p1.npz")["rows"]
+    p1 = np.load(out + ".p1.npz")
+    r1 = p1["rows"]
     assert list(res["rows"]) == [0, r1[0]] and r1[1] == len(X)  # each process read only its half
     ref = dp_infer.fit(loss, X, frame["y"].to_numpy(), **FIT).draws(drop_burn_in=False)
     np.testing.assert_allclose(res["draws"], ref, atol=1e-4)
+    # process 1 was given another seed; both ran process 0's key (the draws are the same numbers)
+    np.testing.assert_array_equal(p1["draws"], res["draws"])
 
 
 def test_potential_fn_kernel_receives_run_arguments():
