@@ -180,7 +180,7 @@ def adult():
     for dtype in ("float32", "bfloat16"):
         placed = shard_rows(loss, data.X_train, data.y_train, data_mesh(), dtype=dtype)
         X_run = np.asarray(placed.X[:placed.n]).astype(np.float64)  # the rows the sampler sees
-        ref = minimize_loss(loss, X_run, data.y_train)
+        ref = minimize_loss(loss, X_run, data.y_train)[0]
         accs = []
         for seed in range(5):
             run = dp_infer.fit(loss, placed, None, eps=1.0, delta=1e-5, num_chains=1, seed=seed, progress_bar=False)
