@@ -83,7 +83,7 @@ def markdown(s: dict) -> list[str]:
           f"autodiff gradient of the vmapped mean: X read twice), n = {b['n']:.0e}: {b['step_s'] * 1e3:.2f} ms per step, peak RSS over "
           f"start-up {b['peak_over_x']:.2f} x X (compile {b['compile_s']:.1f} s: X is embedded in the program).", "",
           f"bfloat16 vs float32 rows, n = {t['n']:.0e}, interleaved in one process: {t['f32_step_s'] * 1e3:.2f} vs "
-          f"{t['bf16_step_s'] * 1e3:.2f} ms per step, speed-up **{t['bf16_speedup']:.2f}x** (goal >= 1.5x; on XLA:CPU "
+          f"{t['bf16_step_s'] * 1e3:.2f} ms per step, speed-up **{t['bf16_speedup']:.2f}x** (goal >= 1.5x; a probable cause, not verified: on XLA:CPU "
           "the bf16 -> f32 conversion of each block is a separate pass in cache, so half the bytes do not give "
           "half the time).", ""]
     dv = s["devices"]
