@@ -122,6 +122,12 @@ def test_plan_and_report_do_not_depend_on_the_mesh():
     a, b = plain.draws(drop_burn_in=False), meshed.draws(drop_burn_in=False)
     assert a.std() > 0.1
     np.testing.assert_allclose(b, a, atol=1e-4)
+    # a charged continuation of the sharded run passes its data again and stays the same chain
+    steps = 10 * plain.plan.thinning
+    plain.extend(steps)
+    meshed.extend(steps)
+    assert meshed.plan == plain.plan and meshed.draws().shape == plain.draws().shape
+    np.testing.assert_allclose(meshed.draws(drop_burn_in=False), plain.draws(drop_burn_in=False), atol=1e-4)
 
 
 def test_bfloat16_rows_keep_the_declared_bound():
