@@ -100,6 +100,10 @@ def to_markdown(res: dict) -> str:
     L += _model_section(S.get("model", {}))
     L += _rashomon_compare(S.get("rashomon_compare", {}))
     L += _mechanisms_a(S.get("mechanisms_a", {}))
+    if "one_device" in S.get("scaling", {}):
+        from .scaling import markdown as scaling_markdown
+
+        L += scaling_markdown(S["scaling"])
     return "\n".join(L) + "\n"
 
 

@@ -26,6 +26,7 @@ from .plan import SamplingPlan
 from .potentials import gibbs_potential
 from .randomness import secret_key
 from .run import PrivateRun, charge_ledger
+from .sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
 
 __all__ = ["PrivateRun", "sample", "fit"]
 
@@ -86,7 +87,7 @@ def _initial_points(plan: SamplingPlan, domain: Domain | None, key) -> jax.Array
 def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPlan | None = None, *,
            model=None, domain: Domain | None = None, seed: int | None = None, key_impl: str = "threefry2x32",
            progress_bar: bool = True, chain_method: str = "vectorized", theta0=None, prior_potential=None,
-           init_params=None, extra_fields: tuple = (), debug: bool = False, **model_options) -> PrivateRun:
+           init_params=None, extra_fields: tuple = (), debug: bool = False, mesh=None, **model_options) -> PrivateRun:
     """Run ``plan`` on the data: Gibbs potential at the plan's beta, our kernel, NumPyro MCMC.
 
     The initial point follows ``plan.init_law`` (data independent), unless ``init_params`` (an
@@ -99,7 +100,14 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     makes the noise reproducible by whoever holds it, and the report says so. ``model=`` (a NumPyro
     model instead of ``loss``) runs :func:`dp_infer.fit_model.sample_model` with ``model_options``
     (``clip_norm``, ``init_strategy``, ``coords``, ``dims``, ...).
+    ``mesh`` (a :func:`dp_infer.sharding.data_mesh` or ``"auto"``), or ``X`` given as
+    :class:`~dp_infer.sharding.ShardedRows` (then ``y=None``), runs the same potential on
+    row-sharded data in row blocks (:mod:`dp_infer.sharding`): same plan, same draws to float
+    tolerance for the same key.
     """
+    sharded = mesh is not None or isinstance(X, ShardedRows)
+    if sharded and (model is not None or prior_potential is not None):
+        raise ValueError("mesh must be None with model=... or prior_potential (sharded data run a per-example loss)")
     if model is not None:
         if loss is not None:
             raise ValueError("give either a loss or model=..., not both")
@@ -118,10 +126,17 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     extra_fields = check_extra_fields(extra_fields, plan.kernel, bool(debug))
     key, source = secret_key(seed, impl=key_impl)
     feature_names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
-    X = check_finite_array("X", X, ndim=2)
-    if X.shape[0] != plan.n:
-        raise ValueError(f"the plan was made for n = {plan.n} rows but X has {X.shape[0]}: re-plan")
-    potential = gibbs_potential(loss, X, y, beta=plan.beta, lam=plan.lam, theta0=theta0)
+    if not sharded:
+        X = check_finite_array("X", X, ndim=2)
+    n = X.n if isinstance(X, ShardedRows) else len(X)
+    if n != plan.n:
+        raise ValueError(f"the plan was made for n = {plan.n} rows but X has {n}: re-plan")
+    if sharded:
+        key = same_key_on_all_processes(key)  # one noise sequence for the one SPMD program
+        X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
+        potential = ShardedPotential(loss, X, plan.beta, plan.lam, None if theta0 is None else jnp.asarray(theta0))
+    else:
+        potential = gibbs_potential(loss, X, y, beta=plan.beta, lam=plan.lam, theta0=theta0)
     if prior_potential is not None:
         potential = dataclasses.replace(potential, prior_potential=prior_potential)
     if potential.dim != plan.dim:
@@ -135,13 +150,18 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     else:
         init = _user_initial_points(init_params, plan, key_init)
 
-    def potential_fn(z):
-        return potential(z["theta"])
+    def potential_fn(z, *data):
+        return potential(z["theta"], *data)
 
+    # sharded: the data are arguments of the jitted loop, chains split along the mesh's "chains"
+    chains = potential.chain_method(plan.num_chains, chain_method) if sharded else chain_method
     mcmc = MCMC(_kernel(plan, potential_fn, domain, bool(debug)), num_warmup=0, num_samples=plan.num_steps,
-                num_chains=plan.num_chains, thinning=plan.thinning, chain_method=chain_method,
-                progress_bar=progress_bar)
-    mcmc.run(key_run, init_params={"theta": init if plan.num_chains > 1 else init[0]},
+                num_chains=plan.num_chains, thinning=plan.thinning, chain_method=chains,
+                progress_bar=progress_bar, jit_model_args=sharded)
+    init_params = {"theta": init if plan.num_chains > 1 else init[0]}
+    if sharded:
+        init_params = {"theta": potential.place_chains(init_params["theta"])}
+    mcmc.run(key_run, *(potential.args() if sharded else ()), init_params=init_params,
              extra_fields=tuple(f for f in extra_fields if f not in ("z", "diverging")))
     run = PrivateRun.from_mcmc(mcmc, plan, potential, source, feature_names=feature_names)
     if plan.release == "purified_mean":
@@ -155,7 +175,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         lam_rel: float | None = None, num_draws: int = 1000, domain: Domain | None = None,
         seed: int | None = None, key_impl: str = "threefry2x32", progress_bar: bool = True,
         chain_method: str = "vectorized", extra_fields: tuple = (), debug: bool = False,
-        ledger=None, dataset_id: str = "default", **calibrate_kwargs: Any) -> PrivateRun:
+        ledger=None, dataset_id: str = "default", mesh=None, **calibrate_kwargs: Any) -> PrivateRun:
     """Calibrate a plan for (eps, delta) — pure eps when ``delta`` is None — and sample it.
 
     Give a per-example ``loss``, or a NumPyro ``model=`` (see :func:`dp_infer.fit_model.fit_model`
@@ -172,7 +192,15 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     instead (:func:`dp_infer.fit_posterior.fit_posterior`: pass ``prior_precision`` and
     optionally ``ess``, ``preconditioner``, ``rows``, ...); ``"estimate"`` (default) optimises the
     excess-risk bound of the route's target.
+
+    ``mesh`` (a :func:`dp_infer.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given
+    as :class:`~dp_infer.sharding.ShardedRows` with ``y=None``, samples the same plan on
+    row-sharded data (:mod:`dp_infer.sharding`; loss, estimate target, Langevin routes only).
     """
+    sharded = mesh is not None or isinstance(X, ShardedRows)
+    if sharded and (model is not None or target != "estimate"):
+        raise ValueError(f"mesh must be None for model=... or target={target!r} (sharded data run the "
+                         "estimate target of a per-example loss)")
     if model is not None:
         if loss is not None:
             raise ValueError("give either a loss or model=..., not both")
@@ -210,22 +238,30 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         # no smoothness: Langevin's step-size theory does not apply -> the proximal sampler
         from .fit_proximal import fit_proximal
 
+        if sharded:
+            raise ValueError("mesh must be None for a loss without smoothness (the proximal route runs on one device)")
+
         if (horizon, kernel, friction, num_draws) != (1.0, "langevin", None, 1000):
             raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
                              "proximal route that runs losses without smoothness")
         return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
                             domain=domain, seed=seed, key_impl=key_impl, **calibrate_kwargs)
     names = X.columns if hasattr(X, "columns") else None
-    X, y = loss.check_data(X, y)
+    if sharded:  # checked chunk by chunk while placed; n and d are all the plan sees
+        X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
+        n, d = X.n, X.num_features
+    else:
+        X, y = loss.check_data(X, y)
+        n, d = X.shape
     domain = domain if domain is not None else loss.domain
-    plan = calibrate(loss.constants, X.shape[0], loss.num_params(X.shape[1]), eps=eps,
+    plan = calibrate(loss.constants, n, loss.num_params(d), eps=eps,
                      delta=delta, route=route, domain=domain, horizon=horizon,
                      num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                      num_draws=num_draws, **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
     led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}")
     run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
-                 chain_method=chain_method, extra_fields=extra_fields, debug=debug)
+                 chain_method=chain_method, extra_fields=extra_fields, debug=debug, mesh=mesh)
     if receipt is not None:
         led.complete(receipt)
     if names is not None:

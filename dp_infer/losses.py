@@ -34,10 +34,10 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from ._validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
 from .domains import Domain, Euclidean
+from .row_blocks import blocked_loss_sum, clip_tree
 
 __all__ = [
     "LossConstants",
@@ -117,11 +117,22 @@ class PerExampleLoss:
         """Vector of per-example losses, shape (n,)."""
         return jax.vmap(self.example, in_axes=(None, 0, 0))(theta, X, y)
 
-    def mean(self, theta, X, y):
-        """Empirical loss L(theta; D) = mean of per-example losses."""
+    def mean(self, theta, X, y, *, block_rows: int | None = None):
+        """Empirical loss L(theta; D) = mean of per-example losses.
+
+        ``block_rows`` evaluates it (and its gradient, clipped or not) ``block_rows`` rows at a
+        time (:mod:`dp_infer.row_blocks`): the same function, memory O(block x d) beyond X.
+        """
+        if block_rows is not None:
+            return self.sum(theta, X, y, block_rows=block_rows) / X.shape[0]
         if self.clip_norm is not None:
             return _clipped_mean(self.example, self.clip_norm, theta, X, y)
         return jnp.mean(self.per_example(theta, X, y))
+
+    def sum(self, theta, X, y, weight=None, *, block_rows: int):
+        """sum_i w_i ell(theta; x_i, y_i) in row blocks (w: public 0/1 padding mask or None)."""
+        return blocked_loss_sum(self.example, theta, X, y, weight, block_rows=block_rows,
+                                clip_norm=self.clip_norm)
 
     def gradient_sensitivity(self, n: int) -> float:
         return self.constants.gradient_sensitivity(n)
@@ -300,14 +311,7 @@ def smoothed_hinge(smoothing: float = 1.0, row_norm: float = 1.0, l2: float = 0.
 # Per-example gradient clipping for any loss
 # ----------------------------------------------------------------------------------------------
 
-def _clip_tree(g, clip_norm):
-    """Rescale one example's gradient to norm <= clip_norm; a non-finite gradient becomes 0
-    (so the sensitivity bound holds for the function actually run, whatever the loss does)."""
-    flat, unravel = ravel_pytree(g)
-    norm = jnp.linalg.norm(flat)
-    finite = jnp.isfinite(norm)
-    scale = jnp.where(finite, jnp.minimum(1.0, clip_norm / jnp.maximum(norm, 1e-30)), 0.0)
-    return unravel(jnp.where(finite, flat, 0.0) * scale), jnp.logical_or(norm > clip_norm, ~finite)
+_clip_tree = clip_tree  # one definition, shared with the blocked evaluation
 
 
 def _clipped_mean(example_fn, clip_norm, theta, X, y):

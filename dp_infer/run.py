@@ -304,7 +304,8 @@ class PrivateRun:
         mcmc = self._mcmc
         mcmc.post_warmup_state = mcmc.last_state
         mcmc.num_samples = steps
-        mcmc.run(mcmc.post_warmup_state.rng_key)
+        data = self._potential.args() if hasattr(self._potential, "args") else ()  # sharded: data are run arguments
+        mcmc.run(mcmc.post_warmup_state.rng_key, *data)
         if receipt is not None:
             led.complete(receipt)
         new = PrivateRun.from_mcmc(mcmc, new_plan, self._potential, self.randomness)

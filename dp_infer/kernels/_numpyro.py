@@ -204,8 +204,16 @@ class LangevinKernelBase(MCMCKernel):
         return self._postprocess_fn_gen(*model_args, **model_kwargs)
 
     def get_potential_fn(self, model_args=(), model_kwargs=None):
-        """``z -> U(z)`` for the given model arguments (requires ``init`` for model kernels)."""
+        """``z -> U(z)`` for the given model arguments (requires ``init`` for model kernels).
+
+        A ``potential_fn`` kernel run with arguments (``MCMC(..., jit_model_args=True).run(key, *args)``)
+        gets ``U(z) = potential_fn(z, *args, **kwargs)``: large data enter the jitted loop as
+        arguments, not as constants embedded in the program (:mod:`dp_infer.sharding`).
+        """
         if self._model is None:
+            if model_args or model_kwargs:
+                fn, kw = self._potential_fn, dict(model_kwargs or {})
+                return lambda z: fn(z, *model_args, **kw)
             return self._potential_fn
         if self._potential_fn_gen is None:
             raise RuntimeError(f"{type(self).__name__}.init must run before the potential is available")
