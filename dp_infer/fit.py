@@ -196,12 +196,28 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
 
         if route not in ("auto", "trajectory"):
             raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
+        unused = [name for name, v, default in (("horizon", horizon, 1.0), ("lam_rel", lam_rel, None),
+                                                ("domain", domain, None), ("extra_fields", extra_fields, ()),
+                                                ("debug", debug, False)) if v != default]
+        if unused:
+            raise ValueError(f"{unused[0]}: not used by target='posterior' (the horizon is planned from ess, the "
+                             "prior is prior_precision, the draws live on R^d)")
         return fit_posterior(loss, X, y, eps=eps, delta=delta, num_chains=4 if num_chains is None else num_chains,
-                             kernel=kernel, friction=friction, seed=seed, key_impl=key_impl,
-                             progress_bar=progress_bar, **calibrate_kwargs)
+                             kernel=kernel, friction=friction, seed=seed, key_impl=key_impl, ledger=ledger,
+                             dataset_id=dataset_id, progress_bar=progress_bar, chain_method=chain_method,
+                             num_draws=num_draws, **calibrate_kwargs)
     if target != "estimate":
         raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
     num_chains = 1 if num_chains is None else num_chains
+    if loss.constants.smoothness is None and route in ("auto", "proximal"):
+        # no smoothness: Langevin's step-size theory does not apply -> the proximal sampler
+        from .fit_proximal import fit_proximal
+
+        if (horizon, kernel, friction, num_draws) != (1.0, "langevin", None, 1000):
+            raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
+                             "proximal route that runs losses without smoothness")
+        return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
+                            domain=domain, seed=seed, key_impl=key_impl, **calibrate_kwargs)
     names = X.columns if hasattr(X, "columns") else None
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain

@@ -1,9 +1,11 @@
 """``dp-infer predict RUN_FILE DATA_FILE``: predictions from a saved run (post-processing, free).
 
 Columns of DATA_FILE are matched to the run's training features BY NAME (extra columns, e.g. the
-label, are ignored; a missing one is an error). A run of ``dp-infer sample`` clipped its training
-rows to a public norm: the same clipping is applied to the rows to predict. A run fitted from a
-NumPyro model needs the model: ``--model path/to/file.py:function``.
+label, are ignored; a missing one is an error). A run of ``dp-infer sample --schema`` stores its
+schema: the new rows are then encoded by it (raw columns, categorical levels, declared bounds;
+``--delimiter`` / ``--no-header --names`` read them). A run of plain ``dp-infer sample`` clipped
+its training rows to a public norm: the same clipping is applied to the rows to predict. A run
+fitted from a NumPyro model needs the model: ``--model path/to/file.py:function``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 
 import click
 import numpy as np
+
+from .schema_commands import _with_read_options, encode_with_stored_schema
 
 
 def load_model_function(spec: str):
@@ -71,7 +75,8 @@ def read_rows(data_file, run) -> tuple[object, list[str]]:
               help="write the predictions as CSV (default: print the first rows)")
 @click.option("--model", "model_spec", default=None,
               help="FILE.py:FUNCTION -- the NumPyro model of a run fitted with fit(model=...)")
-def predict_command(run_file, data_file, out, model_spec):
+@_with_read_options
+def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, names):
     """Predict DATA_FILE (columns matched by name) from the released draws of RUN_FILE."""
     import pandas as pd
 
@@ -80,12 +85,22 @@ def predict_command(run_file, data_file, out, model_spec):
 
     model = load_model_function(model_spec) if model_spec else None
     run = PrivateRun.load(run_file, model=model)
-    df, names = read_rows(data_file, run)
-    X = df.to_numpy(dtype=float)
-    row_norm = ((run.potential_description.get("loss") or {}).get("row_norm"))
-    if run.model_description is None and isinstance(row_norm, (int, float)) and math.isfinite(row_norm):
-        X, rep = clip_rows(X, float(row_norm))
-        click.echo(f"rows clipped to the run's public row norm {row_norm:g}, as in training")
+    encoded = encode_with_stored_schema(run_file, data_file, delimiter, no_header, names)
+    labels = None
+    if encoded is not None:  # a schema run: encode the raw columns exactly as in training
+        X, names, labels, kind = encoded
+        if not run.feature_names:
+            run.feature_names = names
+        click.echo(f"rows encoded by the schema stored in {run_file}")
+    else:
+        if delimiter is not None or no_header or names:
+            raise ValueError("--delimiter / --no-header / --names apply to runs made with sample --schema")
+        df, names = read_rows(data_file, run)
+        X = df.to_numpy(dtype=float)
+        row_norm = ((run.potential_description.get("loss") or {}).get("row_norm"))
+        if run.model_description is None and isinstance(row_norm, (int, float)) and math.isfinite(row_norm):
+            X, rep = clip_rows(X, float(row_norm))
+            click.echo(f"rows clipped to the run's public row norm {row_norm:g}, as in training")
     pred = run._predictive(pd.DataFrame(X, columns=names), None, 1000)
     table = {}
     if "probs" in pred and np.ndim(pred["probs"]) == 1:
@@ -99,6 +114,9 @@ def predict_command(run_file, data_file, out, model_spec):
     frame = pd.DataFrame(table)
     src = "purified estimate" if run.purified is not None else "released draws after burn-in"
     click.echo(f"{data_file}: {len(frame)} rows predicted from the {src} of {run_file} (post-processing)")
+    if labels is not None and "probability" in table:
+        acc = float(np.mean((np.asarray(table["prediction"]) > 0.5) == (np.asarray(labels) > 0.5)))
+        click.echo(f"accuracy on these rows: {acc:.4f} (computed from their labels: NON-PRIVATE if they are private)")
     if out:
         frame.to_csv(out, index=False)
         click.echo(f"wrote {out}")
