@@ -216,6 +216,9 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                          debug=debug, ledger=ledger, dataset_id=dataset_id, **calibrate_kwargs)
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer PerExampleLoss (or pass model=...), got {type(loss).__name__}")
+    if loss.name == "model_nll":
+        raise ValueError("loss comes from loss_from_model: fit(loss) would drop the model's prior (it lives in "
+                         "ModelLoss.prior_potential); call fit(model=..., X=..., y=...) instead")
     if target == "posterior":
         from .fit_posterior import fit_posterior
 

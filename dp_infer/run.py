@@ -179,7 +179,7 @@ class PrivateRun:
     def _coords_dims(self, coords, dims):
         c = dict(self.coords or {})
         dm = dict(self.dims or {})
-        if self.feature_names and self.samples is None and self.purified is None:
+        if self.feature_names and self.model_description is None and len(self.feature_names) == self.plan.dim:
             c.setdefault("feature", list(self.feature_names))
             dm.setdefault("theta", ["feature"])
         c.update(coords or {})

@@ -189,3 +189,14 @@ def test_summary_is_over_the_released_draws_after_burn_in():
     np.testing.assert_allclose(table.loc["b", "mean"], run.get_samples()["b"].mean(), atol=0.006)
     text = run.summary()
     assert "Posterior summary" in text and "routes_considered" not in text
+
+
+def test_a_bridged_loss_is_not_fitted_without_its_prior():
+    X, y = _data()
+    ml = loss_from_model(logreg, X, y, clip_norm=1.0, smoothness=1.0)
+    with pytest.raises(ValueError, match="would drop the model's prior"):
+        dp_infer.fit(ml.loss, X, y, **FAST)
+    # the bridged loss knows the model's dimension (intercept included): no shape error in sample
+    plan = dp_infer.plan_trajectory(ml.loss.constants, 60, ml.dim, eps=2.0, delta=1e-5, horizon=0.5)
+    run = dp_infer.sample(ml.loss, X, y, plan, prior_potential=ml.prior_potential, seed=1, progress_bar=False)
+    assert run.theta.shape[-1] == ml.dim == 3

@@ -97,6 +97,20 @@ def test_save_and_load_a_loss_run(tmp_path, loss_run, suffix):
     assert dt.attrs["dp_infer_privacy_summary"].startswith("(2, 1e-05)-DP; route trajectory")
 
 
+def test_a_purified_run_keeps_feature_coords_and_predicts_by_name(tmp_path, loss_run):
+    _, df = loss_run
+    y = (df.to_numpy() @ np.array([2.0, -1.0, 0.5]) > 0).astype(float)
+    pure = dp_infer.fit(dp_infer.logistic(), df, y, eps=1.0, delta=None, domain=dp_infer.L2Ball(3, 5.0),
+                        seed=13, progress_bar=False)
+    assert pure.plan.release == "purified_mean"
+    dt = pure.to_datatree()
+    assert list(dt["posterior"]["feature"].values) == ["age", "hours", "score"]
+    back = PrivateRun.load(pure.save(tmp_path / "pure.zip"))
+    np.testing.assert_allclose(back.estimate(), pure.estimate(), rtol=1e-6)
+    expect = _sigmoid(df.to_numpy() @ pure.estimate())
+    np.testing.assert_allclose(back.predict_proba(df[["score", "hours", "age"]]), expect, rtol=1e-5)
+
+
 def test_save_and_load_a_model_run_with_and_without_the_model(tmp_path, model_run):
     run, X = model_run
     path = run.save(tmp_path / "model.zip")
