@@ -47,6 +47,26 @@ class AdultRows:
             j += k
         self.blocks, self.dim = tuple(blocks), j
 
+    def spanning_rows(self) -> np.ndarray:
+        """Admissible rows spanning every reachable direction: a base row (numerics +1, first
+        level of each group) and its one-coordinate / one-level changes (public, data free)."""
+        base = np.zeros(self.dim)
+        base[0] = 1.0
+        base[list(self.numeric)] = 1.0
+        for idx in self.groups:
+            base[idx[0]] = 1.0
+        out = [base]
+        for j in self.numeric:
+            r = base.copy()
+            r[j] = -1.0
+            out.append(r)
+        for idx in self.groups:
+            for k in idx[1:]:
+                r = base.copy()
+                r[idx[0]], r[k] = 0.0, 1.0
+                out.append(r)
+        return np.asarray(out)
+
     def max_norm(self) -> float:
         return math.sqrt(1 + len(self.numeric) + len(self.groups))
 

@@ -107,7 +107,8 @@ def _grad_hess(Xn, yn, theta):
 
 
 def newton_laplace_posterior(X, y, *, key, mu: float, prior_precision, row_norm: float, steps: int = 4,
-                             final_share: float = 0.5, hessian_weight: float = 1.0, imputations: int = 200):
+                             final_share: float = 0.5, hessian_weight: float = 1.0, imputations: int = 200,
+                             damp_final: bool = False, basis=None):
     """Noise-aware Gaussian posterior of Bayesian logistic regression at ``mu``-GDP (total).
 
     Releases (Gaussian mechanisms, replace-one, n public; rows of norm <= R checked): the mean
@@ -123,8 +124,25 @@ def newton_laplace_posterior(X, y, *, key, mu: float, prior_precision, row_norm:
     ``(g_hat - e, H_hat - E)`` with ``(e, E)`` from the known noise laws; ``imputations`` draws
     of them, each followed by its Newton step and the Laplace covariance ``(n (H + Lambda / n))^-1``,
     give a Gaussian mixture whose mean and covariance are returned (moment matched). First order
-    in ``theta_0 - theta_MAP`` (the earlier steps bring it close).
+    in ``theta_0 - theta_MAP`` (the earlier steps bring it close). ``damp_final``: add the same
+    damping to every imputed curvature (not noise-aware in directions of curvature below the
+    noise's scale: a regularised variant for high dimension).
+
+    ``basis``: an orthonormal (d, r) basis of the span of the admissible rows (public). Gradients
+    and Hessians have no component outside it, so the releases are made in its coordinates and
+    the directions outside are the prior's exactly (an isotropic prior is required then).
     """
+    if basis is not None:
+        Q = np.asarray(basis, dtype=np.float64)
+        lam0 = np.unique(np.asarray(prior_precision, dtype=np.float64))
+        if lam0.size != 1:
+            raise ValueError("basis= needs an isotropic prior (one prior_precision)")
+        m, C, info = newton_laplace_posterior(np.asarray(X, dtype=np.float64) @ Q, y, key=key, mu=mu,
+                                              prior_precision=float(lam0[0]), row_norm=row_norm, steps=steps,
+                                              final_share=final_share, hessian_weight=hessian_weight,
+                                              imputations=imputations, damp_final=damp_final)
+        outside = (np.eye(Q.shape[0]) - Q @ Q.T) / float(lam0[0])
+        return Q @ m, Q @ C @ Q.T + outside, {**info, "subspace_dim": int(Q.shape[1])}
     Xn = np.asarray(X, dtype=np.float64)
     yn = np.asarray(y, dtype=np.float64)
     n, d = Xn.shape
@@ -159,6 +177,8 @@ def newton_laplace_posterior(X, y, *, key, mu: float, prior_precision, row_norm:
         ke, kE = jax.random.split(kk)
         g = g_hat - sd_g * np.asarray(jax.random.normal(ke, (d,)), dtype=np.float64)
         A = _psd(H_hat - _sym_noise(kE, d, sd_H)) + Lam_n
+        if damp_final:
+            A = A + 2.0 * math.sqrt(d) * sd_H * np.eye(d)
         Ainv = np.linalg.inv(A)
         means.append(theta - Ainv @ (g + lam * theta / n))
         covs.append(Ainv / n)
@@ -166,7 +186,14 @@ def newton_laplace_posterior(X, y, *, key, mu: float, prior_precision, row_norm:
     cov = np.mean(covs, axis=0) + np.cov(means.T, bias=True)
     return means.mean(axis=0), 0.5 * (cov + cov.T), {
         "steps": steps, "final_share": final_share, "mu_pre": pre, "mu_final": fin, "sd_gradient": sd_g,
-        "sd_hessian": sd_H, "imputations": imputations}
+        "sd_hessian": sd_H, "imputations": imputations, "damp_final": damp_final}
+
+
+def reachable_basis(vertex_rows, tol: float = 1e-9) -> np.ndarray:
+    """An orthonormal basis of the span of some admissible rows (e.g. vertices; public)."""
+    V = np.asarray(vertex_rows, dtype=np.float64)
+    _, s, Wt = np.linalg.svd(V, full_matrices=False)
+    return Wt[s > tol * s[0]].T
 
 
 # ------------------------------------------------------------------ noisy sufficient statistics
