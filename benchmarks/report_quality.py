@@ -37,6 +37,17 @@ def _adult(a: dict) -> list[str]:
                  f"{r['max_rhat']:.3f} | {r['accuracy_posterior_mean']:.4f} | {r['predictive_log_loss']:.4f} | "
                  f"{r['predictive_ece']:.4f} | {r['eps_per_extra_effective_draw']:.2e} | {r['num_steps']} | "
                  f"{r['seconds']:.0f} |")
+    sd = a.get("sensitivity_diagnostic")
+    if sd:
+        top = ", ".join(f"{r['feature']} (P_jj {r['P_jj']:.2f}, in {100 * r['train_frequency']:.2f}% of rows)"
+                        for r in sd["largest_P_diag"][:3])
+        L += ["", "Where the sensitivity comes from (eps = 1 plan; NON-PRIVATE diagnostic on the training rows): "
+              f"the plan's bound sqrt(max x'Px) over admissible rows is {sd['sqrt_max_xPx_admissible']:.2f} (block bound); "
+              f"block-coordinate ascent attains {sd['sqrt_max_xPx_attained']:.2f} (so the bound is loose by at most "
+              f"{sd['sqrt_max_xPx_admissible'] / sd['sqrt_max_xPx_attained']:.2f}x); the training rows have median "
+              f"{sd['sqrt_xPx_train_median']:.2f}, 99% quantile {sd['sqrt_xPx_train_q99']:.2f}, max "
+              f"{sd['sqrt_xPx_train_max']:.2f}. The worst case combines rare levels, whose directions the prior holds "
+              f"(largest P_jj: {top}); beta scales with 1 / Delta_P."]
     b = a.get("baselines", {})
     if b:
         L += ["", f"Competitors at eps = 1 (same rows, same delta; accuracy of the point estimate or posterior mean; "
