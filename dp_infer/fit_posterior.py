@@ -107,7 +107,8 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                   ess: int = DEFAULT_ESS, num_chains: int = 4, preconditioner: str | SecondMoment = "private",
                   precond_share: float = 0.1, X_public=None, rows: Any = None, kernel: str = "langevin",
                   friction: float | None = None, mixing_rate: float = DEFAULT_MIXING_RATE,
-                  curvature: float | None = None, seed: int | None = None, key_impl: str = "threefry2x32",
+                  curvature: float | None = None, preconditioner_curvature: float | None = None,
+                  seed: int | None = None, key_impl: str = "threefry2x32",
                   progress_bar: bool = True, chain_method: str = "vectorized", **plan_kwargs) -> PrivateRun:
     """Private draws of ``N(0, diag(1/prior_precision)) x exp(-beta L)`` planned for ``ess``
     effective draws over ``num_chains`` chains at (eps, delta) in total.
@@ -153,10 +154,12 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
             raise ValueError("preconditioner='private' needs a finite row bound (rows= or a loss row_norm)")
         plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                        num_chains=num_chains, rows=rows, kernel=kernel, friction=friction,
-                       mixing_rate=mixing_rate, curvature=curvature, **plan_kwargs)
+                       mixing_rate=mixing_rate, curvature=curvature,
+                       preconditioner_curvature=preconditioner_curvature, **plan_kwargs)
         sm = private_second_moment(X, max_sq_norm=R2, mu=math.sqrt(precond_share) * mu, key=key_sm)
     plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                           num_chains=num_chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
-                          mixing_rate=mixing_rate, curvature=curvature, **plan_kwargs)
+                          mixing_rate=mixing_rate, curvature=curvature,
+                          preconditioner_curvature=preconditioner_curvature, **plan_kwargs)
     return sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
                             chain_method=chain_method)

@@ -79,7 +79,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    kernel: str = "langevin", friction: float | None = None,
                    mixing_rate: float = DEFAULT_MIXING_RATE, burn_in_time: float = 10.0,
                    step_safety: float = 0.25, curvature: float | None = None,
-                   num_draws: int = 1000) -> SamplingPlan:
+                   preconditioner_curvature: float | None = None, num_draws: int = 1000) -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -89,7 +89,11 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     the rows that can occur; without it the declared row norm is used. ``mixing_rate``: the
     declared curvature of the slowest preconditioned direction (predicted ESS only).
     ``step_safety``: ``h M_phi`` (ULA inflates the stiffest direction's variance by
-    ``1 / (1 - h M_phi / 2)``; 0.25 keeps it under 15%).
+    ``1 / (1 - h M_phi / 2)``; 0.25 keeps it under 15%). ``curvature``: a bound kappa on the GLM's
+    ``|phi''|`` (default from the loss: ``(M - m) / R^2``, 1/4 for logistic), used for the step;
+    ``preconditioner_curvature``: the typical curvature the preconditioner assumes (default
+    ``kappa / 2``: fitted probabilities are rarely all 1/2), a tuning choice that moves the
+    mixing rate, never the guarantee.
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -120,6 +124,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     if c.link_derivative_bound is None and not math.isfinite(c.grad_diff):
         raise ValueError("the loss has neither a GLM link bound nor a finite gradient-difference bound G")
     kappa = _curvature(c, row_norm, curvature)
+    kappa_P = 0.5 * kappa if preconditioner_curvature is None else check_positive(
+        "preconditioner_curvature", preconditioner_curvature)
 
     mu_total = gdp_mu(eps, delta)
     mu_sm = 0.0 if sm.event is None else float(sm.event.mu)
@@ -134,7 +140,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     t = t_sample + burn_in_time
 
     def sensitivity(beta):
-        P = np.linalg.inv(precision_matrix(sm, beta, kappa, lam))
+        P = np.linalg.inv(precision_matrix(sm, beta, kappa_P, lam))
         return metric_gradient_sensitivity(P, n, link_derivative_bound=c.link_derivative_bound,
                                            grad_diff=c.grad_diff, rows=rows, row_norm=row_norm)
 
@@ -150,7 +156,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         if hi / lo < 1 + 1e-10:
             break
     beta = lo
-    A = precision_matrix(sm, beta, kappa, lam)
+    A = precision_matrix(sm, beta, kappa_P, lam)
     P = np.linalg.inv(A)
     P = 0.5 * (P + P.T)
     delta_P = sensitivity(beta)
@@ -184,7 +190,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     posterior = {
         "ess_target": ess, "predicted_ess": predicted, "mixing_rate_declared": mixing_rate,
         "burn_in_time": burn_in_time, "sample_time": t_sample, "beta_over_n": beta / n,
-        "interval_inflation": math.sqrt(n / beta), "curvature": kappa,
+        "interval_inflation": math.sqrt(n / beta), "curvature": kappa, "preconditioner_curvature": kappa_P,
         "mu_path": path_ev.mu, "mu_second_moment": mu_sm,
         "eps_per_extra_effective_draw": gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
         "step_bound_M_phi": M_phi, "second_moment": sm.describe(),
