@@ -12,7 +12,8 @@ import traceback
 
 from ._common import machine
 
-SECTIONS = ("audits", "kernels", "hardware", "chains", "utility", "quality", "mechanisms_b")
+SECTIONS = ("audits", "kernels", "hardware", "chains", "utility", "quality", "mechanisms_a", "mechanisms_b", "data",
+            "model", "rashomon_compare")
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "results")
 DOCS = os.path.join(os.path.dirname(HERE), "docs", "results.md")

@@ -87,7 +87,17 @@ def to_markdown(res: dict) -> str:
         L.append("")
     L += quality_markdown(S.get("quality", {}))
     L += _mechanisms_b(S.get("mechanisms_b", {}))
+    L += _data_markdown(S.get("data", {}))
+    L += _model_section(S.get("model", {}))
+    L += _rashomon_compare(S.get("rashomon_compare", {}))
+    L += _mechanisms_a(S.get("mechanisms_a", {}))
     return "\n".join(L) + "\n"
+
+
+def _mechanisms_a(m: dict) -> list[str]:
+    from .mechanisms_a import markdown
+
+    return markdown(m)
 
 
 def _mechanisms_b(mb: dict) -> list[str]:
@@ -126,6 +136,29 @@ def _mechanisms_b(mb: dict) -> list[str]:
               f"{g['ols_norm']:.2f} (the radius is a fixed a-priori choice); {g['rows_clipped']} training rows clipped "
               "to norm 1 by the feature map's declared bound.", ""]
     return L
+
+
+def _data_markdown(d: dict) -> list[str]:
+    if "rows" not in d:
+        return []
+    npv = d["nonprivate"]
+    L = [f"## Your own data: Adult through the shipped schema vs the embedded pipeline (delta = {d['delta']:g}, "
+         f"seeds {d['seeds']}, horizon 1, 2 chains)", "",
+         f"Load: embedded {d['load_s']['embedded']:.2f} s, schema route from the raw files {d['load_s']['schema']:.2f} s. "
+         "Non-private test accuracy: " + ", ".join(f"{k} {v:.4f}" for k, v in npv.items() if not k.endswith(" flat"))
+         + "; eigenvalues of X'X/n below 1e-10 (flat directions of the training rows): "
+         + ", ".join(f"{k[:-5]} {v}" for k, v in npv.items() if k.endswith(" flat")) + ".", "",
+         "| eps | coding | dim | route | test accuracy | max R-hat (median) | min bulk ESS (median) | s per fit |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        L.append(f"| {r['eps']:g} | {r['route']} | {r['dim']} | {r['plan_route']} | {r['acc_mean']:.4f} ± "
+                 f"{r['acc_sd']:.4f} | {r['rhat_median']:.2f} | {r['ess_median']:.1f} | {r['seconds']:.1f} |")
+    dr = d.get("draft", {})
+    if dr:
+        L += ["", f"Private schema draft of adult.data (OpenDP, eps = {dr['eps']:g}, delta = {dr['delta']:g}): "
+              f"{dr['seconds']:.1f} s, {dr['columns']} feature columns, {dr['dim']} encoded features; its DP bounds "
+              f"clip a value in {100 * dr['fraction_rows_clipped']:.1f}% of the rows."]
+    return L + [""]
 
 
 def plots(res: dict, out: str) -> None:
@@ -193,3 +226,62 @@ def plots(res: dict, out: str) -> None:
         fig.tight_layout()
         fig.savefig(os.path.join(out, "kernels.png"), dpi=120)
         plt.close(fig)
+
+
+def _model_section(mo: dict) -> list[str]:
+    """Section ``model``: your own NumPyro model against the built-in loss."""
+    if "rows" not in mo:
+        return []
+    L = [f"## Your own model vs the built-in loss (Adult n = {mo['n']}, d = {mo['d']}, eps = 1, delta = 1e-5, "
+         "2 chains)", "",
+         "| path | beta | step size | steps (horizon " + f"{mo['horizons'][1]:g}) | ms per step (marginal) | "
+         "fixed s per call | step time vs loss | test accuracy (mean ± sd over seeds) |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in mo["rows"]:
+        L.append(f"| {r['path']} | {r['beta']:.1f} | {r['step_size']:.2e} | {r['steps']} | "
+                 f"{r['per_step_s'] * 1e3:.2f} | {r['fixed_s']:.1f} | {r['step_time_vs_loss']:.2f} | "
+                 f"{r['acc_mean']:.4f} ± {r['acc_sd']:.4f} |")
+    return L + [""]
+def _rashomon_compare(r: dict) -> list[str]:
+    """Section rashomon_compare: threshold faithfulness, MCR against exact, breast cancer."""
+    L: list[str] = []
+    if "threshold" in r:
+        t = r["threshold"]
+        ex, old, new = t["exact"], t["old"], t["new"]
+        L += [f"## Rashomon sets: faithful at the threshold (2-D logistic, n = {t['n']}, l2 = {t['l2']:g}, "
+              f"psi = {t['psi']:g}, beta = {t['beta']:g}; {t['chains']} chains, horizon {t['horizon']:g})", "",
+              "| | share of in-set draws with L - L* > 0.9 psi | 97.5% quantile of coefficient 0 | share in the set | step | steps | seconds |",
+              "|---|---|---|---|---|---|---|",
+              f"| exact (1201 x 1201 grid) | {ex['share_above_09psi']:.4f} | {ex['q975_coef0']:.3f} | {ex['in_set']:.4f} | | | |"]
+        if "exact_smoothed" in t:
+            es = t["exact_smoothed"]
+            L.append(f"| exact, smoothed target the current plan runs on (grid) | {es['share_above_09psi']:.4f} | "
+                     f"{es['q975_coef0']:.3f} | {es['in_set']:.4f} | | | |")
+        for name, row in (("old plan: hard threshold, step 0.5/(beta M)", old),
+                          (f"current: threshold smoothed over w = {new.get('threshold_width', 0):.2g}, step from the jump", new)):
+            L.append(f"| {name} | {row['share_above_09psi']:.4f} ± {row['share_se']:.4f} | {row['q975_coef0']:.3f} | "
+                     f"{row['in_set']:.4f} ± {row['in_set_se']:.4f} | {row['step']:.2e} | {row['steps']} | {row['seconds']:.0f} |")
+        L.append("")
+    if "mcr" in r:
+        m = r["mcr"]
+        L += [f"Model class reliance on {m['eval_rows']} public rows, ratio, loss without penalty "
+              f"({m['num_draws']} draws of the current plan, exact pairwise swap):", "",
+              "| feature | exact [MCR-, MCR+] over the set | from the draws | abs error | exact with the penalty (old definition) |",
+              "|---|---|---|---|---|"]
+        for j in range(len(m["exact_minus"])):
+            L.append(f"| x{j} | [{m['exact_minus'][j]:.4f}, {m['exact_plus'][j]:.4f}] | "
+                     f"[{m['draws_minus'][j]:.4f}, {m['draws_plus'][j]:.4f}] | "
+                     f"{m['abs_error_minus'][j]:.4f}, {m['abs_error_plus'][j]:.4f} | "
+                     f"[{m['exact_penalised_minus'][j]:.4f}, {m['exact_penalised_plus'][j]:.4f}] |")
+        L.append("")
+    if "breast_cancer" in r:
+        b = r["breast_cancer"]
+        L += [f"Breast cancer (n_train {b['n_train']}, {b['n_eval']} public evaluation rows, psi {b['psi']:g}):", "",
+              "| run | beta | guarantee | flip rate | discrepancy | mean prediction range | mean Rashomon capacity | sign-stable |",
+              "|---|---|---|---|---|---|---|---|"]
+        for k in ("nonprivate", "private"):
+            x = b[k]
+            L.append(f"| {k} | {x['beta']:.4g} | {x['guarantee']} | {x['flip_rate']:.3f} | {x['discrepancy']:.3f} | "
+                     f"{x['mean_prediction_width']:.3f} | {x['capacity_mean']:.3f} | {x['num_sign_stable']} |")
+        L.append("")
+    return L

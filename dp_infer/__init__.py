@@ -13,6 +13,7 @@ from .domains import Box, Euclidean, L2Ball
 from .fit import PrivateRun, fit, sample
 from .kernels import Langevin, MinibatchSGLD, UnderdampedLangevin
 from .losses import clipped_loss, huber, logistic, multinomial_logistic, squared
+from .losses_nonsmooth import absolute, hinge, quantile
 from .model_bridge import loss_from_model
 from .plan import SamplingPlan, plan_trajectory
 from .potentials import gibbs_model, gibbs_potential, rashomon_potential
@@ -22,7 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Box", "Euclidean", "L2Ball", "Langevin", "MinibatchSGLD", "UnderdampedLangevin", "PrivateRun",
-    "SamplingPlan", "calibrate", "clipped_loss", "datasets", "domains", "fit", "gibbs_model",
-    "gibbs_potential", "huber", "logistic", "loss_from_model", "losses", "multinomial_logistic",
-    "plan_trajectory", "potentials", "rashomon_potential", "sample", "secret_key", "squared",
+    "SamplingPlan", "absolute", "calibrate", "clipped_loss", "datasets", "domains", "fit", "gibbs_model",
+    "gibbs_potential", "hinge", "huber", "logistic", "loss_from_model", "losses", "multinomial_logistic",
+    "plan_trajectory", "potentials", "quantile", "rashomon_potential", "sample", "secret_key", "squared",
 ]

@@ -7,8 +7,9 @@ decides privacy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -18,91 +19,42 @@ from numpyro.infer import MCMC
 from ._validation import check_finite_array
 from .domains import Domain, Euclidean
 from .kernels import Langevin, UnderdampedLangevin
+from .kernels._common import check_extra_fields
 from .losses import PerExampleLoss
 from .calibrate import calibrate
 from .plan import SamplingPlan
-from .potentials import GibbsPotential, gibbs_potential
-from .randomness import KeySource, secret_key
+from .potentials import gibbs_potential
+from .randomness import secret_key
+from .run import PrivateRun, charge_ledger
 
 __all__ = ["PrivateRun", "sample", "fit"]
 
 
-@dataclass
-class PrivateRun:
-    """A finished private run: the MCMC object, the plan it followed and the potential.
 
-    Only theta draws (and ``diverging``, a function of theta) are covered by the guarantee.
-    """
-
-    mcmc: MCMC
-    plan: SamplingPlan
-    potential: GibbsPotential
-    randomness: KeySource
-    purified: np.ndarray | None = None
-
-    def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
-        """Draws, shape (chains, draws, dim); burn-in dropped by default (post-processing).
-
-        Route ``trajectory``: the whole accounted path. ``last_iterate``: one draw per chain (the
-        only accounted release). ``pure``: the raw draws are only covered by the upstream
-        (eps_a, delta_a) guarantee; release :meth:`estimate` (purified) instead.
-        """
-        z = np.asarray(self.mcmc.get_samples(group_by_chain=True)["theta"])
-        return z[:, self.plan.burn_in:] if drop_burn_in else z
-
-    def posterior_mean(self) -> np.ndarray:
-        """Mean of the post-burn-in draws over all chains (post-processing of released draws)."""
-        return self.draws().reshape(-1, self.plan.dim).mean(axis=0)
-
-    def estimate(self) -> np.ndarray:
-        """The released point estimate: the purified mean (route ``pure``) or the posterior mean."""
-        return self.purified if self.purified is not None else self.posterior_mean()
-
-    def num_divergent(self) -> int:
-        div = self.mcmc.get_extra_fields(group_by_chain=True).get("diverging")
-        return 0 if div is None else int(np.asarray(div).sum())
-
-    def report(self) -> dict:
-        """The privacy report: the plan, the spent (eps, delta) recomputed by the accountant, and
-        where the noise came from (never the key itself)."""
-        d = self.plan.as_dict()
-        d["potential"] = self.potential.describe()
-        d["randomness"] = self.randomness.describe()
-        return d
-
-    def released_draws(self) -> np.ndarray:
-        """Exactly what the route's guarantee covers, shape (chains, draws, dim).
-
-        ``trajectory``: every draw of every chain (burn-in included). ``last_iterate`` and
-        ``stationary``: the final draw of each chain. ``pure``: the purified estimate only.
-        """
-        if self.purified is not None:
-            return self.purified[None, None, :]
-        z = self.draws(drop_burn_in=False)
-        return z if self.plan.release == "trajectory" else z[:, -1:]
-
-    def to_datatree(self, *, debug: bool = False):
-        """Privacy-safe ArviZ DataTree (posterior + diverging + report in attributes).
-
-        Routes that release only final draws (or a purified estimate) export exactly those,
-        with a divergence flag computed from them alone: the kernel's sticky flag summarises
-        the unreleased iterates and is not exported.
-        """
-        from .diagnostics import to_datatree
-
-        if debug:
-            return to_datatree(self.mcmc, self.report(), debug=True)
-        if self.plan.release != "trajectory":
-            return to_datatree({"theta": self.released_draws()}, self.report())
-        return to_datatree(self.mcmc, self.report())
-
-
-def _kernel(plan: SamplingPlan, potential_fn, domain: Domain | None):
+def _kernel(plan: SamplingPlan, potential_fn, domain: Domain | None, debug: bool = False):
     dom = None if isinstance(domain, Euclidean) else domain
     if plan.kernel == "langevin":
-        return Langevin(potential_fn=potential_fn, step_size=plan.step_size, domain=dom)
+        return Langevin(potential_fn=potential_fn, step_size=plan.step_size, domain=dom, debug=debug)
     return UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size,
-                               friction=plan.friction, domain=dom)
+                               friction=plan.friction, domain=dom, debug=debug)
+
+
+def _user_initial_points(init_params, plan: SamplingPlan, key) -> jax.Array:
+    """Starts given by the caller: a callable ``key -> (chains, dim)`` or an array (dim,) /
+    (chains, dim), which the caller declares data independent."""
+    x = init_params(key) if callable(init_params) else init_params
+    x = np.asarray(x, dtype=float)
+    if x.shape == (plan.dim,):
+        x = np.broadcast_to(x, (plan.num_chains, plan.dim))
+    if x.shape != (plan.num_chains, plan.dim):
+        raise ValueError(f"init_params must have shape ({plan.dim},) or ({plan.num_chains}, {plan.dim}) "
+                         f"(chains, dim), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("init_params must be finite")
+    if plan.init_law != "point":
+        raise ValueError(f"the plan's route {plan.route!r} fixes the start law {plan.init_law!r} (its certificate "
+                         "assumes it): init_params are refused")
+    return jnp.asarray(x, dtype=jnp.result_type(float))
 
 
 def purify_estimate(plan: SamplingPlan, domain: Domain | None, estimate, key) -> np.ndarray:
@@ -131,59 +83,89 @@ def _initial_points(plan: SamplingPlan, domain: Domain | None, key) -> jax.Array
     return jnp.broadcast_to(x0, (plan.num_chains, plan.dim))
 
 
-def sample(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, domain: Domain | None = None,
-           seed: int | None = None, key_impl: str = "threefry2x32", progress_bar: bool = True,
-           chain_method: str = "vectorized", theta0=None) -> PrivateRun:
+def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPlan | None = None, *,
+           model=None, domain: Domain | None = None, seed: int | None = None, key_impl: str = "threefry2x32",
+           progress_bar: bool = True, chain_method: str = "vectorized", theta0=None, prior_potential=None,
+           init_params=None, extra_fields: tuple = (), debug: bool = False, **model_options) -> PrivateRun:
     """Run ``plan`` on the data: Gibbs potential at the plan's beta, our kernel, NumPyro MCMC.
 
-    The initial point follows ``plan.init_law`` (data independent). ``seed=None`` (default)
-    draws the key from the operating system's entropy; an integer seed makes the noise
-    reproducible by whoever holds it, and the report says so (:mod:`dp_infer.randomness`).
+    The initial point follows ``plan.init_law`` (data independent), unless ``init_params`` (an
+    array ``(dim,)`` / ``(chains, dim)`` or a callable ``key -> (chains, dim)``, which you declare
+    data independent) is given. ``prior_potential`` (data independent) is added to the potential.
+    ``chain_method`` is NumPyro's (``"vectorized"``, ``"sequential"``, ``"parallel"``);
+    ``extra_fields`` are collected as in NumPyro but limited to the state fields the guarantee
+    covers (``potential_energy`` and ``grad_norm`` only with ``debug=True``, a non-private run).
+    ``seed=None`` (default) draws the key from the operating system's entropy; an integer seed
+    makes the noise reproducible by whoever holds it, and the report says so. ``model=`` (a NumPyro
+    model instead of ``loss``) runs :func:`dp_infer.fit_model.sample_model` with ``model_options``
+    (``clip_norm``, ``init_strategy``, ``coords``, ``dims``, ...).
     """
+    if model is not None:
+        if loss is not None:
+            raise ValueError("give either a loss or model=..., not both")
+        from .fit_model import sample_model
+
+        return sample_model(model, X, y, plan, sample=sample, domain=domain, seed=seed, key_impl=key_impl,
+                            progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
+                            debug=debug, **model_options)
+    if model_options:
+        raise ValueError(f"unexpected option(s) {sorted(model_options)}: they apply to model=... runs only")
     if not isinstance(plan, SamplingPlan):
         raise ValueError(f"plan must be a dp_infer.plan.SamplingPlan, got {type(plan).__name__}")
     if chain_method not in ("vectorized", "sequential", "parallel"):
         raise ValueError(f"chain_method must be one of ('vectorized', 'sequential', 'parallel'), "
                          f"got {chain_method!r}")
+    extra_fields = check_extra_fields(extra_fields, plan.kernel, bool(debug))
     key, source = secret_key(seed, impl=key_impl)
+    feature_names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
     X = check_finite_array("X", X, ndim=2)
     if X.shape[0] != plan.n:
         raise ValueError(f"the plan was made for n = {plan.n} rows but X has {X.shape[0]}: re-plan")
     potential = gibbs_potential(loss, X, y, beta=plan.beta, lam=plan.lam, theta0=theta0)
+    if prior_potential is not None:
+        potential = dataclasses.replace(potential, prior_potential=prior_potential)
     if potential.dim != plan.dim:
         raise ValueError(f"the plan was made for dim = {plan.dim} but the loss has {potential.dim} parameters")
     domain = domain if domain is not None else loss.domain
     if domain is not None and domain.dim != plan.dim:
         raise ValueError(f"domain.dim = {domain.dim} does not match the parameter dimension {plan.dim}")
     key_run, key_init, key_purify = jax.random.split(key, 3)
-    init = _initial_points(plan, domain, key_init)
+    if init_params is None:
+        init = _initial_points(plan, domain, key_init)
+    else:
+        init = _user_initial_points(init_params, plan, key_init)
 
     def potential_fn(z):
         return potential(z["theta"])
 
-    mcmc = MCMC(_kernel(plan, potential_fn, domain), num_warmup=0, num_samples=plan.num_steps,
+    mcmc = MCMC(_kernel(plan, potential_fn, domain, bool(debug)), num_warmup=0, num_samples=plan.num_steps,
                 num_chains=plan.num_chains, thinning=plan.thinning, chain_method=chain_method,
                 progress_bar=progress_bar)
-    init_params = {"theta": init if plan.num_chains > 1 else init[0]}
-    mcmc.run(key_run, init_params=init_params)
-    run = PrivateRun(mcmc, plan, potential, source)
+    mcmc.run(key_run, init_params={"theta": init if plan.num_chains > 1 else init[0]},
+             extra_fields=tuple(f for f in extra_fields if f not in ("z", "diverging")))
+    run = PrivateRun.from_mcmc(mcmc, plan, potential, source, feature_names=feature_names)
     if plan.release == "purified_mean":
         run.purified = purify_estimate(plan, domain, run.posterior_mean(), key_purify)
     return run
 
 
-def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: str = "estimate",
-        route: str = "auto",
-        horizon: float = 1.0, num_chains: int | None = None, kernel: str = "langevin",
-        friction: float | None = None, lam_rel: float | None = None, num_draws: int = 1000,
-        domain: Domain | None = None, seed: int | None = None, key_impl: str = "threefry2x32",
-        progress_bar: bool = True, **calibrate_kwargs: Any) -> PrivateRun:
+def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta: float | None,
+        model=None, target: str = "estimate", route: str = "auto", horizon: float = 1.0,
+        num_chains: int | None = None, kernel: str = "langevin", friction: float | None = None,
+        lam_rel: float | None = None, num_draws: int = 1000, domain: Domain | None = None,
+        seed: int | None = None, key_impl: str = "threefry2x32", progress_bar: bool = True,
+        chain_method: str = "vectorized", extra_fields: tuple = (), debug: bool = False,
+        ledger=None, dataset_id: str = "default", **calibrate_kwargs: Any) -> PrivateRun:
     """Calibrate a plan for (eps, delta) — pure eps when ``delta`` is None — and sample it.
 
+    Give a per-example ``loss``, or a NumPyro ``model=`` (see :func:`dp_infer.fit_model.fit_model`
+    for its options: ``clip_norm``, ``smoothness``, ``init_strategy``, ``coords``, ``dims``, ...).
     The plan comes from :func:`dp_infer.calibrate.calibrate` (data independent: n, the
     dimension and the loss's declared constants only). ``X, y`` are checked against the loss's
-    declared bounds before anything runs. ``seed=None`` (default): secret noise from the
-    operating system; an integer seed makes the run reproducible by whoever holds it.
+    declared bounds before anything runs. With ``ledger`` (a Ledger or its file) the plan's event
+    is charged to ``dataset_id`` after planning and before sampling. ``seed=None`` (default):
+    secret noise from the operating system; an integer seed makes the run reproducible by whoever
+    holds it. ``chain_method``, ``extra_fields``, ``debug``: as :func:`sample`.
 
     ``num_chains`` defaults to 1 for the estimate and 4 for the posterior.
     ``target="posterior"`` plans for a number of effective draws of ``prior x exp(-beta L)``
@@ -191,22 +173,61 @@ def fit(loss: PerExampleLoss, X, y, *, eps: float, delta: float | None, target: 
     optionally ``ess``, ``preconditioner``, ``rows``, ...); ``"estimate"`` (default) optimises the
     excess-risk bound of the route's target.
     """
+    if model is not None:
+        if loss is not None:
+            raise ValueError("give either a loss or model=..., not both")
+        if target != "estimate":
+            raise ValueError(f"target={target!r} is not available with model=... (the model path plans the "
+                             "estimate target); give target='estimate'")
+        from .fit_model import fit_model
+
+        return fit_model(model, X, y, sample=sample, eps=eps, delta=delta, route=route, horizon=horizon,
+                         num_chains=1 if num_chains is None else num_chains, kernel=kernel, friction=friction,
+                         lam_rel=lam_rel, num_draws=num_draws, domain=domain, seed=seed, key_impl=key_impl,
+                         progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
+                         debug=debug, ledger=ledger, dataset_id=dataset_id, **calibrate_kwargs)
+    if not isinstance(loss, PerExampleLoss):
+        raise ValueError(f"loss must be a dp_infer PerExampleLoss (or pass model=...), got {type(loss).__name__}")
     if target == "posterior":
         from .fit_posterior import fit_posterior
 
         if route not in ("auto", "trajectory"):
             raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
+        unused = [name for name, v, default in (("horizon", horizon, 1.0), ("lam_rel", lam_rel, None),
+                                                ("domain", domain, None), ("extra_fields", extra_fields, ()),
+                                                ("debug", debug, False)) if v != default]
+        if unused:
+            raise ValueError(f"{unused[0]}: not used by target='posterior' (the horizon is planned from ess, the "
+                             "prior is prior_precision, the draws live on R^d)")
         return fit_posterior(loss, X, y, eps=eps, delta=delta, num_chains=4 if num_chains is None else num_chains,
-                             kernel=kernel, friction=friction, seed=seed, key_impl=key_impl,
-                             progress_bar=progress_bar, **calibrate_kwargs)
+                             kernel=kernel, friction=friction, seed=seed, key_impl=key_impl, ledger=ledger,
+                             dataset_id=dataset_id, progress_bar=progress_bar, chain_method=chain_method,
+                             num_draws=num_draws, **calibrate_kwargs)
     if target != "estimate":
         raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
     num_chains = 1 if num_chains is None else num_chains
+    if loss.constants.smoothness is None and route in ("auto", "proximal"):
+        # no smoothness: Langevin's step-size theory does not apply -> the proximal sampler
+        from .fit_proximal import fit_proximal
+
+        if (horizon, kernel, friction, num_draws) != (1.0, "langevin", None, 1000):
+            raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
+                             "proximal route that runs losses without smoothness")
+        return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
+                            domain=domain, seed=seed, key_impl=key_impl, **calibrate_kwargs)
+    names = X.columns if hasattr(X, "columns") else None
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain
     plan = calibrate(loss.constants, X.shape[0], loss.num_params(X.shape[1]), eps=eps,
                      delta=delta, route=route, domain=domain, horizon=horizon,
                      num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                      num_draws=num_draws, **calibrate_kwargs)
-    return sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl,
-                  progress_bar=progress_bar)
+    check_extra_fields(extra_fields, plan.kernel, bool(debug))
+    led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}")
+    run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
+                 chain_method=chain_method, extra_fields=extra_fields, debug=debug)
+    if receipt is not None:
+        led.complete(receipt)
+    if names is not None:
+        run.feature_names = [str(c) for c in names]
+    return run

@@ -17,7 +17,7 @@ import numpy as np
 from numpyro.infer import MCMC
 
 from ._validation import check_choice, check_delta, check_target_epsilon
-from .fit import PrivateRun
+from .run import PrivateRun, charge_ledger
 from .kernels import Langevin, UnderdampedLangevin
 from .losses import PerExampleLoss
 from .plan import SamplingPlan
@@ -26,6 +26,7 @@ from .potentials import GibbsPotential, gibbs_potential
 from .preconditioning import (SecondMoment, prior_second_moment, private_second_moment,
                               public_second_moment)
 from .privacy.conversions import gdp_mu
+from .privacy.events import GdpEvent
 from .randomness import secret_key
 
 __all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS"]
@@ -35,15 +36,8 @@ PRECONDITIONERS = ("private", "public", "prior")
 
 class PosteriorRun(PrivateRun):
     """A posterior-mode run: the kernel ran on ``phi``; the released draws are ``theta = C phi``
-    (post-processing). The report adds the achieved bulk ESS and R-hat beside the predicted ones."""
-
-    def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
-        phi = np.asarray(self.mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
-        z = phi @ preconditioner_chol(self.plan).T
-        return z[:, self.plan.burn_in:] if drop_burn_in else z
-
-    def released_draws(self) -> np.ndarray:
-        return self.draws(drop_burn_in=False)
+    (post-processing, held in ``theta``). The report adds the achieved bulk ESS and R-hat beside
+    the predicted ones."""
 
     def achieved_mixing(self) -> dict:
         """ArviZ bulk ESS (min) and R-hat (max) of the released draws after burn-in (free)."""
@@ -57,15 +51,6 @@ class PosteriorRun(PrivateRun):
         d = super().report()
         d["posterior"]["achieved"] = self.achieved_mixing()
         return d
-
-    def to_datatree(self, *, debug: bool = False):
-        """The released theta draws (burn-in included) with the report; the divergence flag is
-        computed from them."""
-        from .diagnostics import to_datatree
-
-        if debug:
-            return to_datatree(self.mcmc, self.report(), debug=True)
-        return to_datatree({"theta": self.released_draws()}, self.report())
 
 
 def _prior_term(precision: np.ndarray):
@@ -100,7 +85,10 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
                 thinning=plan.thinning, chain_method=chain_method, progress_bar=progress_bar)
     zero = jnp.zeros((plan.num_chains, plan.dim) if plan.num_chains > 1 else (plan.dim,))
     mcmc.run(key, init_params={"phi": zero})
-    return PosteriorRun(mcmc, plan, potential, source)
+    phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+    div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
+    return PosteriorRun(plan, phi @ preconditioner_chol(plan).T, None if div is None else np.asarray(div, dtype=bool),
+                        source, potential.describe(), _mcmc=mcmc, _potential=potential)
 
 
 def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior_precision,
@@ -108,8 +96,9 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                   precond_share: float = 0.1, X_public=None, rows: Any = None, kernel: str = "langevin",
                   friction: float | None = None, mixing_rate: float = DEFAULT_MIXING_RATE,
                   curvature: float | None = None, preconditioner_curvature: float | None = None,
-                  seed: int | None = None, key_impl: str = "threefry2x32",
-                  progress_bar: bool = True, chain_method: str = "vectorized", **plan_kwargs) -> PrivateRun:
+                  seed: int | None = None, key_impl: str = "threefry2x32", ledger=None,
+                  dataset_id: str = "default", progress_bar: bool = True, chain_method: str = "vectorized",
+                  **plan_kwargs) -> PrivateRun:
     """Private draws of ``N(0, diag(1/prior_precision)) x exp(-beta L)`` planned for ``ess``
     effective draws over ``num_chains`` chains at (eps, delta) in total.
 
@@ -117,7 +106,9 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     ``mu_S^2 = share mu^2``), ``"public"`` (from ``X_public``, declared public), ``"prior"`` (no
     data), or a :class:`~dp_infer.preconditioning.SecondMoment` you released yourself (its event is
     charged to this run). ``rows``: the schema's admissible rows (sensitivity over the rows that can
-    occur; every row of X must be admissible). ``seed=None``: secret noise.
+    occur; every row of X must be admissible). ``seed=None``: secret noise. ``ledger`` (a Ledger or
+    its file): the whole (eps, delta) of the run -- path and second-moment release composed -- is
+    charged to ``dataset_id`` after planning and before anything touches the private data.
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -132,10 +123,9 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     if rows is not None:
         if int(rows.dim) != X.shape[1]:
             raise ValueError(f"rows have dim {rows.dim} but X has {X.shape[1]} columns")
-        outside = int(np.sum(~rows.contains(X)))
-        if outside:
-            raise ValueError(f"{outside} row(s) of X are not admissible rows of the schema (read the data "
-                             "through the schema's reader, which maps every row into the admissible set)")
+        if not bool(np.all(rows.contains(X))):
+            raise ValueError("X: some rows are not admissible rows of the schema (read the data through the "
+                             "schema's reader, which maps every row into the admissible set)")
     if preconditioner == "public" and X_public is None:
         raise ValueError("preconditioner='public' needs X_public (rows you declare public)")
     # validate the whole plan with a stand-in before any private computation (no budget, no data)
@@ -152,14 +142,27 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         R2 = rows.max_norm() ** 2 if rows is not None else loss.row_norm ** 2
         if not math.isfinite(R2):
             raise ValueError("preconditioner='private' needs a finite row bound (rows= or a loss row_norm)")
-        plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
-                       num_chains=num_chains, rows=rows, kernel=kernel, friction=friction,
-                       mixing_rate=mixing_rate, curvature=curvature,
-                       preconditioner_curvature=preconditioner_curvature, **plan_kwargs)
-        sm = private_second_moment(X, max_sq_norm=R2, mu=math.sqrt(precond_share) * mu, key=key_sm)
-    plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
-                          num_chains=num_chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
-                          mixing_rate=mixing_rate, curvature=curvature,
-                          preconditioner_curvature=preconditioner_curvature, **plan_kwargs)
-    return sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
-                            chain_method=chain_method)
+    plan_kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows, kernel=kernel,
+                   friction=friction, mixing_rate=mixing_rate, curvature=curvature,
+                   preconditioner_curvature=preconditioner_curvature, **plan_kwargs)
+    if preconditioner == "private":
+        # the release is not made yet: plan with a stand-in that carries its event (no data), so the
+        # whole run is validated and its composed event charged before any private computation
+        mu_sm = math.sqrt(precond_share) * mu
+        sm = SecondMoment(None, "private (pending)", GdpEvent(mu=mu_sm, label="private_second_moment"))
+    dry = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
+    # charged: the whole (eps, delta) target (the plan spends at most that; its beta comes from a
+    # bisection that stops just below the path's share, so the target is the safe side)
+    charge = GdpEvent(mu=mu, label="posterior_mode (the run's (eps, delta) target)",
+                      assumptions=dry.event.assumptions, metadata=dict(dry.event.metadata))
+    led, receipt = charge_ledger(ledger, dataset_id, charge, "dp_infer fit posterior")
+    if preconditioner == "private":
+        sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
+    plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
+    if plan.event.mu > charge.mu * (1 + 1e-12):
+        raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
+    run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
+                           chain_method=chain_method)
+    if receipt is not None:
+        led.complete(receipt)
+    return run

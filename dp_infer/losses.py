@@ -46,6 +46,7 @@ __all__ = [
     "multinomial_logistic",
     "squared",
     "huber",
+    "smoothed_hinge",
     "clipped_loss",
 ]
 
@@ -273,6 +274,26 @@ def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
 
     consts = _with_l2(t * R, 2 * t * R, R * R, l2, domain, lambda r: None, link=t)
     return PerExampleLoss("huber", fn, consts, R, None, l2, domain)
+
+
+def smoothed_hinge(smoothing: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
+                   domain: Domain | None = None) -> PerExampleLoss:
+    """Quadratically smoothed hinge loss of the margin z = (2y - 1) <theta,x>, labels in {0, 1}.
+
+    phi(z) = 0 for z >= 1, (1 - z)^2 / (2 gamma) for 1 - gamma < z < 1, 1 - z - gamma/2 below
+    (gamma = ``smoothing`` > 0; Shalev-Shwartz and Zhang's smoothed hinge). |phi'| <= 1 and
+    phi'' <= 1/gamma, so L = R, G = 2R, M = R^2 / gamma.
+    """
+    g = check_positive("smoothing", smoothing)
+    R = check_positive("row_norm", row_norm)
+    l2 = check_nonnegative("l2", l2)
+
+    def fn(theta, x, y):
+        z = (2.0 * y - 1.0) * jnp.dot(theta, x)
+        return jnp.where(z >= 1.0, 0.0, jnp.where(z <= 1.0 - g, 1.0 - z - 0.5 * g, (1.0 - z) ** 2 / (2.0 * g)))
+
+    consts = _with_l2(R, 2 * R, R * R / g, l2, domain, lambda r: r * R + 1.0, link=1.0)
+    return PerExampleLoss("smoothed_hinge", fn, consts, R, _binary_labels, l2, domain)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -15,12 +15,17 @@ posterior; privacy needs a much smaller ``beta`` (chosen by the calibration, nev
 Assumptions checked here (on public placeholder rows, never on the private data): every latent
 site is continuous and global (outside the data plate); every observed site is batched by row
 (inside a plate whose size follows the number of rows); the prior and the constraints are
-evaluated without the private rows, so they cannot depend on them.
+evaluated without the private rows, so they cannot depend on them -- and a prior that *would*
+depend on the data arguments (it changes between two different placeholder tables) is refused.
+
+:class:`ModelLoss` also carries the model's public layout (:meth:`ModelLoss.describe`): latent
+sites with their constrained shapes and ArviZ dims taken from the plates they sit in, the
+observed sites and the names of the data arguments.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import jax
@@ -28,13 +33,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 from numpyro import handlers
+from numpyro.distributions.transforms import biject_to
 from numpyro.infer.util import constrain_fn, potential_energy
 from numpyro.primitives import Messenger
 
 from ._validation import check_finite_array, check_positive
 from .losses import PerExampleLoss, clipped_loss
 
-__all__ = ["ModelLoss", "loss_from_model"]
+__all__ = ["ModelLoss", "SiteLayout", "loss_from_model"]
 
 
 class _drop_observations(Messenger):
@@ -43,6 +49,21 @@ class _drop_observations(Messenger):
     def process_message(self, msg):
         if msg["type"] == "sample" and msg.get("is_observed"):
             msg["fn"] = msg["fn"].mask(False)
+
+
+@dataclass(frozen=True)
+class SiteLayout:
+    """A latent site's public layout: constrained shape and ArviZ dim names (plates first)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dims: tuple[str, ...]
+    distribution: str
+    support: str
+
+    def as_dict(self) -> dict:
+        return {"shape": list(self.shape), "dims": list(self.dims), "distribution": self.distribution,
+                "support": self.support}
 
 
 @dataclass(frozen=True)
@@ -55,6 +76,14 @@ class ModelLoss:
     latent_sites: tuple[str, ...]
     dim: int
     _constrain: Callable[[dict], dict]
+    model: Callable | None = None
+    sites: tuple[SiteLayout, ...] = ()
+    observed_sites: tuple[str, ...] = ()
+    x_name: str = "X"
+    y_name: str = "y"
+    num_features: int = 0
+    plate_sizes: dict = field(default_factory=dict)
+    supports: dict = field(default_factory=dict)
 
     def constrain(self, theta_flat) -> dict:
         """Map flat unconstrained draws (..., dim) to a dict of constrained site values."""
@@ -62,34 +91,82 @@ class ModelLoss:
         batch = theta_flat.shape[:-1]
         flat = theta_flat.reshape((-1, self.dim))
         out = jax.vmap(lambda t: self._constrain(self.unravel(t)))(flat)
-        return {k: v.reshape(batch + v.shape[1:]) for k, v in out.items()}
+        return {k: v.reshape(batch + v.shape[1:]) for k, v in out.items() if k in self.latent_sites}
+
+    def unconstrain(self, values: dict) -> jax.Array:
+        """Inverse of :meth:`constrain` for one draw: constrained site values -> flat vector."""
+        z = {k: biject_to(self.supports[k]).inv(jnp.asarray(values[k])) for k in self.latent_sites}
+        return ravel_pytree(z)[0]
+
+    def placeholder(self, k: int, value: float = 0.0) -> dict:
+        """Public placeholder data arguments with ``k`` rows (never the private rows)."""
+        return {self.x_name: jnp.full((k, self.num_features), value),
+                self.y_name: jnp.full((k,), value)}
 
     def init_flat(self) -> jax.Array:
         """Data-independent initial point: 0 in unconstrained space (the centre NumPyro's
         ``init_to_uniform`` draws around)."""
         return jnp.zeros(self.dim)
 
+    def dims(self) -> dict[str, list[str]]:
+        """ArviZ ``dims`` of the latent sites (plate names where a plate is known)."""
+        return {s.name: list(s.dims) for s in self.sites}
+
+    def coords(self) -> dict[str, list[int]]:
+        """ArviZ ``coords`` for the plate dims: ``0 .. size - 1`` (override with your labels)."""
+        return {name: list(range(size)) for name, size in self.plate_sizes.items()}
+
+    def describe(self) -> dict:
+        """The model's public layout (JSON-serialisable; nothing computed from the data)."""
+        return {"latent_sites": {s.name: s.as_dict() for s in self.sites},
+                "observed_sites": list(self.observed_sites), "dim": self.dim,
+                "data_arguments": [self.x_name, self.y_name], "num_features": self.num_features,
+                "clip_norm": self.loss.clip_norm,
+                "smoothness": self.loss.constants.smoothness}
+
+
+def _site_layout(name: str, site: dict) -> tuple[SiteLayout, dict]:
+    value = jnp.shape(site["value"])
+    event_dim = int(site["fn"].event_dim)
+    batch_len = len(value) - event_dim
+    frames = {f.dim: f for f in site.get("cond_indep_stack", ())}
+    dims, plates = [], {}
+    for i in range(len(value)):
+        f = frames.get(i - batch_len) if i < batch_len else None
+        if f is not None and f.size == value[i]:
+            dims.append(f.name)
+            plates[f.name] = int(f.size)
+        else:
+            dims.append(f"{name}_dim_{i}")
+    support = site["fn"].support
+    return (SiteLayout(name, tuple(int(s) for s in value), tuple(dims), type(site["fn"]).__name__,
+                       type(support).__name__.lstrip("_")), plates)
+
 
 def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X",
-                    y_name: str = "y") -> ModelLoss:
+                    y_name: str = "y", smoothness: float | None = None) -> ModelLoss:
     """Extract a clipped per-example loss and a prior potential from ``model(X=..., y=...)``.
 
     ``clip_norm`` (> 0) bounds each per-example gradient with respect to the unconstrained
     latent vector, so the loss has L = clip_norm and G = 2 clip_norm by construction.
+    ``smoothness`` (optional, > 0) is your claim of the per-example loss's curvature in the
+    unconstrained space; it is used for the step size only, and reported as declared.
     """
     check_positive("clip_norm", clip_norm)
     X = check_finite_array("X", X, ndim=2)
     y = check_finite_array("y", y, ndim=1)
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {y.shape[0]}")
+    if not callable(model):
+        raise ValueError(f"model must be a callable NumPyro model model({x_name}=..., {y_name}=...), got {model!r}")
     # The model's structure, prior and constraints are read with PUBLIC placeholder rows (zeros
     # of the data's shape), never with private rows: a prior that looked at X or y would leak.
-    def placeholder(k):
-        return {x_name: jnp.zeros((k,) + X.shape[1:]), y_name: jnp.zeros((k,))}
+    def placeholder(k, value=0.0):
+        return {x_name: jnp.full((k,) + X.shape[1:], value), y_name: jnp.full((k,), value)}
 
-    def trace(k):
+    def trace(k, value=0.0):
         try:
-            return handlers.trace(handlers.seed(model, 0)).get_trace(**placeholder(k))
+            return handlers.trace(handlers.seed(model, jax.random.key(1))).get_trace(**placeholder(k, value))
         except Exception as e:  # noqa: BLE001 - a model that cannot run on placeholder rows
             raise ValueError(f"the model could not be traced with placeholder data {x_name}=zeros({k}, "
                              f"{X.shape[1]}), {y_name}=zeros({k}) (it must take the data as the keyword "
@@ -108,22 +185,23 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
         if s["fn"].support.is_discrete:
             raise ValueError(f"latent site {k!r} is discrete: the Langevin kernels need continuous "
                              "latents (marginalise it out, e.g. with a mixture likelihood)")
-    tr2, tr3 = trace(2), trace(3)
+    try:
+        tr2, tr3 = _structure(model, placeholder(2)), _structure(model, placeholder(3))
+    except Exception as e:  # noqa: BLE001 - as for trace(): one line naming the data arguments
+        raise ValueError(f"the model could not be traced with placeholder data of 2 and 3 rows ({x_name}, "
+                         f"{y_name}): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     for k in latent:
-        if tr2[k]["value"].shape != tr3[k]["value"].shape:
+        if k not in tr2 or tr2[k][0] != tr3[k][0]:
             raise ValueError(f"latent site {k!r} lies inside the data plate: only global latents "
-                             "are supported by the per-example bridge")
+                             "are supported by the per-example bridge (local latents would be private)")
     for k in observed:
-        sizes2 = {f.size for f in tr2[k].get("cond_indep_stack", ())}
-        sizes3 = {f.size for f in tr3[k].get("cond_indep_stack", ())}
+        sizes2, sizes3 = set(tr2[k][1]), set(tr3[k][1])
         if 2 not in sizes2 or 3 not in sizes3:
             raise ValueError(f"observed site {k!r} is not batched by row: observe it inside "
                              f"`with numpyro.plate('data', len({y_name}))` (a likelihood summed over "
                              "all rows, e.g. one numpyro.factor, has no per-example loss to clip)")
     # unconstrained parametrisation of the latents
     unc = {k: s["fn"].support for k, s in latent.items()}
-    from numpyro.distributions.transforms import biject_to
-
     z0 = {k: biject_to(unc[k]).inv(s["value"]) for k, s in latent.items()}
     flat0, unravel = ravel_pytree(z0)
     dim = int(flat0.shape[0])
@@ -135,7 +213,7 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
         z = unravel(theta_flat)
         kw = {x_name: x[None], y_name: jnp.reshape(yy, (1,))}
         params = constrain_fn(model, (), kw, z)
-        t = handlers.trace(handlers.substitute(handlers.seed(model, 0), params)).get_trace(**kw)
+        t = handlers.trace(handlers.substitute(handlers.seed(model, jax.random.key(1)), params)).get_trace(**kw)
         total = 0.0
         for name in observed:
             s = t[name]
@@ -147,5 +225,54 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
     def prior_potential(theta_flat):
         return potential_energy(prior_model, (), kw1, unravel(theta_flat))
 
-    loss = clipped_loss(nll_one, clip_norm, name="model_nll")
-    return ModelLoss(loss, prior_potential, unravel, tuple(latent), dim, _constrain)
+    _check_prior_ignores_data(prior_model, unravel, dim, kw1, placeholder(1, 1.0))
+    layouts, plates = [], {}
+    for k, s in latent.items():
+        lay, p = _site_layout(k, s)
+        layouts.append(lay)
+        plates.update(p)
+    loss = clipped_loss(nll_one, clip_norm, name="model_nll", smoothness=smoothness)
+    loss = replace(loss, num_params_fn=_FixedDim(dim))
+    return ModelLoss(loss, prior_potential, unravel, tuple(latent), dim, _constrain, model,
+                     tuple(layouts), tuple(observed), x_name, y_name, int(X.shape[1]), plates, unc)
+
+
+@dataclass(frozen=True)
+class _FixedDim:
+    """``num_params`` of a model loss: the model's dimension, whatever the number of columns."""
+
+    dim: int
+
+    def __call__(self, num_features: int) -> int:
+        return self.dim
+
+
+def _structure(model, kwargs: dict) -> dict:
+    """Site shapes and plate sizes of ``model(**kwargs)`` from an abstract trace (no computation)."""
+    out = {}
+
+    def f():
+        tr = handlers.trace(handlers.seed(model, jax.random.key(1))).get_trace(**kwargs)
+        out.update({k: (tuple(jnp.shape(s["value"])), tuple(fr.size for fr in s.get("cond_indep_stack", ())))
+                    for k, s in tr.items() if s["type"] == "sample"})
+        return jnp.zeros(())
+
+    jax.make_jaxpr(f)()
+    return out
+
+
+def _check_prior_ignores_data(prior_model, unravel, dim: int, kw_a: dict, kw_b: dict) -> None:
+    """Refuse a prior that changes with the data arguments (checked on two public placeholder
+    tables, zeros and ones, at three fixed points): the bridge reads the prior without the private
+    rows, so such a prior would otherwise be silently replaced by its placeholder version."""
+    points = jnp.stack([jnp.zeros(dim), jnp.full((dim,), 0.5), jnp.linspace(-1.0, 1.0, dim)])
+    energy = jax.jit(jax.vmap(lambda z, kw: potential_energy(prior_model, (), kw, unravel(z)), in_axes=(0, None)))
+    try:
+        ua, ub = np.asarray(energy(points, kw_a)), np.asarray(energy(points, kw_b))
+    except Exception:  # noqa: BLE001 - a placeholder of ones the model cannot take: no check
+        return
+    for a, b in zip(ua, ub):
+        if not np.isclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True):
+            raise ValueError("the prior of the model depends on the data arguments (e.g. a location computed "
+                             "from y, or a scale from X): dp_infer reads the prior without the private rows, "
+                             "so declare it from public constants")

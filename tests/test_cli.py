@@ -13,7 +13,7 @@ def Ledger_labels(path) -> str:
 
 
 def test_demo_prints_report_accuracy_and_diagnostics():
-    res = CliRunner().invoke(main, ["demo", "--no-progress", "--horizon", "0.5"])
+    res = CliRunner().invoke(main, ["demo", "--mode", "estimate", "--no-progress", "--horizon", "0.5"])
     assert res.exit_code == 0, res.output
     out = res.output
     for needle in ("CC BY 4.0", "Privacy report", "mu = ", "inverse temperature beta", "step size h",
@@ -28,7 +28,7 @@ def test_demo_prints_report_accuracy_and_diagnostics():
 
 
 def test_nonprivate_diagnostics_only_behind_their_flag_and_labelled():
-    res = CliRunner().invoke(main, ["demo", "--no-progress", "--horizon", "0.2", "--nonprivate-diagnostics",
+    res = CliRunner().invoke(main, ["demo", "--mode", "estimate", "--no-progress", "--horizon", "0.2", "--nonprivate-diagnostics",
                                     "--reproducible-seed", "3"])
     assert res.exit_code == 0, res.output
     lines = [ln for ln in res.output.splitlines() if "clipped" in ln or "non-private fit" in ln]
@@ -56,7 +56,7 @@ def test_sample_csv_writes_run_file_and_report_reads_it(tmp_path):
 
 def test_ledger_refuses_a_run_over_budget(tmp_path):
     led = tmp_path / "ledger.sqlite"
-    args = ["demo", "--no-progress", "--horizon", "0.2", "--ledger", str(led), "--budget", "1.2", "1e-5"]  # 2 runs of eps 1 compose to ~1.46
+    args = ["demo", "--mode", "estimate", "--no-progress", "--horizon", "0.2", "--ledger", str(led), "--budget", "1.2", "1e-5"]  # 2 runs of eps 1 compose to ~1.46
     first = CliRunner().invoke(main, args)
     assert first.exit_code == 0, first.output
     second = CliRunner().invoke(main, args)
@@ -72,6 +72,6 @@ def test_ledger_refuses_a_run_over_budget(tmp_path):
 @pytest.mark.parametrize("args,needle", [(["--eps", "-1"], "eps"), (["--delta", "2"], "delta"),
                                          (["--pure"], "bounded domain"), (["--radius", "-3", "--pure"], "radius")])
 def test_bad_inputs_name_the_parameter(args, needle):
-    res = CliRunner().invoke(main, ["demo", "--no-progress", *args])
+    res = CliRunner().invoke(main, ["demo", "--mode", "estimate", "--no-progress", *args])
     assert res.exit_code != 0
     assert needle in str(res.exception)

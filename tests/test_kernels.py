@@ -290,7 +290,8 @@ def test_functional_step_formulas():
     h = 0.1
     xi = jax.random.normal(key, (3,))  # ravel_pytree order: a (2), b (1)
     box = Box([-1.0, -1.0, -1.0], [1.0, 1.0, 1.0])
-    new = langevin.build_kernel(grad_fn, h, project=box)(key, langevin.init(z))
+    new, info = langevin.build_kernel(grad_fn, h, project=box)(key, langevin.init(z))
+    assert isinstance(info, langevin.LangevinInfo) and info._fields == ("diverging",)
     expect = np.clip(np.array([0.5 - h * 1.0, -0.5 + h * 1.0, 3.0 - h]) + math.sqrt(2 * h) * np.asarray(xi), -1, 1)
     np.testing.assert_allclose(np.concatenate([new.z["a"], new.z["b"][None]]), expect, rtol=1e-6)
     assert int(new.i) == 1 and not bool(new.diverging)
@@ -299,7 +300,8 @@ def test_functional_step_formulas():
 
     g = 0.7
     st = underdamped.init(z, velocity={"a": jnp.array([1.0, 0.0]), "b": jnp.array(-1.0)})
-    new = underdamped.build_kernel(grad_fn, h, g)(key, st)
+    new, info = underdamped.build_kernel(grad_fn, h, g)(key, st)
+    assert isinstance(info, underdamped.UnderdampedLangevinInfo) and not bool(info.diverging)
     v_exp = np.array([1.0, 0.0, -1.0]) - h * (g * np.array([1.0, 0.0, -1.0]) + np.array([1.0, -1.0, 1.0]))
     v_exp = v_exp + math.sqrt(2 * g * h) * np.asarray(xi)
     x_exp = np.array([0.5, -0.5, 3.0]) + h * v_exp

@@ -167,13 +167,13 @@ def test_rashomon_neighbours_get_identical_plans_and_reports(mode, kw):
     loss = losses.logistic(l2=0.05)
     res = [sample_rashomon(loss, A, b, 0.02, mode=mode, horizon=0.2, num_chains=2, num_draws=50,
                            seed=3, **kw) for A, b in ((X, y), (Xp, yp))]
-    assert _strip(res[0].report) == _strip(res[1].report)
+    assert _strip(res[0].privacy) == _strip(res[1].privacy)
     # the minimisers and L* of the two datasets differ, and nothing of them is in the result
     from dp_infer.rashomon import rashomon_minimum
 
     m0, m1 = rashomon_minimum(loss, X, y), rashomon_minimum(loss, Xp, yp)
     assert m0.value != m1.value
-    text = _strip(res[0].report) + repr(dataclasses.asdict(res[0]))
+    text = _strip(res[0].privacy) + repr(dataclasses.asdict(res[0]))
     assert repr(m0.value)[:10] not in text and "L_star" not in text
     assert plan_rashomon(loss, N, D, 0.02, mode=mode, horizon=0.2, num_chains=2, num_draws=50, **kw) == \
         plan_rashomon(loss, N, D, 0.02, mode=mode, horizon=0.2, num_chains=2, num_draws=50, **kw)

@@ -36,7 +36,7 @@ def _ula_batch(key, num_chains: int, grad_fn: Callable, x0, h: float, num_steps:
 
             def body(carry, _):
                 s, acc, hi, lo = carry
-                nxt = transition(s)
+                nxt, _ = transition(s)
                 return (nxt, acc + s.z, jnp.maximum(hi, nxt.z), jnp.minimum(lo, nxt.z)), None
 
             (last, acc, hi, lo), _ = lax.scan(body, (st, jnp.zeros_like(x0), -big, big), None,

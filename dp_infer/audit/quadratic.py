@@ -103,11 +103,14 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
             beta = path.beta_max(eps, delta=delta, sensitivity=sens, time=K * h)
             if beta * h >= 2:
                 raise ValueError("unstable step for the audit")
-        params.update(beta=beta, step_size=h, num_steps=K, psi=psi, thresholded_sensitivity=rp.sensitivity)
+        params.update(beta=beta, step_size=h, num_steps=K, psi=psi, thresholded_sensitivity=rp.sensitivity,
+                      threshold_width=rp.threshold_width)
         out = []
         for key, c in ((k_d, c_d), (k_dp, c_dp)):
-            # gradient of beta max{(z - c)^2/2 + k, k + psi}: exact L* = k, flat on |z - c| <= sqrt(2 psi)
-            g = lambda z, c=c: beta * jnp.where((z - c) ** 2 > 2 * psi, z - c, 0.0)  # noqa: E731
+            # gradient of beta f_w((z - c)^2/2 + k) with the sampler's smoothed threshold (ramp width
+            # w): exact L* = k, flat on |z - c| <= sqrt(2 psi), slope clip(u / w, 0, 1) beyond
+            g = lambda z, c=c, w=rp.threshold_width: beta * jnp.clip(  # noqa: E731
+                ((z - c) ** 2 / 2 - psi) / w, 0.0, 1.0) * (z - c)
             fin, acc, hi, lo = _ula_batch(key, num_samples, g, jnp.zeros(()), h, K, extremes=True)
             out.append({"final": fin, "mean": acc / K, "range": 0.5 * (hi + lo)}[stat])
         t_d, t_dp = out

@@ -1,6 +1,6 @@
-"""Command line: ``dp-infer demo | sample | report | budget | rashomon``.
+"""Command line: ``dp-infer demo | sample | report | predict | budget | rashomon | schema``.
 
-One module per group of commands (:mod:`.fit_commands`, :mod:`.files`, and the Rashomon command
+One module per group of commands (:mod:`.fit_commands`, :mod:`.files`, :mod:`.schema_commands`, and the Rashomon command
 in :mod:`dp_infer.rashomon.cli`); :mod:`.common` holds the options and helpers they share.
 :func:`run` is the console entry point: any error is one line, never a traceback.
 """
@@ -15,6 +15,8 @@ import click
 from ..rashomon.cli import rashomon_command
 from .files import budget, report
 from .fit_commands import demo, sample
+from .predict import predict_command
+from .schema_commands import schema_group
 
 __all__ = ["main", "run"]
 
@@ -25,7 +27,7 @@ def main() -> None:
     """Differentially private Gibbs sampling with Langevin kernels inside NumPyro."""
 
 
-for _command in (demo, sample, report, budget, rashomon_command):
+for _command in (demo, sample, report, predict_command, budget, rashomon_command, schema_group):
     main.add_command(_command)
 
 

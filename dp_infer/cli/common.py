@@ -84,16 +84,25 @@ _common = [
                  default="auto", show_default=True, help="force a privacy route"),
     click.option("--radius", type=float, default=None,
                  help="L2-ball domain radius for theta (required by --pure)"),
-    click.option("--horizon", type=float, default=1.0, show_default=True,
-                 help="integrated Langevin time per chain, > 0 (trajectory route: privacy grows with it)"),
-    click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
-                 help="number of chains (K chains cost K times the RDP of one)"),
+    click.option("--horizon", type=float, default=None,
+                 help="estimate mode: integrated Langevin time per chain, > 0 (default 1; trajectory route: "
+                      "privacy grows with it). Posterior mode plans it from --ess"),
+    click.option("--chains", type=click.IntRange(min=1), default=None,
+                 help="number of chains (default 2 in estimate mode, 4 in posterior mode; K chains cost K "
+                      "times the RDP of one)"),
     click.option("--kernel", type=click.Choice(["langevin", "underdamped"]), default="langevin",
                  show_default=True),
     click.option("--friction", type=float, default=None, help="friction gamma (underdamped only)"),
     click.option("--lam-rel", type=float, default=None,
                  help="loss-level L2 regulariser (lam_rel/2)||theta||^2 (default: none for the "
                       "trajectory route, a data-independent choice for routes needing strong convexity)"),
+    click.option("--ess", type=int, default=None,
+                 help="posterior mode: bulk effective draws to plan for over all chains (default 400)"),
+    click.option("--prior-precision", type=float, default=None,
+                 help="posterior mode: precision of the Gaussian prior N(0, I / precision) on theta, > 0"),
+    click.option("--precond-share", type=float, default=None,
+                 help="posterior mode: share of mu^2 spent on the private second moment X'X/n that sets the "
+                      "preconditioner, in (0, 1) (default 0.1)"),
     click.option("--ledger", type=click.Path(dir_okay=False), default=None,
                  help="SQLite privacy ledger: the run is charged before sampling, refused if over budget"),
     click.option("--dataset-id", default="default", show_default=True, help="dataset name in the ledger"),
@@ -114,3 +123,13 @@ def with_options(options):
         return f
     return deco
 
+
+
+MODE_HELP = ("'posterior': draws of prior x exp(-beta L) planned for --ess effective draws (ArviZ's checks "
+             "are the target); 'estimate': the accuracy-first plan, whose draws are a path to a private "
+             "estimate, not a posterior")
+
+
+def mode_option(default: str):
+    return click.option("--mode", type=click.Choice(["posterior", "estimate"]), default=default,
+                        show_default=True, help=MODE_HELP)

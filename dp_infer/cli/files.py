@@ -1,4 +1,5 @@
-"""``dp-infer report`` and ``dp-infer budget``: read a saved run or a ledger."""
+"""``dp-infer report`` and ``dp-infer budget [show] | register | history``: read a saved run, keep a
+ledger."""
 
 from __future__ import annotations
 
@@ -16,12 +17,26 @@ def report(run_file, plots):
     click.echo(report_from_file(run_file, plots))
 
 
-@click.command()
+class _ShowByDefault(click.Group):
+    """``dp-infer budget LEDGER ...`` (no sub-command) means ``dp-infer budget show LEDGER ...``."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_ShowByDefault)
+def budget():
+    """The privacy ledger: show a dataset's spend (default), register a budget, list the history."""
+
+
+@budget.command("show")
 @click.argument("ledger_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--dataset-id", default="default", show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="write a spent-vs-remaining PNG here")
-def budget(ledger_file, dataset_id, plot):
+def show(ledger_file, dataset_id, plot):
     """Spent and remaining privacy budget of a dataset in a ledger (composed by the accountant)."""
     from ..privacy.ledger import Ledger
 
@@ -43,3 +58,45 @@ def budget(ledger_file, dataset_id, plot):
             prev = r["eps_cumulative"]
         click.echo(f"wrote {plot_budget(inc, sp['eps_budget'], plot)}")
 
+
+
+@budget.command("register")
+@click.argument("ledger_file", type=click.Path(dir_okay=False))
+@click.option("--dataset-id", default="default", show_default=True, help="dataset name in the ledger")
+@click.option("--eps", "eps_budget", type=float, required=True, help="total epsilon budget, in (0, inf)")
+@click.option("--delta", "delta_budget", type=float, required=True, help="delta at which eps is stated, in (0, 1)")
+def register(ledger_file, dataset_id, eps_budget, delta_budget):
+    """Register a dataset's (eps, delta) budget (creates the ledger file if needed; a budget is never
+    changed: re-registering with other values is refused)."""
+    from ..privacy.ledger import Ledger
+
+    led = Ledger(ledger_file)
+    b = led.register_dataset(dataset_id, eps_budget, delta_budget)
+    sp = led.spent(dataset_id)
+    click.echo(f"ledger {ledger_file}: dataset {b['dataset_id']!r} has budget eps = {b['eps_budget']:g} at delta = "
+               f"{b['delta_budget']:g}; spent so far eps = {sp['eps']:.4g} over {sp['n_runs']} run(s)")
+
+
+@budget.command("history")
+@click.argument("ledger_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--dataset-id", default=None, help="one dataset (default: every registered dataset)")
+def history(ledger_file, dataset_id):
+    """Every charged run, oldest first: time, label, status, the run's own eps and the composed total."""
+    from ..privacy.ledger import Ledger
+
+    led = Ledger(ledger_file)
+    ids = [dataset_id] if dataset_id is not None else [d["dataset_id"] for d in led.datasets()]
+    if not ids:
+        click.echo(f"ledger {ledger_file}: no dataset registered (dp-infer budget register LEDGER --eps E --delta D)")
+    for ds in ids:
+        sp = led.spent(ds)
+        click.echo(f"dataset {ds!r}: budget eps = {sp['eps_budget']:g} at delta = {sp['delta_budget']:g}; "
+                   f"spent {sp['eps']:.4g} over {sp['n_runs']} run(s); remaining {sp['remaining_eps']:.4g}")
+        rows = led.history(ds)
+        if not rows:
+            click.echo("  (no run charged yet)")
+            continue
+        click.echo(f"  {'id':>4}  {'charged (UTC)':<20}  {'status':<9}  {'eps run':>9}  {'eps total':>9}  label")
+        for r in rows:
+            click.echo(f"  {r['run_id']:>4}  {str(r['charged_at'])[:19]:<20}  {r['status']:<9}  {r['eps_run']:>9.4g}  "
+                       f"{r['eps_after']:>9.4g}  {r['run_label'] or '-'}")

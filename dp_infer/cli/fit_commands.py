@@ -13,19 +13,36 @@ import time
 import click
 import numpy as np
 
-from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, charge_ledger, run_label,
-                     with_options)
+from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, charge_ledger, mode_option,
+                     run_label, with_options)
+from .posterior import check_mode_options, run_and_report_posterior
+
+#: the demo's prior in posterior mode: N(0, 10^2) per coordinate on the schema's scaled features
+#: (rows of norm <= 1; N(0, 1 / 0.17) on the natural-unit features, which are sqrt(17) times larger)
+DEMO_PRIOR_PRECISION = 0.01
+#: the demo's effective draws: ArviZ's bar is max R-hat <= 1.01 on every one of the 100 parameters,
+#: which needs about 1000 (measured on this plan: 446 effective draws -> max R-hat 1.018, 1082 ->
+#: 1.0096, 1312 -> 1.0049); 400 suffices for bulk ESS alone. Each extra draw costs beta (accuracy).
+DEMO_ESS = 1000
 
 
 def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, chains, kernel,
                     friction, lam_rel, radius, seed, key_impl, progress, ledger, dataset_id, budget,
-                    X_test=None, y_test=None, out=None, nonprivate=False):
+                    X_test=None, y_test=None, out=None, nonprivate=False, feature_names=None,
+                    extra_attrs=None):
     from .. import nonprivate as np_ref
     from .._validation import check_delta
     from ..calibrate import calibrate
     from ..domains import L2Ball
     from ..fit import sample
 
+    if loss.constants.smoothness is None:  # hinge / quantile: the proximal route (seed 002)
+        from .proximal import run_and_report_proximal
+
+        return run_and_report_proximal(loss, X, y, command=command, eps=eps, delta=delta, pure=pure, route=route,
+                                       chains=chains, lam_rel=lam_rel, radius=radius, seed=seed, key_impl=key_impl,
+                                       ledger=ledger, dataset_id=dataset_id, budget=budget, X_test=X_test,
+                                       y_test=y_test, out=out)
     if not pure:
         check_delta(delta)  # delta = 0 means pure eps in Python; on the command line that is --pure
     X, y = loss.check_data(X, y)
@@ -49,7 +66,10 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     elapsed = time.time() - t0
     if receipt is not None:
         led.complete(receipt)
+    if feature_names is not None:
+        run.feature_names = list(feature_names)
     dt = run.to_datatree()
+    dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
     if out is not None:  # written first: the draws are paid for
         from ..diagnostics import save
 
@@ -60,10 +80,8 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     if plan.release == "trajectory":
         click.echo("")
         click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
-                   "(post-processing: free)")
-        from ..diagnostics import to_datatree
-
-        _mixing_block(to_datatree({"theta": run.draws()}, report), report)
+                   "(post-processing: free; the same draws and checks as dp-infer report on --out)")
+        _mixing_block(dt, report)
     else:
         click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
     if X_test is not None and loss.name in ("logistic", "model_nll"):
@@ -83,12 +101,42 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
 
 
 @click.command()
+@mode_option("posterior")
 @with_options(_common)
-def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ledger,
-         dataset_id, budget, seed, key_impl, progress, out, nonprivate):
-    """Private Bayesian logistic regression on the embedded UCI Adult data."""
+def demo(mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ess, prior_precision,
+         precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
+    """Private Bayesian logistic regression on the embedded UCI Adult data.
+
+    Default (--mode posterior): 4 chains of preconditioned Langevin planned for 1000 effective draws
+    of N(0, 10^2 I) x exp(-beta L) on the Adult files read through the shipped schema (identifiable
+    coding, sensitivity over the rows the schema admits); --mode estimate: the accuracy-first plan
+    on the embedded pipeline's features."""
     from .. import datasets, losses
 
+    horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
+                                         horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
+                                         precond_share=precond_share)
+    if mode == "posterior":
+        from ..schema.adult import load_adult_raw
+
+        a = load_adult_raw()
+        rows = a.feature_map.admissible_rows()
+        click.echo("data: UCI Adult (Becker & Kohavi 1996, https://doi.org/10.24432/C5XW20, CC BY 4.0), raw files "
+                   "read through the shipped schema dp_infer/data/adult/schema.yaml")
+        click.echo(f"  train {a.X_train.shape[0]} rows (private), test {a.X_test.shape[0]} rows (public evaluation), "
+                   f"{a.X_train.shape[1]} features (intercept, 8 numerics on declared ranges, categorical groups "
+                   f"coded against a reference level); every row lies in the schema's admissible set, norm <= "
+                   f"{rows.max_norm():g}")
+        click.echo("")
+        run_and_report_posterior(losses.logistic(row_norm=rows.max_norm()), a.X_train, a.y_train, command="demo",
+                                 eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction,
+                                 ess=DEMO_ESS if ess is None else ess,
+                                 prior_precision=DEMO_PRIOR_PRECISION if prior_precision is None else prior_precision,
+                                 precond_share=precond_share, rows=rows, seed=seed, key_impl=key_impl,
+                                 progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget,
+                                 X_test=a.X_test, y_test=a.y_test, out=out, feature_names=a.feature_names,
+                                 nonprivate=nonprivate)
+        return
     data = datasets.load_adult()
     click.echo(f"data: {data.attribution}")
     click.echo(f"  train {data.X_train.shape[0]} rows (private), test {data.X_test.shape[0]} rows "
@@ -107,23 +155,67 @@ def demo(eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam
 
 @click.command()
 @click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--target", required=True, help="name of the label column")
-@click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber"]), default="logistic",
-              show_default=True)
+@click.option("--target", default=None, help="name of the label column (with --schema: the schema's target)")
+@click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber", "hinge", "quantile"]),
+              default="logistic", show_default=True,
+              help="hinge / quantile have no smoothness: they run the proximal sampler")
+@click.option("--quantile", "quantile_level", type=float, default=0.5, show_default=True,
+              help="quantile level tau in (0, 1) for --loss quantile")
 @click.option("--row-norm", type=float, default=1.0, show_default=True,
               help="rows are clipped to this l2 norm (> 0)")
 @click.option("--huber-threshold", type=float, default=1.0, show_default=True)
 @click.option("--test-csv", type=click.Path(exists=True, dir_okay=False), default=None,
               help="held-out public CSV; its columns are matched to the training file by name")
+@click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="public schema (YAML/JSON): columns by name, data-independent feature map, stored in the run")
+@click.option("--split", type=float, default=None, help="with --schema: hold out this share of the rows")
+@click.option("--split-seed", type=click.IntRange(min=0), default=None,
+              help="seed of the --split permutation (default: OS entropy)")
+@mode_option("estimate")
 @with_options(_common)
-def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, eps, delta, pure,
-           route, radius, horizon, chains, kernel, friction, lam_rel, ledger, dataset_id, budget,
-           seed, key_impl, progress, out, nonprivate):
-    """Private draws for a numeric CSV (features must already be on a public scale)."""
-    from .. import datasets, losses
+def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, schema_file,
+           split, split_seed, mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
+           ess, prior_precision, precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out,
+           nonprivate):
+    """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale.
 
-    loss = (losses.logistic(row_norm=row_norm) if loss_name == "logistic"
-            else losses.huber(threshold=huber_threshold, row_norm=row_norm))
+    --mode posterior plans for --ess effective draws of N(0, I / --prior-precision) x exp(-beta L)
+    (with --schema, the sensitivity is taken over the rows the schema admits)."""
+    from .. import datasets, losses, losses_nonsmooth
+
+    horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
+                                         horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
+                                         precond_share=precond_share)
+    post = dict(command="sample", eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
+                prior_precision=prior_precision, precond_share=precond_share, seed=seed, key_impl=key_impl,
+                progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget, out=out,
+                nonprivate=nonprivate)
+
+    if schema_file is not None:  # read, encoded and checked before anything is charged
+        from .schema_commands import schema_sample_data
+
+        if loss_name in ("hinge", "quantile"):
+            raise ValueError("loss: --loss hinge/quantile are not available with --schema yet (use a numeric CSV)")
+        d = schema_sample_data(csv_file, schema_file, target=target, test_csv=test_csv, split=split,
+                               split_seed=split_seed, nonprivate=nonprivate)
+        if mode == "posterior":
+            run_and_report_posterior(d.make_loss(loss_name, huber_threshold, radius), d.X, d.y, rows=d.rows,
+                                     X_test=d.X_test, y_test=d.y_test, feature_names=d.feature_names,
+                                     extra_attrs=d.attrs, **post)
+            return
+        _run_and_report(d.make_loss(loss_name, huber_threshold, radius), d.X, d.y, command="sample",
+                        eps=eps, delta=delta, pure=pure, route=route, horizon=horizon, chains=chains,
+                        kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
+                        key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
+                        budget=budget, X_test=d.X_test, y_test=d.y_test, out=out, nonprivate=nonprivate,
+                        extra_attrs=d.attrs)
+        return
+    if target is None or split is not None:
+        raise ValueError("target: --target is required without --schema (and --split needs --schema)")
+    loss = {"logistic": lambda: losses.logistic(row_norm=row_norm),
+            "huber": lambda: losses.huber(threshold=huber_threshold, row_norm=row_norm),
+            "hinge": lambda: losses_nonsmooth.hinge(row_norm=row_norm),
+            "quantile": lambda: losses_nonsmooth.quantile(quantile_level, row_norm=row_norm)}[loss_name]()
     X, y, names = datasets.load_csv(csv_file, target)
     Xt = yt = None
     if test_csv:  # read and matched by name before anything is charged
@@ -133,9 +225,12 @@ def sample(csv_file, target, loss_name, row_norm, huber_threshold, test_csv, eps
     click.echo(f"{csv_file}: {X.shape[0]} rows, {X.shape[1]} features; rows are clipped to norm {row_norm:g}")
     if nonprivate:
         click.echo(f"  {NONPRIVATE_BANNER}: rows clipped: {rep.n_clipped}")
+    if mode == "posterior":
+        run_and_report_posterior(loss, Xc, y, rows=None, X_test=Xt, y_test=yt, feature_names=names, **post)
+        return
     _run_and_report(loss, Xc, y, command="sample", eps=eps, delta=delta, pure=pure, route=route,
                     horizon=horizon, chains=chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                     radius=radius, seed=seed, key_impl=key_impl, progress=progress, ledger=ledger,
                     dataset_id=dataset_id, budget=budget, X_test=Xt, y_test=yt, out=out,
-                    nonprivate=nonprivate)
+                    nonprivate=nonprivate, feature_names=names)
 

@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from .._validation import check_positive
+from .extract import _as_array, _check_draw_array, _extract_mcmc, _extract_tree, _is_mcmc, _theta_divergence
 from .privacy_report import (
     _DEFAULT_THETA_NAME,
     _FLAT_PREFIX,
@@ -24,6 +25,7 @@ from .privacy_report import (
     NONPRIVATE_VARS_ATTR,
     PRIVATE_ATTR,
     REPORT_ATTR,
+    SUMMARY_ATTR,
     UNKNOWN_REASON_ATTR,
     WARNING_ATTR,
     _jsonable,
@@ -37,151 +39,37 @@ from .privacy_report import (
 # ---------------------------------------------------------------------------------------------
 
 
-def _is_mcmc(obj: Any) -> bool:
-    return hasattr(obj, "get_samples") and hasattr(obj, "sampler") and hasattr(obj, "get_extra_fields")
+def _resolve_burn_in(burn_in, tree_burn_in: int, report: Mapping[str, Any] | None, num_draws: int) -> int:
+    if burn_in is None:
+        burn_in = tree_burn_in
+        if not burn_in and report is not None and report.get("release") in (None, "trajectory"):
+            b, d = report.get("burn_in"), report.get("num_draws")
+            if isinstance(b, int) and not isinstance(b, bool) and d == num_draws:
+                burn_in = b
+    if isinstance(burn_in, bool) or not isinstance(burn_in, (int, np.integer)) or not 0 <= burn_in < num_draws:
+        raise ValueError(f"burn_in must be an integer in [0, {num_draws}) (draws per chain), got {burn_in!r}")
+    return int(burn_in)
 
 
-def _is_dp_kernel(sampler: Any) -> bool:
-    """True for dp_infer's Langevin kernels, whose ``diverging`` flag is a function of theta."""
-    try:
-        from .kernels._numpyro import LangevinKernelBase
-    except Exception:  # noqa: BLE001 - kernels unavailable: treat as foreign
-        return False
-    return isinstance(sampler, LangevinKernelBase)
-
-
-def _as_array(name: str, value: Any) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.dtype == object:
-        raise ValueError(f"draws[{name!r}] must be a numeric array (chain, draw, ...), got dtype object")
-    return arr
-
-
-def _check_draw_array(name: str, arr: np.ndarray) -> None:
-    if arr.ndim < 2:
-        raise ValueError(
-            f"draws[{name!r}] must have shape (chain, draw, ...) with ndim >= 2, got shape {arr.shape}; "
-            "wrap a single chain as arr[None]"
-        )
-    if arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise ValueError(f"draws[{name!r}] must have at least 1 chain and 1 draw, got shape {arr.shape}")
-
-
-def _tree_norm(value: Any, lead: tuple[int, int]) -> np.ndarray | None:
-    """l2 norm over everything but the (chain, draw) axes of a pytree of arrays (e.g. z_grad)."""
-    import jax
-
-    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(value)]
-    if not leaves or any(x.shape[:2] != lead for x in leaves):
-        return None
-    sq = sum(np.sum(np.square(x.reshape(lead + (-1,)).astype(np.float64)), axis=-1) for x in leaves)
-    return np.sqrt(sq)
-
-
-def _extract_mcmc(mcmc: Any):
-    """(posterior, candidate stats, non-private posterior sites, kernel diverging, run attrs)."""
-    sampler = mcmc.sampler
-    samples = mcmc.get_samples(group_by_chain=True)
-    if not isinstance(samples, Mapping):
-        samples = {_DEFAULT_THETA_NAME: samples}
-        latent = set(samples)
-    else:
-        latent = None
-        state = getattr(mcmc, "last_state", None)
-        z = getattr(state, getattr(sampler, "sample_field", "z"), None) if state is not None else None
-        if isinstance(z, Mapping):
-            latent = set(z)
-    samples = {k: np.asarray(v) for k, v in samples.items()}
-    if latent is None:  # cannot tell latent from deterministic sites: keep all, say so
-        latent = set(samples)
-    post = {k: v for k, v in samples.items() if k in latent}
-    nonlatent = {k: v for k, v in samples.items() if k not in latent}
-
-    stats: dict[str, np.ndarray] = {}
-    kernel_div = None
-    extra = mcmc.get_extra_fields(group_by_chain=True) or {}
-    first = next(iter(post.values()))
-    lead = tuple(first.shape[:2])
-    for name, value in extra.items():
-        if isinstance(value, Mapping) or isinstance(value, (tuple, list)):
-            if name == "z_grad":
-                gn = _tree_norm(value, lead)
-                if gn is not None:
-                    stats.setdefault("grad_norm", gn)
-            stats[name] = None  # not an array: recorded as dropped, never exported
-            continue
-        arr = np.asarray(value)
-        if name == "diverging":
-            kernel_div = arr.astype(bool)
-            continue
-        stats[name] = arr
-    run_attrs: dict[str, Any] = {
-        "kernel": type(sampler).__name__,
-        "thinning": int(getattr(mcmc, "thinning", 1) or 1),
-        "num_transitions": int(getattr(mcmc, "num_samples", 0) or 0),
-        "num_warmup": int(getattr(mcmc, "num_warmup", 0) or 0),
-    }
-    step = getattr(sampler, "step_size", None)
-    if isinstance(step, (int, float, np.floating)) and not isinstance(step, bool):
-        run_attrs["kernel_step_size"] = float(step)
-    radius = getattr(sampler, "divergence_radius", None)
-    if isinstance(radius, (int, float, np.floating)) and not isinstance(radius, bool):
-        run_attrs["kernel_divergence_radius"] = float(radius)
-    theta_only_div = _is_dp_kernel(sampler)
-    return post, stats, nonlatent, (kernel_div if theta_only_div else None), kernel_div, run_attrs
-
-
-def _extract_tree(dt: xr.DataTree):
-    post_group = dt.get("posterior") if "posterior" in dt.children else None
-    if post_group is None:
-        raise ValueError("run_or_draws is a DataTree without a 'posterior' group")
-    nonpriv = set(json.loads(dt.attrs.get(NONPRIVATE_VARS_ATTR, "[]")))
-    samples = {k: np.asarray(v.transpose("chain", "draw", ...).values) for k, v in post_group.data_vars.items()}
-    post = {k: v for k, v in samples.items() if k not in nonpriv}
-    nonlatent = {k: v for k, v in samples.items() if k in nonpriv}
-    stats: dict[str, np.ndarray] = {}
-    kernel_div = None
-    if "sample_stats" in dt.children:
-        for k, v in dt["sample_stats"].data_vars.items():
-            if k == "diverging":
-                kernel_div = np.asarray(v.transpose("chain", "draw", ...).values).astype(bool)
-            elif k != "kernel_diverging":
-                stats[k] = np.asarray(v.transpose("chain", "draw", ...).values)
-    for group in dt.children:
-        if group not in ("posterior", "sample_stats"):
-            stats[f"{group}/*"] = None  # whole group dropped, recorded by name
-    # a dp_infer-exported tree carries a theta-only diverging flag; anything else: recompute
-    theta_div = kernel_div if FORMAT_ATTR in dt.attrs else None
-    run_attrs = {
-        k[len(_FLAT_PREFIX) :]: dt.attrs[k]
-        for k in (
-            "dp_infer_kernel",
-            "dp_infer_thinning",
-            "dp_infer_num_transitions",
-            "dp_infer_num_warmup",
-            "dp_infer_kernel_step_size",
-            "dp_infer_kernel_divergence_radius",
-        )
-        if k in dt.attrs
-    }
-    return post, stats, nonlatent, theta_div, kernel_div, run_attrs
-
-
-def _theta_divergence(post: Mapping[str, np.ndarray], threshold: float | None) -> np.ndarray:
-    """Sticky per-(chain, draw) flag from theta alone: non-finite, or max|theta| > threshold."""
-    flags = None
-    for v in post.values():
-        x = v.reshape(v.shape[:2] + (-1,)).astype(np.float64)
-        bad = ~np.all(np.isfinite(x), axis=-1)
-        if threshold is not None:
-            with np.errstate(invalid="ignore"):
-                bad |= np.nanmax(np.abs(np.where(np.isfinite(x), x, 0.0)), axis=-1, initial=0.0) > threshold
-        flags = bad if flags is None else (flags | bad)
-    return np.logical_or.accumulate(flags, axis=1)
+def privacy_summary(report: Mapping[str, Any]) -> str:
+    """One line for a flat (netCDF-3) reader: the guarantee, the route and the run's shape."""
+    eps, delta = report.get("eps_spent", report.get("eps")), report.get("delta")
+    parts = []
+    if isinstance(eps, (int, float)):
+        parts.append(f"({eps:.6g}, {delta if delta is not None else 0:.6g})-DP" if delta else f"pure {eps:.6g}-DP")
+    for key, label in (("route", "route"), ("mu", "mu"), ("beta", "beta"), ("num_chains", "chains"),
+                       ("num_steps", "steps per chain"), ("burn_in", "burn-in draws")):
+        v = report.get(key)
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+            parts.append(f"{label} {v:.6g}" if isinstance(v, float) else f"{label} {v}")
+    rnd = report.get("randomness")
+    if isinstance(rnd, Mapping) and rnd.get("reproducible_by_seed_holder"):
+        parts.append("noise reproducible by the seed holder")
+    return "; ".join(parts)
 
 
 def _flat_attrs(report: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
+    out = {SUMMARY_ATTR: privacy_summary(report)}
     for key in FLAT_REPORT_KEYS:
         v = report.get(key)
         if isinstance(v, bool):
@@ -202,6 +90,9 @@ def to_datatree(
     divergence_threshold: float | None = None,
     sample_stats: Mapping[str, Any] | None = None,
     debug_stats: Mapping[str, Any] | None = None,
+    burn_in: int | None = None,
+    run_attrs: Mapping[str, Any] | None = None,
+    theta_diverging: Any = None,
 ) -> xr.DataTree:
     """Privacy-safe ArviZ export of a run.
 
@@ -213,13 +104,24 @@ def to_datatree(
     :param report: the privacy report / plan: a JSON-serialisable mapping (route, eps, delta,
         mu or RDP curve, beta, step_size, horizon, num_steps, num_chains, assumptions,
         sampling_error_tv, relaxation_time, ...) or any object with ``.as_dict()``. Stored as
-        JSON under ``attrs["dp_infer_privacy_report"]`` plus flat scalar attributes
-        ``dp_infer_<key>`` for the keys in :data:`FLAT_REPORT_KEYS`. If ``None`` and the input
-        is a DataTree carrying a report, that report is kept.
+        as ONE structured attribute, the mapping ``attrs["dp_infer_privacy_report"]`` (JSON-encoded
+        only inside netCDF files, decoded again by :func:`~dp_infer.diagnostics.load`), plus a
+        flat summary for netCDF-3 readers: the one-line ``dp_infer_privacy_summary`` and scalar
+        attributes ``dp_infer_<key>`` for the keys in :data:`FLAT_REPORT_KEYS`. If ``None`` and
+        the input is a DataTree carrying a report, that report is kept.
     :param debug: ``False`` (default): export only what the privacy guarantee covers. ``True``:
         also export the non-private fields present (see below) and mark the tree
         ``dp_infer_private = "false"`` with ``attrs["warning"] = DEBUG_WARNING``.
     :param coords, dims: passed to ``az.from_dict`` (e.g. ``dims={"theta": ["feature"]}``).
+    :param burn_in: the first ``burn_in`` draws of every chain go to the ``warmup_posterior``
+        (and ``warmup_sample_stats``) groups: released (they are part of the accounted path) but
+        outside every ArviZ summary, which reads ``posterior`` only. Default: the report's
+        ``burn_in`` when its draws cover the whole trajectory, else 0 (a DataTree keeps its split).
+    :param run_attrs: public facts about the run for raw-draw input (``kernel``, ``thinning``,
+        ``num_transitions``, ``kernel_step_size``, ...), stored as ``dp_infer_<key>``.
+    :param theta_diverging: a ``(chain, draw)`` divergence flag the caller states is a function of
+        theta alone (a dp_infer kernel's own flag, e.g. from a :class:`~dp_infer.run.PrivateRun`);
+        OR-ed into the exported flag.
     :param public_sites: deterministic sites you assert are functions of theta only (so
         covered by post-processing); they are kept in the default export.
     :param divergence_threshold: public bound: a draw with ``max|theta| > threshold`` counts
@@ -259,19 +161,19 @@ def to_datatree(
     report_dict = report_to_dict(report)
 
     if _is_mcmc(run_or_draws):
-        post, stats, nonlatent, theta_div, kernel_div, run_attrs = _extract_mcmc(run_or_draws)
+        post, stats, nonlatent, theta_div, kernel_div, extracted = _extract_mcmc(run_or_draws)
     elif isinstance(run_or_draws, xr.DataTree):
-        post, stats, nonlatent, theta_div, kernel_div, run_attrs = _extract_tree(run_or_draws)
+        post, stats, nonlatent, theta_div, kernel_div, extracted = _extract_tree(run_or_draws)
         if report_dict is None:
             report_dict = get_report(run_or_draws)
     elif isinstance(run_or_draws, Mapping):
         if not run_or_draws:
             raise ValueError("run_or_draws must contain at least one variable, got an empty mapping")
         post = {str(k): _as_array(str(k), v) for k, v in run_or_draws.items()}
-        stats, nonlatent, theta_div, kernel_div, run_attrs = {}, {}, None, None, {}
+        stats, nonlatent, theta_div, kernel_div, extracted = {}, {}, None, None, {}
     elif hasattr(run_or_draws, "__array__") or isinstance(run_or_draws, (list, tuple)):
         post = {_DEFAULT_THETA_NAME: _as_array(_DEFAULT_THETA_NAME, run_or_draws)}
-        stats, nonlatent, theta_div, kernel_div, run_attrs = {}, {}, None, None, {}
+        stats, nonlatent, theta_div, kernel_div, extracted = {}, {}, None, None, {}
     else:
         raise ValueError(
             "run_or_draws must be a numpyro MCMC after run(), a mapping name -> array (chain, draw, ...), "
@@ -287,6 +189,10 @@ def to_datatree(
             raise ValueError(
                 f"draws[{k!r}] has (chain, draw) = {v.shape[:2]} but other variables have {lead}"
             )
+    extracted = dict(extracted)
+    tree_burn_in = int(extracted.pop("burn_in", 0) or 0)
+    run_attrs = {**extracted, **dict(run_attrs or {})}
+    burn_in = _resolve_burn_in(burn_in, tree_burn_in, report_dict, int(lead[1]))
     if sample_stats is not None:
         if not isinstance(sample_stats, Mapping):
             raise ValueError("sample_stats must be a mapping name -> array (chain, draw, ...)")
@@ -301,6 +207,8 @@ def to_datatree(
             post[name] = nonlatent.pop(name)
 
     # --- divergence from theta alone --------------------------------------------------------
+    if theta_diverging is not None:
+        theta_div = np.asarray(theta_diverging).astype(bool)
     diverging = _theta_divergence(post, divergence_threshold)
     if theta_div is not None and theta_div.shape == diverging.shape:
         diverging = diverging | theta_div
@@ -346,9 +254,15 @@ def to_datatree(
         dropped.extend(stats)
         dropped.extend(str(k) for k in (debug_stats or {}))
 
+    groups = {"posterior": posterior, "sample_stats": ss}
+    if burn_in:
+        groups = {"posterior": {k: v[:, burn_in:] for k, v in posterior.items()},
+                  "sample_stats": {k: v[:, burn_in:] for k, v in ss.items()},
+                  "warmup_posterior": {k: v[:, :burn_in] for k, v in posterior.items()},
+                  "warmup_sample_stats": {k: v[:, :burn_in] for k, v in ss.items()}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        dt = az.from_dict({"posterior": posterior, "sample_stats": ss}, coords=coords, dims=dims)
+        dt = az.from_dict(groups, coords=coords, dims=dims, save_warmup=True)
 
     mismatch = None if debug else _report_mismatch(report_dict, int(lead[0]), int(lead[1]))
     attrs: dict[str, Any] = {
@@ -361,14 +275,14 @@ def to_datatree(
     for k, v in run_attrs.items():
         attrs[_FLAT_PREFIX + k] = v
     if report_dict is not None:
-        attrs[REPORT_ATTR] = json.dumps(report_dict, sort_keys=True)
+        attrs[REPORT_ATTR] = report_dict
         attrs.update(_flat_attrs(report_dict))
     if debug:
         attrs[WARNING_ATTR] = DEBUG_WARNING
         attrs[NONPRIVATE_VARS_ATTR] = json.dumps(nonprivate)
         attrs.update(debug_attrs)
     dt.attrs.update(attrs)
-    for group in ("posterior", "sample_stats"):
+    for group in groups:
         dt[group].attrs[PRIVATE_ATTR] = attrs[PRIVATE_ATTR]
         if debug:
             dt[group].attrs[WARNING_ATTR] = DEBUG_WARNING

@@ -58,6 +58,26 @@ def _decode_attrs_nc3(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return attrs
 
 
+def _encoded_tree(dt: xr.DataTree) -> xr.DataTree:
+    """A copy whose attributes are all netCDF-storable (structured ones as JSON text)."""
+    groups = {}
+    for node in dt.subtree:
+        ds = node.to_dataset(inherit=False).copy()
+        ds.attrs = _encode_attrs_nc3(ds.attrs)
+        for var in ds.variables.values():
+            var.attrs = _encode_attrs_nc3(var.attrs)
+        groups[node.path] = ds
+    return xr.DataTree.from_dict(groups)
+
+
+def _decode_tree(dt: xr.DataTree) -> xr.DataTree:
+    for node in dt.subtree:
+        node.attrs = _decode_attrs_nc3(node.attrs)
+        for name in node.data_vars:
+            node[name].attrs = _decode_attrs_nc3(node[name].attrs)
+    return dt
+
+
 def _save_zip(dt: xr.DataTree, path: Path) -> None:
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for node in dt.subtree:
@@ -91,10 +111,12 @@ def save(dt: xr.DataTree, path: str | Path) -> Path:
     """Write ``dt`` (with all attributes, incl. the privacy report) to ``path``; return it.
 
     The format follows the suffix: ``.zarr`` -> zarr store (needs ``zarr``); ``.zip`` -> one
-    netCDF-3 file per group inside a zip archive (SciPy only; non-scalar attributes are kept
-    as JSON); anything else (``.nc``, ``.nc4``, ``.h5``) -> netCDF-4 with groups (needs the
-    ``h5netcdf`` or ``netCDF4`` package). A debug (non-private) tree is written too, with its
-    warning attribute, and a :class:`UserWarning` is emitted.
+    netCDF-3 file per group inside a zip archive (SciPy only); anything else (``.nc``, ``.nc4``,
+    ``.h5``) -> netCDF-4 with groups (needs the ``h5netcdf`` or ``netCDF4`` package). Structured
+    attributes (the privacy report, a mapping) are stored as JSON text in every format and
+    decoded by :func:`load`; the flat ``dp_infer_privacy_summary`` line and the scalar
+    ``dp_infer_<key>`` attributes stay readable by any netCDF tool. A debug (non-private) tree is
+    written too, with its warning attribute, and a :class:`UserWarning` is emitted.
     """
     if not isinstance(dt, xr.DataTree):
         raise ValueError(f"dt must be an xarray.DataTree (from to_datatree), got {type(dt).__name__}")
@@ -106,7 +128,7 @@ def save(dt: xr.DataTree, path: str | Path) -> Path:
     if suffix == ".zip":
         _save_zip(dt, path)
     elif suffix == ".zarr":
-        dt.to_zarr(path, mode="w")
+        _encoded_tree(dt).to_zarr(path, mode="w")
     else:
         engine = _netcdf4_engine()
         if engine is None:
@@ -114,7 +136,7 @@ def save(dt: xr.DataTree, path: str | Path) -> Path:
                 f"writing {path.name} as netCDF-4 needs the 'h5netcdf' (or 'netCDF4') package, which is "
                 "not installed; install it or save to a '.zip' path (dependency-free format)"
             )
-        dt.to_netcdf(path, engine=engine)
+        _encoded_tree(dt).to_netcdf(path, engine=engine)
     return path
 
 
@@ -140,7 +162,7 @@ def load(path: str | Path) -> xr.DataTree:
 
 def _load_any(path: Path) -> xr.DataTree:
     if path.is_dir():
-        return xr.open_datatree(path, engine="zarr").load()
+        return _decode_tree(xr.open_datatree(path, engine="zarr").load())
     with open(path, "rb") as f:
         magic = f.read(8)
     if magic.startswith(b"PK"):
@@ -153,4 +175,4 @@ def _load_any(path: Path) -> xr.DataTree:
     engine = _netcdf4_engine()
     if engine is None:
         raise ImportError(f"reading {path.name} (netCDF-4/HDF5) needs the 'h5netcdf' (or 'netCDF4') package")
-    return xr.load_datatree(path, engine=engine)
+    return _decode_tree(xr.load_datatree(path, engine=engine))

@@ -12,7 +12,8 @@ import numpy as np
 import xarray as xr
 
 from .._validation import check_positive, check_positive_int
-from .export import _is_mcmc, _theta_divergence, to_datatree
+from .export import to_datatree
+from .extract import _is_mcmc, _theta_divergence
 from .mixing_report import (
     DIVERGENCE_ADVICE,
     RHAT_ADVICE,

@@ -24,8 +24,11 @@ from ..privacy.conversions import gdp_epsilon, rdp_epsilon
 PRIVATE_ATTR = "dp_infer_private"
 #: root attribute (status ``"unknown"`` only): why the tree is not marked private.
 UNKNOWN_REASON_ATTR = "dp_infer_privacy_unknown_reason"
-#: root attribute: the whole privacy report / plan as a JSON string.
+#: root attribute: the whole privacy report / plan, one structured attribute (a mapping in memory,
+#: JSON text inside netCDF files; files of format 1 stored JSON text in memory too).
 REPORT_ATTR = "dp_infer_privacy_report"
+#: root attribute: a one-line flat summary of the report, readable by any netCDF-3 tool.
+SUMMARY_ATTR = "dp_infer_privacy_summary"
 #: root attribute present on debug exports only.
 WARNING_ATTR = "warning"
 DEBUG_WARNING = "NON-PRIVATE DEBUG EXPORT: contains data-dependent statistics; do not release"
@@ -133,6 +136,8 @@ def get_report(dt: xr.DataTree) -> dict | None:
     raw = dt.attrs.get(REPORT_ATTR)
     if raw is None:
         return None
+    if isinstance(raw, Mapping):
+        return json.loads(json.dumps(_jsonable(raw)))  # a copy the caller may change
     return json.loads(raw)
 
 

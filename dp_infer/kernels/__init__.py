@@ -7,8 +7,10 @@
 * :mod:`dp_infer.kernels.sgld` -- Poisson-subsampled SGLD with per-example clipping,
   :class:`MinibatchSGLD` (accounted by :mod:`dp_infer.privacy.minibatch`).
 
-Each functional module exposes ``init``, ``build_kernel`` (``-> step(rng_key, state)``),
-``keyed_transition`` and ``sample_chain`` (a ``lax.scan`` driver). The kernels never decide
+Each functional module exposes, BlackJAX style, ``init``, ``build_kernel`` (``-> step(rng_key,
+state) -> (state, info)`` with ``info`` a NamedTuple of theta-only public fields),
+``as_top_level_api(logdensity_fn, ..., plan=)`` (``init`` and ``step`` with the privacy plan's
+step size), ``keyed_transition`` and ``sample_chain`` (a ``lax.scan`` driver). The kernels never decide
 privacy: the potential already contains the inverse temperature, and the step size, friction
 and number of steps come from a privacy plan chosen without looking at the data.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -15,8 +15,29 @@ from jax.flatten_util import ravel_pytree
 from .._validation import check_positive
 from ..domains import Domain, Euclidean
 
-__all__ = ["DEFAULT_DIVERGENCE_RADIUS", "make_divergence_fn", "resolve_projection",
-           "default_divergence_radius", "as_float_tree"]
+__all__ = ["DEFAULT_DIVERGENCE_RADIUS", "SamplingAlgorithm", "make_divergence_fn", "resolve_projection",
+           "default_divergence_radius", "as_float_tree", "logdensity_to_grad", "plan_parameters",
+           "COVERED_FIELDS", "DEBUG_FIELDS", "check_extra_fields"]
+
+#: state fields of the NumPyro adapters covered by the guarantee (functions of the released path)
+COVERED_FIELDS = {"langevin": ("z", "i", "diverging"), "underdamped": ("z", "v", "i", "diverging")}
+#: fields of the debug states: functions of the private data (never released)
+DEBUG_FIELDS = ("potential_energy", "grad_norm")
+
+
+def check_extra_fields(extra_fields, kernel: str, debug: bool) -> tuple[str, ...]:
+    """NumPyro's ``extra_fields``, limited to what the guarantee covers (the others: debug only)."""
+    if isinstance(extra_fields, str) or not isinstance(extra_fields, (tuple, list)):
+        raise ValueError(f"extra_fields must be a tuple of state field names, got {extra_fields!r}")
+    covered = COVERED_FIELDS[kernel]
+    for name in extra_fields:
+        if name in DEBUG_FIELDS and not debug:
+            raise ValueError(f"extra_fields {name!r} is a function of the private data, not covered by the "
+                             f"guarantee: collect it only with debug=True (a NON-PRIVATE run); covered: {covered}")
+        if name not in covered and name not in DEBUG_FIELDS:
+            raise ValueError(f"extra_fields {name!r} is not a field of the {kernel} kernel's state; covered: "
+                             f"{covered}, debug only: {DEBUG_FIELDS}")
+    return tuple(extra_fields)
 
 DEFAULT_DIVERGENCE_RADIUS = 1e6
 
@@ -24,6 +45,48 @@ DEFAULT_DIVERGENCE_RADIUS = 1e6
 # --------------------------------------------------------------------------------------------
 # small functional helpers shared by the cores
 # --------------------------------------------------------------------------------------------
+
+
+class SamplingAlgorithm(NamedTuple):
+    """What ``as_top_level_api`` returns (BlackJAX's shape): ``init(position, rng_key=None)`` and
+    ``step(rng_key, state) -> (state, info)``, pure functions to jit, vmap and scan."""
+
+    init: Callable
+    step: Callable
+
+
+def logdensity_to_grad(logdensity_fn: Callable) -> Callable:
+    """``z -> grad U(z)`` for the potential ``U = -logdensity_fn`` (BlackJAX's sign convention)."""
+    if not callable(logdensity_fn):
+        raise ValueError(f"logdensity_fn must be a callable z -> log density, got {logdensity_fn!r}")
+    grad_logdensity = jax.grad(logdensity_fn)
+    return lambda z: jax.tree.map(jnp.negative, grad_logdensity(z))
+
+
+def plan_parameters(plan: Any, kernel: str, step_size, friction=None) -> tuple[float, float | None]:
+    """(step_size, friction) from a :class:`~dp_infer.plan.SamplingPlan` or the explicit values.
+
+    With a plan, the step size (and friction) are the plan's: giving a different explicit value
+    is refused, as is a plan made for another kernel. Without one, the step size is required.
+    """
+    if plan is None:
+        if step_size is None:
+            raise ValueError("step_size is required (or pass plan=, whose step size is then used); "
+                             "it must lie in (0, inf)")
+        return step_size, friction
+    for attr in ("kernel", "step_size", "beta", "event"):
+        if not hasattr(plan, attr):
+            raise ValueError(f"plan must be a dp_infer SamplingPlan, got {type(plan).__name__}")
+    if plan.kernel != kernel:
+        raise ValueError(f"plan was made for kernel {plan.kernel!r}, not {kernel!r}: re-plan with kernel={kernel!r}")
+    if step_size is not None and not math.isclose(float(step_size), float(plan.step_size), rel_tol=1e-12):
+        raise ValueError(f"step_size={step_size!r} differs from the plan's {plan.step_size!r}: the plan's "
+                         "privacy event covers its own step size only (omit step_size)")
+    if kernel == "underdamped":
+        if friction is not None and not math.isclose(float(friction), float(plan.friction), rel_tol=1e-12):
+            raise ValueError(f"friction={friction!r} differs from the plan's {plan.friction!r} (omit friction)")
+        friction = plan.friction
+    return float(plan.step_size), friction
 
 
 def _non_finite(x):

@@ -15,8 +15,10 @@ depends only on the integrated time ``num_steps * step_size`` (digest pitfall 25
 
 Two layers, BlackJAX style:
 
-* a pure functional core: :class:`LangevinState`, :func:`init`, :func:`build_kernel`
-  (returns ``step(rng_key, state) -> state``) and :func:`sample_chain` (``lax.scan`` driver);
+* a pure functional core, BlackJAX style: :class:`LangevinState`, :class:`LangevinInfo`,
+  :func:`init`, :func:`build_kernel` (returns ``step(rng_key, state) -> (state, info)``),
+  :func:`as_top_level_api` (``logdensity_fn`` in, ``init`` / ``step`` out, the privacy plan as an
+  argument) and :func:`sample_chain` (``lax.scan`` driver);
 * :class:`Langevin`, a thin :class:`numpyro.infer.mcmc.MCMCKernel` adapter (see
   :mod:`dp_infer.kernels._numpyro` for the behaviour shared with the underdamped kernel).
 
@@ -39,21 +41,26 @@ from jax.flatten_util import ravel_pytree
 from .._validation import check_positive, check_positive_int
 from ..domains import Domain
 from ._common import (
+    SamplingAlgorithm,
     as_float_tree,
     default_divergence_radius,
+    logdensity_to_grad,
     make_divergence_fn,
+    plan_parameters,
     resolve_projection,
 )
 from ._numpyro import LangevinKernelBase
 
 __all__ = [
     "LangevinState",
+    "LangevinInfo",
     "LangevinDebugState",
     "LangevinChain",
     "init",
     "build_kernel",
     "keyed_transition",
     "sample_chain",
+    "as_top_level_api",
     "make_divergence_fn",
     "Langevin",
 ]
@@ -75,6 +82,18 @@ class LangevinState(NamedTuple):
     z: Any
     diverging: jax.Array
     rng_key: Any
+
+
+class LangevinInfo(NamedTuple):
+    """What a step reports besides the new state: public, theta-only fields.
+
+    * ``diverging`` -- the new position is non-finite or outside the divergence radius (this
+      step only; the state's flag is the sticky version).
+
+    Nothing here is computed from the potential: no energy, no gradient, no acceptance.
+    """
+
+    diverging: jax.Array
 
 
 class LangevinDebugState(NamedTuple):
@@ -123,44 +142,89 @@ def build_kernel(
     project: Callable | Domain | None = None,
     divergence_fn: Callable | None = None,
 ) -> Callable:
-    """Return ``step(rng_key, state) -> state`` for ULA with gradient ``grad_fn``.
+    """Return ``step(rng_key, state) -> (state, info)`` for ULA with gradient ``grad_fn``.
 
-    :param grad_fn: ``z -> grad U(z)`` with the same pytree structure as ``z``.
+    :param grad_fn: ``z -> grad U(z)`` with the same pytree structure as ``z`` (from a log
+        density: :func:`as_top_level_api`, or :func:`~dp_infer.kernels._common.logdensity_to_grad`).
     :param step_size: h > 0.
     :param project: a :class:`~dp_infer.domains.Domain` or a callable on the flat position,
         applied after the noise (``None``: no projection).
     :param divergence_fn: ``flat_theta -> bool``; default flags non-finite positions only.
 
     ``step`` draws the Gaussian noise from ``rng_key`` and leaves ``state.rng_key`` untouched
-    (use :func:`keyed_transition` to drive a chain from its own key).
+    (use :func:`keyed_transition` to drive a chain from its own key). ``info`` is a
+    :class:`LangevinInfo` (theta-only fields).
     """
     h = _check_step_size(step_size)
     proj = resolve_projection(project)
     div_fn = make_divergence_fn(None) if divergence_fn is None else divergence_fn
 
-    def step(rng_key, state: LangevinState) -> LangevinState:
+    def step(rng_key, state: LangevinState) -> tuple[LangevinState, LangevinInfo]:
         x, unravel = ravel_pytree(state.z)
         g, _ = ravel_pytree(grad_fn(state.z))
         noise = random.normal(rng_key, x.shape, x.dtype)
         x_new = x - h * g.astype(x.dtype) + jnp.sqrt(2.0 * h).astype(x.dtype) * noise
         if proj is not None:
             x_new = proj(x_new)
-        diverging = jnp.logical_or(state.diverging, div_fn(x_new))
-        return LangevinState(state.i + 1, unravel(x_new), diverging, state.rng_key)
+        div_now = div_fn(x_new)
+        diverging = jnp.logical_or(state.diverging, div_now)
+        return LangevinState(state.i + 1, unravel(x_new), diverging, state.rng_key), LangevinInfo(div_now)
 
     return step
 
 
+def as_top_level_api(
+    logdensity_fn: Callable,
+    step_size: float | None = None,
+    *,
+    plan=None,
+    domain: Callable | Domain | None = None,
+    divergence_radius: float | None = None,
+) -> SamplingAlgorithm:
+    """BlackJAX-style ULA: ``algo.init(position, rng_key=None)``, ``algo.step(rng_key, state)``.
+
+    ::
+
+        algo = langevin.as_top_level_api(logdensity_fn, plan=plan)   # or step_size=h
+        state = algo.init(x0)                                         # x0 chosen without the data
+        state, info = algo.step(key, state)                           # jit / vmap / scan freely
+
+    :param logdensity_fn: ``z -> log density`` of the target (``-U``; for a private run the
+        tempered log density the plan was made for, e.g. ``-gibbs_potential(..., beta=plan.beta)``).
+    :param step_size: h > 0; omit it when ``plan`` is given.
+    :param plan: a :class:`~dp_infer.plan.SamplingPlan` for ``kernel="langevin"``: its step size
+        is used (an explicit different ``step_size`` is refused). The privacy of the run is the
+        plan's only if you take ``plan.num_steps`` steps per chain on ``plan.num_chains`` chains.
+    :param domain: Domain or callable projection on the flat position (after the noise).
+    :param divergence_radius: ``||theta||`` above which ``info.diverging`` is set (default as
+        :func:`sample_chain`).
+
+    ``step`` uses the key it is given (the state's own key is carried, not consumed); drive a
+    chain from the state's key with :func:`keyed_transition` if you prefer NumPyro's convention.
+    """
+    h, _ = plan_parameters(plan, "langevin", step_size)
+    grad_fn = logdensity_to_grad(logdensity_fn)
+    div_fn = make_divergence_fn(default_divergence_radius(domain, divergence_radius))
+    step = build_kernel(grad_fn, h, domain, div_fn)
+
+    def init_fn(position, rng_key=None) -> LangevinState:
+        return init(position, rng_key, divergence_fn=div_fn)
+
+    return SamplingAlgorithm(init_fn, step)
+
+
 def keyed_transition(step: Callable) -> Callable:
-    """Turn ``step(rng_key, state)`` into ``transition(state)`` that consumes ``state.rng_key``.
+    """Turn ``step(rng_key, state) -> (state, info)`` into ``transition(state) -> (state, info)``
+    that consumes ``state.rng_key``.
 
     ``state.rng_key`` is split into ``(next_key, noise_key)``; the noise uses ``noise_key`` and
-    ``next_key`` is stored. Works for both the overdamped and the underdamped states.
+    ``next_key`` is stored. Works for the overdamped, underdamped and SGLD states.
     """
 
     def transition(state):
         next_key, noise_key = random.split(state.rng_key)
-        return step(noise_key, state)._replace(rng_key=next_key)
+        new, info = step(noise_key, state)
+        return new._replace(rng_key=next_key), info
 
     return transition
 
@@ -175,9 +239,9 @@ def _scan_chain(transition, state, num_steps, thinning, extract):
 
     def outer(s, _):
         if thinning == 1:
-            s = transition(s)
+            s = transition(s)[0]
         else:
-            s = lax.fori_loop(0, thinning, lambda _, t: transition(t), s)
+            s = lax.fori_loop(0, thinning, lambda _, t: transition(t)[0], s)
         return s, extract(s)
 
     return lax.scan(outer, state, None, length=num_steps // thinning)
@@ -252,6 +316,7 @@ class Langevin(LangevinKernelBase):
         return init(z, rng_key, divergence_fn=self._divergence_fn)
 
     def _core_transition(self, grad_fn):
-        return keyed_transition(
+        transition = keyed_transition(
             build_kernel(grad_fn, self._step_size, self._projection, self._divergence_fn)
         )
+        return lambda state: transition(state)[0]

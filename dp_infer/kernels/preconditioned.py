@@ -24,8 +24,9 @@ import numpy as np
 from jax import random
 
 from .._validation import check_finite_array, check_positive
+from ._common import SamplingAlgorithm, logdensity_to_grad, plan_parameters
 
-__all__ = ["Preconditioner", "reparametrise", "build_kernel", "stationary_covariance"]
+__all__ = ["Preconditioner", "reparametrise", "build_kernel", "as_top_level_api", "stationary_covariance"]
 
 
 class Preconditioner(NamedTuple):
@@ -107,6 +108,25 @@ def build_kernel(grad_fn: Callable, step_size: float, pre: Preconditioner) -> Ca
         return PreconditionedState(state.i + 1, theta), PreconditionedInfo(~jnp.all(jnp.isfinite(theta)))
 
     return step
+
+
+def as_top_level_api(logdensity_fn: Callable, step_size: float | None = None,
+                     preconditioner: Preconditioner | None = None, *, plan=None) -> SamplingAlgorithm:
+    """BlackJAX-style preconditioned ULA: ``algo.init(position, rng_key=None)`` and
+    ``algo.step(rng_key, state) -> (state, info)`` (``logdensity_fn`` is ``-U``). ``plan`` (for
+    ``kernel="langevin"``) supplies the step size; the :class:`Preconditioner` is required (for a
+    posterior-mode plan: ``Preconditioner`` built from ``posterior_plan.preconditioner_chol(plan)``)."""
+    if not isinstance(preconditioner, Preconditioner):
+        raise ValueError(f"preconditioner must be a dp_infer Preconditioner, got {type(preconditioner).__name__}")
+    h, _ = plan_parameters(plan, "langevin", step_size)
+    step = build_kernel(logdensity_to_grad(logdensity_fn), h, preconditioner)
+
+    def init_fn(position, rng_key=None) -> PreconditionedState:
+        theta = jnp.asarray(position)
+        theta = theta if jnp.issubdtype(theta.dtype, jnp.floating) else theta.astype(jnp.result_type(float))
+        return PreconditionedState(jnp.zeros((), jnp.int32), theta)
+
+    return SamplingAlgorithm(init_fn, step)
 
 
 def stationary_covariance(A, pre: Preconditioner, step_size: float) -> np.ndarray:

@@ -42,11 +42,12 @@ from numpyro.infer.mcmc import MCMCKernel
 
 from .._validation import check_positive, check_positive_int
 from ..domains import Domain
-from ._common import default_divergence_radius, make_divergence_fn, resolve_projection
+from ._common import SamplingAlgorithm, default_divergence_radius, make_divergence_fn, resolve_projection
 from .langevin import _scan_chain, keyed_transition
 
 __all__ = [
     "SGLDState",
+    "SGLDInfo",
     "SGLDChain",
     "init",
     "clipped_per_example_grads",
@@ -54,6 +55,7 @@ __all__ = [
     "build_kernel",
     "keyed_transition",
     "sample_chain",
+    "as_top_level_api",
     "MinibatchSGLD",
 ]
 
@@ -69,6 +71,14 @@ class SGLDState(NamedTuple):
     z: jax.Array
     diverging: jax.Array
     rng_key: Any
+
+
+class SGLDInfo(NamedTuple):
+    """Public, theta-only output of a step: ``diverging`` (this step's new position is non-finite
+    or outside the divergence radius). The batch mask is NOT reported: amplification by
+    subsampling needs it secret."""
+
+    diverging: jax.Array
 
 
 class SGLDChain(NamedTuple):
@@ -136,7 +146,7 @@ def minibatch_gradient(rng_key, example_fn: Callable, theta, X, y, q, clip_norm,
 def build_kernel(example_fn: Callable, X, y, beta, step_size, q, clip_norm,
                  project: Callable | Domain | None = None, divergence_fn: Callable | None = None,
                  normaliser: int | None = None) -> Callable:
-    """Return ``step(rng_key, state) -> state`` for Poisson-subsampled clipped SGLD.
+    """Return ``step(rng_key, state) -> (state, info)`` for Poisson-subsampled clipped SGLD.
 
     :param example_fn: per-example loss ``(theta, x, y) -> scalar`` (e.g. ``PerExampleLoss.example``).
     :param beta: inverse temperature (> 0); :param step_size: h (> 0);
@@ -159,17 +169,47 @@ def build_kernel(example_fn: Callable, X, y, beta, step_size, q, clip_norm,
     proj = resolve_projection(project)
     div_fn = make_divergence_fn(None) if divergence_fn is None else divergence_fn
 
-    def step(rng_key, state: SGLDState) -> SGLDState:
+    def step(rng_key, state: SGLDState) -> tuple[SGLDState, SGLDInfo]:
         x = state.z
         g = minibatch_gradient(random.fold_in(rng_key, 1), example_fn, x, X, y, q, C, normaliser)
         noise = random.normal(rng_key, x.shape, x.dtype)
         x_new = x - h * beta * g.astype(x.dtype) + jnp.sqrt(2.0 * h).astype(x.dtype) * noise
         if proj is not None:
             x_new = proj(x_new)
-        diverging = jnp.logical_or(state.diverging, div_fn(x_new))
-        return SGLDState(state.i + 1, x_new, diverging, state.rng_key)
+        div_now = div_fn(x_new)
+        diverging = jnp.logical_or(state.diverging, div_now)
+        return SGLDState(state.i + 1, x_new, diverging, state.rng_key), SGLDInfo(div_now)
 
     return step
+
+
+def as_top_level_api(logdensity_fn, X, y, *, beta, step_size, q, clip_norm,
+                     domain: Callable | Domain | None = None,
+                     divergence_radius: float | None = None, normaliser: int | None = None) -> SamplingAlgorithm:
+    """BlackJAX-style subsampled SGLD: ``algo.init(position, rng_key=None)`` and
+    ``algo.step(rng_key, state) -> (state, info)``.
+
+    :param logdensity_fn: the per-example log likelihood ``(theta, x, y) -> log p(y | x, theta)``
+        (its negative is the per-example loss whose gradients are clipped), or a
+        :class:`~dp_infer.losses.PerExampleLoss` (used as the loss).
+    ``beta``, ``step_size``, ``q``, ``clip_norm`` and ``normaliser`` are as :func:`build_kernel`. There
+    is no :class:`~dp_infer.plan.SamplingPlan` for this kernel: account the run with
+    :func:`dp_infer.privacy.minibatch.minibatch_event` (one entry per step).
+    """
+    if hasattr(logdensity_fn, "example"):
+        example_fn = logdensity_fn.example
+    elif callable(logdensity_fn):
+        example_fn = lambda theta, x, yy: -logdensity_fn(theta, x, yy)  # noqa: E731
+    else:
+        raise ValueError(f"logdensity_fn must be a callable (theta, x, y) -> log density or a PerExampleLoss, "
+                         f"got {logdensity_fn!r}")
+    div_fn = make_divergence_fn(default_divergence_radius(domain, divergence_radius))
+    step = build_kernel(example_fn, X, y, beta, step_size, q, clip_norm, domain, div_fn, normaliser)
+
+    def init_fn(position, rng_key=None) -> SGLDState:
+        return init(position, rng_key, divergence_fn=div_fn)
+
+    return SamplingAlgorithm(init_fn, step)
 
 
 def sample_chain(rng_key, loss, X, y, beta, step_size, num_steps, q, clip_norm, x0,
@@ -226,8 +266,9 @@ class MinibatchSGLD(MCMCKernel):
         self._domain = domain
         self._div_fn = make_divergence_fn(default_divergence_radius(domain, divergence_radius))
         self._n = int(jnp.shape(X)[0]) if normaliser is None else check_positive_int("normaliser", normaliser)
-        self._transition = keyed_transition(build_kernel(example_fn, X, y, self._beta, self._step_size, self._q,
-                                                         self._clip_norm, domain, self._div_fn, self._n))
+        transition = keyed_transition(build_kernel(example_fn, X, y, self._beta, self._step_size, self._q,
+                                                   self._clip_norm, domain, self._div_fn, self._n))
+        self._transition = lambda state: transition(state)[0]
 
     # public, data-independent parameters (what the accountant needs)
     @property

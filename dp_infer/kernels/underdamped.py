@@ -44,9 +44,12 @@ from numpyro.infer.initialization import init_to_median
 from .._validation import check_positive
 from ..domains import Domain
 from ._common import (
+    SamplingAlgorithm,
     as_float_tree,
     default_divergence_radius,
+    logdensity_to_grad,
     make_divergence_fn,
+    plan_parameters,
     resolve_projection,
 )
 from ._numpyro import LangevinKernelBase
@@ -54,12 +57,14 @@ from .langevin import _scan_chain, keyed_transition
 
 __all__ = [
     "UnderdampedLangevinState",
+    "UnderdampedLangevinInfo",
     "UnderdampedLangevinDebugState",
     "UnderdampedChain",
     "init",
     "build_kernel",
     "keyed_transition",
     "sample_chain",
+    "as_top_level_api",
     "UnderdampedLangevin",
 ]
 
@@ -76,6 +81,14 @@ class UnderdampedLangevinState(NamedTuple):
     v: Any
     diverging: jax.Array
     rng_key: Any
+
+
+class UnderdampedLangevinInfo(NamedTuple):
+    """Public, theta-only output of a step besides the state: ``diverging`` (the new position is
+    non-finite or outside the divergence radius; this step only). The velocity is in the state
+    (covered by the accountant); nothing here is computed from the potential."""
+
+    diverging: jax.Array
 
 
 class UnderdampedLangevinDebugState(NamedTuple):
@@ -135,7 +148,7 @@ def build_kernel(
     project: Callable | Domain | None = None,
     divergence_fn: Callable | None = None,
 ) -> Callable:
-    """Return ``step(rng_key, state) -> state`` for the Euler kinetic Langevin scheme.
+    """Return ``step(rng_key, state) -> (state, info)`` for the Euler kinetic Langevin scheme.
 
     :param grad_fn: ``z -> grad U(z)`` (same pytree structure as ``z``).
     :param step_size: h > 0.
@@ -148,7 +161,7 @@ def build_kernel(
     proj = resolve_projection(project)
     div_fn = make_divergence_fn(None) if divergence_fn is None else divergence_fn
 
-    def step(rng_key, state: UnderdampedLangevinState) -> UnderdampedLangevinState:
+    def step(rng_key, state: UnderdampedLangevinState):
         x, unravel = ravel_pytree(state.z)
         v, _ = ravel_pytree(state.v)
         g, _ = ravel_pytree(grad_fn(state.z))
@@ -158,10 +171,41 @@ def build_kernel(
         x_new = x + h * v_new
         if proj is not None:
             x_new = proj(x_new)
-        diverging = jnp.logical_or(state.diverging, div_fn(x_new))
-        return UnderdampedLangevinState(state.i + 1, unravel(x_new), unravel(v_new), diverging, state.rng_key)
+        div_now = div_fn(x_new)
+        diverging = jnp.logical_or(state.diverging, div_now)
+        new = UnderdampedLangevinState(state.i + 1, unravel(x_new), unravel(v_new), diverging, state.rng_key)
+        return new, UnderdampedLangevinInfo(div_now)
 
     return step
+
+
+def as_top_level_api(
+    logdensity_fn: Callable,
+    step_size: float | None = None,
+    friction: float | None = None,
+    *,
+    plan=None,
+    domain: Callable | Domain | None = None,
+    divergence_radius: float | None = None,
+) -> SamplingAlgorithm:
+    """BlackJAX-style kinetic Langevin: ``algo.init(position, rng_key=None, velocity=None)``
+    and ``algo.step(rng_key, state) -> (state, info)``.
+
+    ``plan`` (a :class:`~dp_infer.plan.SamplingPlan` for ``kernel="underdamped"``) supplies the
+    step size and friction; otherwise both are required. ``init`` draws ``v_0 ~ N(0, I)`` from
+    ``rng_key`` unless ``velocity`` is given. ``logdensity_fn`` is ``-U``.
+    """
+    h, gamma = plan_parameters(plan, "underdamped", step_size, friction)
+    if gamma is None:
+        raise ValueError("friction is required for the underdamped kernel (or pass plan=); it must lie in (0, inf)")
+    grad_fn = logdensity_to_grad(logdensity_fn)
+    div_fn = make_divergence_fn(default_divergence_radius(domain, divergence_radius))
+    step = build_kernel(grad_fn, h, gamma, domain, div_fn)
+
+    def init_fn(position, rng_key=None, velocity=None) -> UnderdampedLangevinState:
+        return init(position, rng_key, velocity=velocity, divergence_fn=div_fn)
+
+    return SamplingAlgorithm(init_fn, step)
 
 
 def sample_chain(
@@ -263,6 +307,7 @@ class UnderdampedLangevin(LangevinKernelBase):
         return init(z, rng_key, divergence_fn=self._divergence_fn)
 
     def _core_transition(self, grad_fn):
-        return keyed_transition(
+        transition = keyed_transition(
             build_kernel(grad_fn, self._step_size, self._friction, self._projection, self._divergence_fn)
         )
+        return lambda state: transition(state)[0]

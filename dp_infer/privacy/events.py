@@ -128,6 +128,17 @@ class PrivacyEvent:
         object.__setattr__(self, "assumptions", tuple(str(a) for a in self.assumptions))
         object.__setattr__(self, "metadata", _freeze_meta(self.metadata))
 
+    # -- pickling: the read-only metadata view is stored as a plain dict and frozen again --
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["metadata"] = dict(self.metadata)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        state["metadata"] = _freeze_meta(state.get("metadata"))
+        self.__dict__.update(state)
+
     # -- RDP representation (None if the kind has none) --
     def rdp(self, alpha: Any) -> np.ndarray | None:
         return None

@@ -1,142 +1,162 @@
-"""Multiplicity and importance measures of Rashomon draws (names follow rashomon-py, Marx et al.,
-Fisher et al.). Post-processing of the draws plus the rows you pass: free only on public rows."""
+"""All the measures of a set of draws on PUBLIC evaluation rows, in one object.
+
+:func:`evaluate` is what :meth:`RashomonResult.measures` calls: coefficient ranges and sign
+stability (draws only), and on the rows given: viable prediction ranges, ambiguity and
+discrepancy against a stated reference, Rashomon capacity, the pattern Rashomon ratio, and with
+labels model class reliance and the variable importance cloud. Everything is post-processing
+of the released draws plus the evaluation rows, which the caller declares public.
+"""
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, field
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._validation import (
-    check_finite_array,
-    check_nonnegative,
-    check_positive_int,
+from .multiplicity import (
+    ambiguity,
+    coefficient_ranges,
+    discrepancy,
+    draws_2d,
+    prediction_ranges,
+    rashomon_capacity,
+    sign_stability,
 )
-from ..domains import Domain
-from ..losses import PerExampleLoss
-from ..randomness import secret_key
+from .ratio import pattern_rashomon_ratio
+from .reliance import model_class_reliance
 
 
-def _draws2(draws) -> np.ndarray:
-    th = np.asarray(draws, dtype=np.float64)
-    if th.ndim == 3:
-        th = th.reshape(-1, th.shape[-1])
-    return check_finite_array("draws", th, ndim=2)
+def group_name(names, group) -> str:
+    """A feature group's name: the column name, or the shared prefix of one-hot 'var=level' columns."""
+    cols = [str(names[c]) for c in group]
+    prefixes = {c.split("=", 1)[0] for c in cols}
+    if len(cols) > 1 and len(prefixes) == 1 and all("=" in c for c in cols):
+        return prefixes.pop()
+    return " + ".join(cols)
 
 
-def coefficient_ranges(draws, quantiles=(0.025, 0.975)) -> dict:
-    """Per-coefficient low/high (min/max over draws), quantiles and mean (VIC-style ranges)."""
-    th = _draws2(draws)
-    q = np.quantile(th, quantiles, axis=0)
-    return {"low": th.min(axis=0), "high": th.max(axis=0), "quantiles": tuple(quantiles),
-            "q_low": q[0], "q_high": q[-1], "mean": th.mean(axis=0)}
+@dataclass(frozen=True)
+class RashomonMeasures:
+    """Measures of ``num_draws`` draws on ``num_rows`` public rows (None where not computed).
 
-
-def sign_stability(draws) -> dict:
-    """Share of draws with the majority sign per coefficient; ``stable`` if all draws agree."""
-    th = _draws2(draws)
-    pos = np.mean(th > 0, axis=0)
-    share = np.maximum(pos, 1 - pos)
-    return {"share": share, "stable": share == 1.0, "num_stable": int(np.sum(share == 1.0))}
-
-
-def _labels(th, X):
-    return (np.asarray(X) @ th.T) > 0  # (rows, draws)
-
-
-def ambiguity(draws, X_eval, reference) -> dict:
-    """Flip rate: share of evaluation rows whose label under SOME draw differs from the
-    reference model's label (Marx et al. ambiguity)."""
-    th = _draws2(draws)
-    X_eval = check_finite_array("X_eval", X_eval, ndim=2)
-    ref = (X_eval @ np.asarray(reference, dtype=np.float64)) > 0
-    flipped = np.any(_labels(th, X_eval) != ref[:, None], axis=1)
-    return {"flip_rate": float(flipped.mean()), "flipped": flipped, "num_flipped": int(flipped.sum())}
-
-
-def discrepancy(draws, X_eval, reference) -> float:
-    """Max over draws of the share of evaluation rows whose label differs from the reference."""
-    th = _draws2(draws)
-    X_eval = check_finite_array("X_eval", X_eval, ndim=2)
-    ref = (X_eval @ np.asarray(reference, dtype=np.float64)) > 0
-    return float(np.max(np.mean(_labels(th, X_eval) != ref[:, None], axis=0)))
-
-
-def prediction_ranges(draws, X_eval, link: str = "logistic") -> dict:
-    """Per-row low/high of the prediction over draws (probabilities for ``link='logistic'``)."""
-    if link not in ("logistic", "identity"):
-        raise ValueError(f"link must be 'logistic' or 'identity', got {link!r}")
-    th = _draws2(draws)
-    X_eval = check_finite_array("X_eval", X_eval, ndim=2)
-    s = X_eval @ th.T
-    p = 1 / (1 + np.exp(-s)) if link == "logistic" else s
-    return {"low": p.min(axis=1), "high": p.max(axis=1), "width": p.max(axis=1) - p.min(axis=1)}
-
-
-def model_class_reliance(draws, X_eval, y_eval, feature: int, loss: PerExampleLoss, *,
-                         seed: int | None = None, num_permutations: int = 1) -> dict:
-    """Per-draw model reliance: loss with column ``feature`` permuted / original loss, on the
-    evaluation set; returns MCR- (min), MCR+ (max) and quantiles over draws (sampled inner
-    approximation of Fisher et al.'s MCR)."""
-    th = _draws2(draws)
-    X_eval = check_finite_array("X_eval", X_eval, ndim=2)
-    y_eval = check_finite_array("y_eval", y_eval, ndim=1)
-    if not 0 <= int(feature) < X_eval.shape[1]:
-        raise ValueError(f"feature must lie in [0, {X_eval.shape[1] - 1}], got {feature!r}")
-    rng = np.random.default_rng(seed)
-    with jax.enable_x64(True):
-        f = jax.jit(jax.vmap(lambda t, Xe, ye: loss.mean(t, Xe, ye), in_axes=(0, None, None)))
-        base = np.asarray(f(jnp.asarray(th), jnp.asarray(X_eval), jnp.asarray(y_eval)))
-        perm = np.zeros_like(base)
-        for _ in range(check_positive_int("num_permutations", num_permutations)):
-            Xp = X_eval.copy()
-            Xp[:, feature] = rng.permutation(Xp[:, feature])
-            perm += np.asarray(f(jnp.asarray(th), jnp.asarray(Xp), jnp.asarray(y_eval)))
-        perm /= num_permutations
-    ratio = perm / np.maximum(base, 1e-300)
-    return {"mcr_minus": float(ratio.min()), "mcr_plus": float(ratio.max()),
-            "median": float(np.median(ratio)), "ratios": ratio}
-
-
-def rashomon_ratio_estimate(loss: PerExampleLoss, X, y, L_star: float, psi: float, domain: Domain, *,
-                            num_samples: int = 100000, seed: int | None = None,
-                            data_is_private: bool = True) -> dict:
-    """Share of uniform draws on the bounded ``domain`` inside {L <= L_star + psi}, with its
-    binomial standard error (Semenova et al.'s Rashomon ratio). Computed on private data this
-    is a NON-PRIVATE release (flagged); evaluate it on public data to make it free."""
-    psi = check_nonnegative("psi", psi)
-    num_samples = check_positive_int("num_samples", num_samples)
-    if not isinstance(domain, Domain) or not domain.bounded:
-        raise ValueError("domain must be a bounded Domain (L2Ball or Box)")
-    X, y = loss.check_data(X, y)
-    with jax.enable_x64(True):
-        U = np.asarray(domain.sample_uniform(secret_key(seed)[0], (num_samples,)), dtype=np.float64)
-        Xj, yj = jnp.asarray(X), jnp.asarray(y)
-        Ls = np.asarray(jax.jit(jax.vmap(lambda t: loss.mean(t, Xj, yj)))(jnp.asarray(U)))
-    inside = Ls <= float(L_star) + psi
-    r = float(inside.mean())
-    return {"ratio": r, "se": math.sqrt(max(r * (1 - r), 0.0) / num_samples), "num_samples": num_samples,
-            "privacy": "NON-PRIVATE (computed on private data; not covered by any guarantee)"
-            if data_is_private else "computed on public data"}
-
-
-def set_fidelity(draws, loss: PerExampleLoss, X, y, L_star: float, psi: float, *,
-                 data_is_private: bool = True) -> dict:
-    """Share of draws with L(theta; X, y) <= L_star + psi.
-
-    Default: the data are assumed PRIVATE and the result is flagged as a further release NOT
-    covered by the sampler's guarantee (each draw's membership can change between neighbours,
-    so the share has sensitivity 1). Pass held-out/public data (and its own L_star from
-    :func:`rashomon_minimum`) with ``data_is_private=False`` for a free diagnostic.
+    Per-row arrays (prediction ranges, flips, capacity) refer to the evaluation rows, which are
+    public by the caller's declaration. ``reference`` names the model ambiguity and discrepancy
+    compare against. ``feature_names`` names the coefficients (intercept last if any).
     """
-    psi = check_nonnegative("psi", psi)
-    th = _draws2(draws)
-    X, y = loss.check_data(X, y)
-    with jax.enable_x64(True):
-        Xj, yj = jnp.asarray(X), jnp.asarray(y)
-        Ls = np.asarray(jax.jit(jax.vmap(lambda t: loss.mean(t, Xj, yj)))(jnp.asarray(th)))
-    return {"fidelity": float(np.mean(Ls <= float(L_star) + psi)),
-            "privacy": "NON-PRIVATE further release (private data): account for it or do not publish"
-            if data_is_private else "evaluated on public/held-out data"}
+
+    num_draws: int
+    num_rows: int | None
+    task: str
+    reference: str
+    feature_names: list
+    coefficient_ranges: dict
+    sign_stability: dict
+    prediction_ranges: dict | None = None
+    ambiguity: dict | None = None
+    discrepancy: float | None = None
+    capacity: dict | None = None
+    patterns: dict | None = None
+    reliance: dict | None = None
+    notes: tuple = field(default=())
+
+    def __getitem__(self, key):  # mapping-style access, e.g. m["ambiguity"]["flip_rate"]
+        return getattr(self, key)
+
+    def to_dict(self, *, per_row: bool = True) -> dict:
+        """JSON-ready (lists, floats). ``per_row=False`` keeps only the summaries."""
+        from .report import jsonable
+
+        d = {k: getattr(self, k) for k in ("num_draws", "num_rows", "task", "reference", "feature_names",
+                                            "coefficient_ranges", "sign_stability", "discrepancy",
+                                            "patterns", "notes")}
+        if self.prediction_ranges is not None:
+            pr = self.prediction_ranges
+            d["prediction_ranges"] = {"mean_width": float(pr["width"].mean()),
+                                      "max_width": float(pr["width"].max()),
+                                      **({"low": pr["low"], "high": pr["high"]} if per_row else {})}
+        if self.ambiguity is not None:
+            a = self.ambiguity
+            d["ambiguity"] = {"flip_rate": a["flip_rate"], "num_flipped": a["num_flipped"],
+                              **({"flipped": a["flipped"]} if per_row else {})}
+        if self.capacity is not None:
+            c = dict(self.capacity)
+            if not per_row:
+                c.pop("capacity")
+            d["capacity"] = c
+        if self.reliance is not None:
+            r = dict(self.reliance)
+            r.pop("se")
+            if not per_row:
+                r.pop("cloud")
+            d["model_class_reliance"] = r
+        return jsonable(d)
+
+    def text(self) -> str:
+        from .report import measures_text
+
+        return measures_text(self)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        from .report import measures_html
+
+        return measures_html(self)
+
+
+def evaluate(draws, model, X_eval=None, y_eval=None, *, reference=None, reference_label: str | None = None,
+             features=None, feature_names=None, capacity: bool = True, patterns: bool = True,
+             reliance: bool = True, num_permutations: int | None = None) -> RashomonMeasures:
+    """Every measure of ``draws`` on the (public) rows ``X_eval`` / labels ``y_eval``.
+
+    ``reference`` (coefficients) defaults to the mean of the draws, itself post-processing of
+    the released draws. ``features``: columns (or groups) for model class reliance (default all);
+    ``num_permutations``: None for the exact pairwise swap, k >= 2 for k random permutations
+    (their largest Monte-Carlo standard error is reported as ``max_se``).
+    Inputs are checked (widths, lengths, labels) before anything is computed.
+    """
+    th = draws_2d(draws)
+    dim = th.shape[1]
+    names = list(feature_names) if feature_names is not None else [f"theta{j}" for j in range(dim)]
+    if len(names) != dim:
+        raise ValueError(f"feature_names must have {dim} entries, got {len(names)}")
+    task = model.task if model is not None else "classification"
+    if reference is None:
+        ref, ref_label = th.mean(axis=0), "mean of the released draws (post-processing)"
+    else:
+        ref = np.asarray(reference, dtype=np.float64)
+        if ref.shape != (dim,) or not np.all(np.isfinite(ref)):
+            raise ValueError(f"reference must be {dim} finite coefficients, got shape {ref.shape}")
+        ref_label = reference_label or "user-supplied reference coefficients"
+    out = dict(num_draws=int(th.shape[0]), num_rows=None, task=task, reference=ref_label, feature_names=names,
+               coefficient_ranges=coefficient_ranges(th), sign_stability=sign_stability(th))
+    if X_eval is None:
+        if y_eval is not None:
+            raise ValueError("y_eval needs X_eval")
+        return RashomonMeasures(**out)
+    S_check = model.check_rows(X_eval, "X_eval", dim=dim) if model is not None else None
+    X = S_check if S_check is not None else np.asarray(X_eval, dtype=np.float64)
+    if y_eval is not None:
+        y = model.check_labels(y_eval, X.shape[0], "y_eval") if model is not None else np.asarray(y_eval, float)
+        if model is None and y.shape != (X.shape[0],):
+            raise ValueError(f"y_eval must have one label per row ({X.shape[0]}), got shape {y.shape}")
+    out["num_rows"] = int(X.shape[0])
+    out["prediction_ranges"] = prediction_ranges(th, X, model=model)
+    notes = []
+    if task == "classification":
+        out["ambiguity"] = ambiguity(th, X, ref, model=model)
+        out["discrepancy"] = discrepancy(th, X, ref, model=model)
+        if capacity:
+            out["capacity"] = rashomon_capacity(th, X, model=model)
+        if patterns:
+            out["patterns"] = pattern_rashomon_ratio(th, X, model=model)
+    if y_eval is not None and reliance:
+        if model is None:
+            notes.append("model class reliance needs a linear_model(...) (prediction loss without penalty)")
+        else:
+            r = model_class_reliance(th, X, y, model, features=features, num_permutations=num_permutations)
+            r["max_se"] = float(np.nanmax(r["se"])) if num_permutations is not None else 0.0
+            r["feature_names"] = [group_name(names, g) for g in r["features"]]
+            out["reliance"] = r
+    return RashomonMeasures(**out, notes=tuple(notes))

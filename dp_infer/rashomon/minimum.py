@@ -17,6 +17,7 @@ from .._validation import (
 )
 from ..domains import Box, Domain, Euclidean, L2Ball
 from ..losses import PerExampleLoss
+from .models import LinearModelClass
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,17 @@ def rashomon_minimum(loss: PerExampleLoss, X, y, domain: Domain | None = None, *
 
     Euclidean / None: L-BFGS; Box: L-BFGS-B with bounds; L2Ball: accelerated projected gradient
     (FISTA with restart, step 1/M from the loss's declared smoothness) until the Frank-Wolfe gap
-    is below ``tol``. ``domain=None`` uses ``loss.domain``. Reads private data (NOT private):
+    is below ``tol``. ``domain=None`` uses ``loss.domain``. ``loss`` may be a
+    :func:`~dp_infer.rashomon.linear_model` (rows then without the intercept column). Reads
+    private data (NOT private):
     the result is meant for the sampler's threshold only.
     """
+    if isinstance(loss, LinearModelClass):  # a model class: rows without the intercept column
+        X = loss.design(X, "X")
+        y = loss.check_labels(y, X.shape[0], "y")
+        loss = loss.loss
     if not isinstance(loss, PerExampleLoss):
-        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss or a linear_model, got {type(loss).__name__}")
     tol = check_positive("tol", tol)
     maxiter = check_positive_int("maxiter", maxiter)
     X, y = loss.check_data(X, y)

@@ -3,6 +3,9 @@ threshold), through a plan made without them."""
 
 from __future__ import annotations
 
+import os
+import uuid
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,11 +14,12 @@ from numpyro.infer import MCMC
 from ..domains import Domain, Euclidean
 from ..kernels import Langevin
 from ..losses import PerExampleLoss
-from ..potentials import rashomon_potential
 from ..randomness import secret_key
 from .minimum import rashomon_minimum, threshold_base
-from .plan import DEFAULT_TOL, FLOAT32_SLACK, plan_rashomon
+from .models import LinearModelClass
+from .plan import DEFAULT_MAX_STEPS, DEFAULT_TOL, FLOAT32_SLACK, plan_rashomon
 from .result import RashomonResult
+from .threshold import smoothed_threshold
 
 
 def _smoothed_potential(loss, X, y, beta, threshold, lam_s, num_samples, key, dim):
@@ -51,24 +55,63 @@ def _run_chains(potential, dim, step_size, num_steps, thinning, num_chains, doma
     return z.reshape(num_chains, -1, dim)
 
 
-def sample_rashomon(loss: PerExampleLoss, X, y, psi: float, *, eps: float | None = None,
-                    delta: float | None = None, mode: str = "path", horizon: float = 1.0,
-                    num_chains: int = 1, num_draws: int = 1000, domain: Domain | None = None,
-                    seed: int | None = None, key_impl: str = "threefry2x32",
-                    beta: float | None = None, step_safety: float = 0.5,
-                    min_steps: int = 200, burn_in_fraction: float = 0.5,
-                    smoothing: float | None = None, smoothing_samples: int = 16,
-                    shift_threshold: bool = False, tol: float = DEFAULT_TOL,
-                    float_slack: float = FLOAT32_SLACK, eps_prime_fraction: float = 0.1,
-                    omega: float = 0.01) -> RashomonResult:
+def _threshold_potential(loss, X, y, beta, threshold, width):
+    """U(theta) = beta * f_w(L(theta)) with the smoothed threshold of :mod:`.threshold`."""
+    Xj, yj = jnp.asarray(X, dtype=jnp.float32), jnp.asarray(y, dtype=jnp.float32)
+
+    def U(theta):
+        return beta * smoothed_threshold(loss.mean(theta, Xj, yj), threshold, width)
+
+    return U
+
+
+def _resolve(model_or_loss, X, y):
+    """(loss, design rows, labels, model or None): the intercept column is added here."""
+    if isinstance(model_or_loss, LinearModelClass):
+        Xd = model_or_loss.design(X, "X")
+        y = model_or_loss.check_labels(y, Xd.shape[0], "y")
+        loss = model_or_loss.loss
+        Xd, y = loss.check_data(Xd, y)
+        return loss, Xd, y, model_or_loss
+    if isinstance(model_or_loss, PerExampleLoss):
+        Xd, y = model_or_loss.check_data(X, y)
+        return model_or_loss, Xd, y, None
+    raise ValueError("model must be a dp_infer.rashomon.linear_model(...) or a dp_infer.losses.PerExampleLoss, "
+                     f"got {type(model_or_loss).__name__}")
+
+
+def _open_ledger(ledger):
+    from ..privacy.ledger import Ledger
+
+    if ledger is None or isinstance(ledger, Ledger):
+        return ledger
+    if isinstance(ledger, (str, os.PathLike)):
+        return Ledger(ledger)
+    raise ValueError(f"ledger must be a dp_infer.privacy.ledger.Ledger or a file path, got {type(ledger).__name__}")
+
+
+def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, *,
+                    eps: float | None = None, delta: float | None = None, mode: str = "path",
+                    horizon: float = 1.0, num_chains: int = 1, num_draws: int = 1000,
+                    domain: Domain | None = None, seed: int | None = None,
+                    key_impl: str = "threefry2x32", beta: float | None = None,
+                    step_safety: float = 0.5, min_steps: int = 200,
+                    max_steps: int = DEFAULT_MAX_STEPS, burn_in_fraction: float = 0.5,
+                    threshold_width: float | None = None, smoothing: float | None = None,
+                    smoothing_samples: int = 16, shift_threshold: bool = False,
+                    tol: float = DEFAULT_TOL, float_slack: float = FLOAT32_SLACK,
+                    eps_prime_fraction: float = 0.1, omega: float = 0.01, ledger=None,
+                    dataset_id: str = "default", feature_names=None) -> RashomonResult:
     """Draws from the Rashomon-thresholded Gibbs law exp(-beta max{L, L* + psi}) on ``domain``.
 
-    Modes:
+    ``model``: a :func:`linear_model` (the intercept column is appended here; measures know the
+    link and the prediction loss) or any :class:`~dp_infer.losses.PerExampleLoss` (rows used as
+    given). Modes:
 
     * ``"path"``: (eps, delta)-DP for the whole released trajectory of ``num_chains`` chains of
-      Langevin time ``horizon`` each (mu-GDP, seed-001 Lemma 2.2 with the ``Delta_psi`` of
-      :func:`thresholded_sensitivity` from DECLARED constants, ``tol`` and ``float_slack``);
-      beta is calibrated, not chosen, and nothing computed from the data enters it.
+      Langevin time ``horizon`` each (mu-GDP, seed-001 Lemma 2.2 with the sensitivity of the
+      smoothed threshold from DECLARED constants, ``tol`` and ``float_slack``); beta is
+      calibrated, not chosen, and nothing computed from the data enters it.
     * ``"pure"``: pure eps on a bounded domain (L2Ball / Box) through the certified pure route
       of :func:`dp_infer.calibrate.calibrate`: each chain is a trajectory at
       ``(eps_c (1 - f), delta_a)`` with a tiny ``delta_a``, and its final draw (inside the
@@ -76,28 +119,43 @@ def sample_rashomon(loss: PerExampleLoss, X, y, psi: float, *, eps: float | None
       to pure ``eps``. Nothing relies on a mixing or TV claim.
     * ``"nonprivate"``: user ``beta`` (large beta -> nearly uniform on G); NOT private.
 
-    The plan is :func:`plan_rashomon` (data independent). ``seed=None`` (default): secret noise
-    from the operating system. ``smoothing=lambda`` uses the sample-average Gaussian smoothing
-    of the thresholded loss (Theorem D.7 with max); ``shift_threshold=True`` lowers the base by
-    ``max(cert, tol)`` so the sensitivity uses ``sqrt(2 M (psi + float_slack))``. Draws are
-    never filtered by membership in G.
+    The threshold is smoothed over a declared loss width ``threshold_width`` (default psi/20;
+    :mod:`dp_infer.rashomon.threshold`): the target stays exactly uniform on G, the density
+    outside G rises by at most ``exp(beta w / 2)``, and the step is planned from the ramp's
+    curvature, i.e. from the gradient's jump at the threshold. ``smoothing=lambda`` instead uses
+    the sample-average Gaussian smoothing of Theorem D.7 (not flat on G). ``shift_threshold``
+    lowers the base by ``max(cert, tol)`` so the sensitivity drops ``tol``. The plan is
+    :func:`plan_rashomon` (data independent); more than ``max_steps`` steps is refused.
+    ``ledger`` (a :class:`~dp_infer.privacy.ledger.Ledger` or a path): the run is charged
+    under ``dataset_id`` before the data are used and refused if over budget. ``seed=None``
+    (default): secret noise from the operating system. Draws are never filtered by membership.
     """
     from ..privacy import purification as purif
     from ..privacy.accountant import Accountant
 
-    if not isinstance(loss, PerExampleLoss):
-        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
-    X, y = loss.check_data(X, y)
+    loss, X, y, lm = _resolve(model, X, y)
     n, dim = X.shape[0], loss.num_params(X.shape[1])
+    names = lm.feature_names(feature_names, dim) if lm is not None else (
+        None if feature_names is None else [str(v) for v in feature_names])
+    if names is not None and len(names) != dim:
+        raise ValueError(f"feature_names must have {dim} entries, got {len(names)}")
     domain = domain if domain is not None else loss.domain
     rp = plan_rashomon(loss, n, dim, psi, mode=mode, eps=eps, delta=delta, beta=beta, horizon=horizon,
                        num_chains=num_chains, num_draws=num_draws, domain=domain,
-                       step_safety=step_safety, min_steps=min_steps, burn_in_fraction=burn_in_fraction,
+                       step_safety=step_safety, min_steps=min_steps, max_steps=max_steps,
+                       burn_in_fraction=burn_in_fraction, threshold_width=threshold_width,
                        smoothing=smoothing, smoothing_samples=smoothing_samples,
                        shift_threshold=shift_threshold, tol=tol, float_slack=float_slack,
                        eps_prime_fraction=eps_prime_fraction, omega=omega)
+    if rp.mode == "nonprivate" and ledger is not None:
+        raise ValueError("ledger applies to private modes only (mode='nonprivate' spends no budget and "
+                         "gives no guarantee)")
+    led = _open_ledger(ledger)
     key, source = secret_key(seed, impl=key_impl)
     key_run, key_smooth, key_purify = jax.random.split(key, 3)
+    receipts = [] if led is None else [led.charge(dataset_id, ev, run_label="dp_infer.rashomon "
+                                                  f"{rp.sampling_plan.route} {uuid.uuid4().hex[:8]}", count=k)
+                                       for ev, k in rp.charges()]
 
     # ---- the data: L* only inside the threshold ---------------------------------------------
     mini = rashomon_minimum(loss, X, y, domain)
@@ -105,22 +163,27 @@ def sample_rashomon(loss: PerExampleLoss, X, y, psi: float, *, eps: float | None
     del mini  # private: never stored, returned or reported
     init = jnp.zeros(dim) if domain is None else jnp.asarray(domain.default_init())
     if rp.smoothing is None:
-        pot = rashomon_potential(loss, X, y, beta=rp.beta, psi=rp.psi, L_star=base,
-                                 L_star_tol=rp.tol_sensitivity)
+        pot = _threshold_potential(loss, X, y, rp.beta, base + rp.psi, rp.threshold_width)
     else:
         pot = _smoothed_potential(loss, X, y, rp.beta, base + rp.psi, rp.smoothing,
                                   rp.smoothing_samples, key_smooth, dim)
+    del base
     draws = _run_chains(pot, dim, rp.step_size, rp.num_steps, rp.thinning, rp.num_chains, domain,
                         key_run, init)
+    for r in receipts:
+        led.complete(r)
     report = rp.as_dict()
     report["randomness"] = source.describe()
+    if led is not None:
+        report["ledger"] = {"dataset_id": dataset_id, "charged_before_sampling": True}
+    common = dict(model=lm, feature_names=names)
     if rp.mode == "path":
         report["guarantee"] = (f"({report['eps_spent']:.4g}, {report['delta']:g})-DP for the whole "
                                f"trajectory of {rp.num_chains} chain(s)")
-        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in)
+        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in, **common)
     if rp.mode == "nonprivate":
         report["guarantee"] = "NON-PRIVATE (reference run; no privacy guarantee)"
-        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in)
+        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in, **common)
 
     # ---- pure: purify each chain's final draw (inside the domain: the chain is projected) -----
     plan = rp.sampling_plan
@@ -136,4 +199,4 @@ def sample_rashomon(loss: PerExampleLoss, X, y, psi: float, *, eps: float | None
                    "eps_spent": eps_total, "accountant": acc.to_dict(),
                    "guarantee": f"pure {eps_total:.4g}-DP over {rp.num_chains} purified final draw(s) "
                                 "(each chain a certified trajectory + purification; basic composition)"})
-    return RashomonResult(out[:, None, :], rp.mode, rp.psi, report, loss, 0)
+    return RashomonResult(out[:, None, :], rp.mode, rp.psi, report, loss, 0, **common)

@@ -1,0 +1,164 @@
+"""``--mode posterior`` of ``dp-infer demo`` / ``dp-infer sample``: draws planned for a number of
+effective draws of ``prior x exp(-beta L)``.
+
+Same order of work as :mod:`.fit_commands`: check every input -> plan (data independent; the
+private second moment is a stand-in carrying its event) -> charge the ledger with the whole run
+-> release the second moment, re-plan, sample (:func:`dp_infer.fit_posterior.fit_posterior`) ->
+write ``--out`` -> print the plan, the privacy report, predicted vs achieved ESS and R-hat and
+ArviZ's checks of the released draws.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import click
+import numpy as np
+from scipy.special import expit
+
+from .common import _mixing_block, _print_report
+
+__all__ = ["run_and_report_posterior", "check_mode_options"]
+
+PRECONDITIONER_HELP = ("posterior mode: where the preconditioner's second moment X'X/n comes from: 'private' "
+                       "(released with --precond-share of the budget) or 'prior' (no data)")
+
+
+def check_mode_options(mode, *, eps, delta, pure, route, radius, horizon, chains, lam_rel, ess, prior_precision,
+                       precond_share):
+    """One-line errors for options that do not belong to ``mode`` (before anything is read or
+    charged). Returns ``(horizon, chains)`` with the mode's defaults filled in."""
+    if mode == "estimate":
+        for name, v in (("--ess", ess), ("--prior-precision", prior_precision), ("--precond-share", precond_share)):
+            if v is not None:
+                raise ValueError(f"{name} applies to --mode posterior only")
+        return (1.0 if horizon is None else horizon), (2 if chains is None else chains)
+    from .._validation import check_delta, check_target_epsilon
+
+    check_target_epsilon(eps)
+    check_delta(delta)
+    if pure:
+        raise ValueError("--pure is not available in --mode posterior (it releases (eps, delta)-DP draws); "
+                         "use --mode estimate --pure")
+    if route not in ("auto", "trajectory"):
+        raise ValueError(f"--route {route}: --mode posterior runs the trajectory route (use --mode estimate)")
+    for name, v in (("--radius", radius), ("--horizon", horizon), ("--lam-rel", lam_rel)):
+        if v is not None:
+            raise ValueError(f"{name} applies to --mode estimate only (posterior mode: the horizon is planned "
+                             "from --ess, the prior is --prior-precision, the draws live on R^d)")
+    if ess is not None and ess < 4:
+        raise ValueError(f"--ess must be an integer >= 4, got {ess}")
+    if prior_precision is not None and not (math.isfinite(prior_precision) and prior_precision > 0):
+        raise ValueError(f"--prior-precision must lie in (0, inf), got {prior_precision!r}")
+    if precond_share is not None and not 0 < precond_share < 1:
+        raise ValueError(f"--precond-share must lie in (0, 1), got {precond_share!r}")
+    return None, (4 if chains is None else chains)
+
+
+def _print_plan(plan) -> None:
+    p = plan.posterior
+    click.echo("Posterior mode (data independent plan: n, dimension, prior, the loss's declared constants, "
+               "the schema's admissible rows and the second moment's release)")
+    click.echo(f"target: prior x exp(-beta L), beta = {plan.beta:.4g} (beta / n = {p['beta_over_n']:.3g}; "
+               f"credible intervals {p['interval_inflation']:.3g} x as wide as the untempered posterior's)")
+    click.echo(f"chains: {plan.num_chains} x {plan.num_steps} steps of size {plan.step_size:.3g} "
+               f"(horizon {plan.horizon:.4g}, burn-in {plan.burn_in} of {plan.num_draws} draws per chain), "
+               f"kernel {plan.kernel}, preconditioner from the {p['second_moment']['source']} second moment")
+    click.echo(f"planned bulk ESS: {p['predicted_ess']:.0f} (asked {p['ess_target']}); one more effective draw "
+               f"would cost eps + {p['eps_per_extra_effective_draw']:.2g}")
+    click.echo(f"sensitivity in the preconditioner's metric: {plan.sensitivity:.4g} ({p['sensitivity_bound']})")
+
+
+def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel, friction, ess, prior_precision,
+                             precond_share, rows, seed, key_impl, progress, ledger, dataset_id, budget,
+                             X_test=None, y_test=None, out=None, feature_names=None, extra_attrs=None,
+                             nonprivate=False):
+    """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss)."""
+    from .._validation import check_delta
+    from ..fit_posterior import fit_posterior
+    from ..posterior_plan import DEFAULT_ESS
+
+    if loss.constants.smoothness is None:
+        raise ValueError("--mode posterior needs a smooth loss (hinge / quantile run the proximal route: "
+                         "use --mode estimate)")
+    if prior_precision is None:
+        raise ValueError("--prior-precision: --mode posterior needs a Gaussian prior N(0, I / precision) with "
+                         "precision in (0, inf) (a flat prior is improper here)")
+    check_delta(delta)
+    if X_test is not None:
+        X_test = np.asarray(X_test, dtype=float)
+        if X_test.shape[1] != np.shape(X)[1]:
+            raise ValueError(f"the test data have {X_test.shape[1]} feature columns, the training data "
+                             f"{np.shape(X)[1]}")
+    led = None
+    if ledger is not None:
+        from ..privacy.ledger import Ledger
+
+        led = Ledger(ledger)
+        if budget is not None:
+            led.register_dataset(dataset_id, budget[0], budget[1])
+    elif budget is not None:
+        raise ValueError("--budget needs --ledger (the file that keeps the spend)")
+    t0 = time.time()
+    run = fit_posterior(loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision,
+                        ess=DEFAULT_ESS if ess is None else ess, num_chains=chains, kernel=kernel,
+                        friction=friction, rows=rows, precond_share=0.1 if precond_share is None else precond_share,
+                        seed=seed, key_impl=key_impl, ledger=led, dataset_id=dataset_id, progress_bar=progress)
+    elapsed = time.time() - t0
+    _print_plan(run.plan)
+    click.echo("")
+    if led is not None:
+        sp = led.spent(dataset_id)
+        click.echo(f"ledger {ledger}: the run was charged before any private computation; dataset {dataset_id!r} "
+                   f"has spent eps = {sp['eps']:.4g} of {sp['eps_budget']:g} at delta = {sp['delta_budget']:g}")
+    if feature_names is not None:
+        run.feature_names = list(feature_names)
+    dt = run.to_datatree()
+    dt.attrs.update(extra_attrs or {})
+    if out is not None:  # written first: the draws are paid for
+        from ..diagnostics import save
+
+        click.echo(f"wrote {save(dt, out)} (ArviZ DataTree: released draws, diverging, privacy report)")
+    report = run.report()
+    # the preconditioner (dim x dim), the prior vector and the posterior block are in the run file;
+    # their summary is printed above and below
+    _print_report({k: v for k, v in report.items() if k not in ("preconditioner", "prior_precision", "posterior")})
+    ach = report["posterior"]["achieved"]
+    click.echo("")
+    click.echo(f"bulk ESS: planned {report['posterior']['predicted_ess']:.0f}, achieved {ach['min_ess_bulk']:.0f} "
+               f"(min over parameters); max R-hat {ach['max_rhat']:.4f}")
+    click.echo(f"ArviZ diagnostics of the released draws after the first {run.plan.burn_in} per chain "
+               "(post-processing: free; the same draws and checks as dp-infer report on --out)")
+    _mixing_block(dt, report)
+    if X_test is not None and loss.name == "logistic":
+        draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)
+        mean = draws.mean(axis=0)
+        sub = draws[:: max(1, draws.shape[0] // 1000)]
+        prob = expit(X_test @ sub.T).mean(axis=1)
+        yt = np.asarray(y_test, dtype=float)
+        p = np.clip(prob, 1e-12, 1 - 1e-12)
+        click.echo("")
+        click.echo(f"on the public test data ((eps, delta) = ({report['eps_spent']:.3g}, {delta:g})): accuracy of "
+                   f"the posterior mean {np.mean(((X_test @ mean) > 0) == (yt > 0.5)):.4f}; posterior predictive: "
+                   f"accuracy {np.mean((prob > 0.5) == (yt > 0.5)):.4f}, log loss "
+                   f"{-np.mean(yt * np.log(p) + (1 - yt) * np.log1p(-p)):.4f}, "
+                   f"calibration error (ECE, 10 bins) {expected_calibration_error(prob, yt):.4f}")
+        if nonprivate:
+            from .. import nonprivate as np_ref
+            from .common import NONPRIVATE_BANNER
+
+            th_np, _, _ = np_ref.minimize_loss(loss, X, y)
+            click.echo(f"test accuracy of a non-private fit, {NONPRIVATE_BANNER}: "
+                       f"{np_ref.accuracy(th_np, X_test, y_test):.4f}")
+    click.echo(f"time: {elapsed:.1f} s (second-moment release, planning, compilation and sampling)")
+    return run
+
+
+def expected_calibration_error(prob, y, bins: int = 10) -> float:
+    """ECE with ``bins`` equal-width bins of the predicted probability: sum over bins of
+    ``|mean(y) - mean(prob)|`` weighted by the bin's share of rows."""
+    prob, y = np.asarray(prob, dtype=float), np.asarray(y, dtype=float)
+    idx = np.minimum((prob * bins).astype(int), bins - 1)
+    return float(sum(abs(y[idx == b].mean() - prob[idx == b].mean()) * np.mean(idx == b)
+                     for b in range(bins) if np.any(idx == b)))

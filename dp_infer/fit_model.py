@@ -1,0 +1,161 @@
+"""``dp_infer.fit(model=..., X=..., y=..., eps=..., delta=...)``: a NumPyro model, one call.
+
+The model path of :func:`dp_infer.fit` (which dispatches here and hands over its own ``sample``):
+
+1. every option is checked (init strategy, clip norm, smoothness, coords, dims) -- before any
+   budget is charged;
+2. :func:`~dp_infer.model_bridge.loss_from_model` reads the model on public placeholder rows:
+   latent sites (continuous and global only), observed sites (batched by row), the prior (kept,
+   refused if it reads the data arguments), dims from the plates; the per-example negative
+   log-likelihood gets per-example gradient clipping at ``clip_norm``, so G = 2 clip_norm holds
+   for the function actually run;
+3. the plan comes from :func:`~dp_infer.calibrate.calibrate` on n, the dimension and the clipped
+   loss's constants; the prior's curvature at fixed public points (:func:`~dp_infer.model_init.
+   prior_curvature`) is added to the step-size condition (beta M + c_prior), which on the
+   trajectory route changes the step size only, never beta or the privacy;
+4. the chains start from the init strategy evaluated on placeholder rows (never re-drawn);
+5. the ledger (if any) is charged, the chains run, and the :class:`~dp_infer.run.PrivateRun`
+   carries constrained draws of every latent site with the model's dims and coords.
+
+The tempered target is ``prior(theta) * prod_i p(y_i | x_i, theta)^(beta / n)`` (exactly, where no
+clip is active); ``numpyro.infer.Predictive(model, run.get_samples())`` gives posterior
+predictions (post-processing of the release).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any, Callable
+
+from ._validation import check_nonnegative, check_positive
+from .calibrate import calibrate
+from .kernels._common import check_extra_fields
+from .model_bridge import loss_from_model
+from .model_init import check_init_strategy, describe_strategy, initial_positions, prior_curvature
+from .run import PrivateRun, charge_ledger
+
+__all__ = ["fit_model", "sample_model", "plan_model"]
+
+
+def _check_mapping(name: str, value) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a mapping (ArviZ {name}), got {type(value).__name__}")
+    return dict(value)
+
+
+def _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name):
+    """Every model option checked, then the model read on placeholder rows (nothing charged yet)."""
+    C = check_positive("clip_norm", clip_norm)
+    if smoothness is not None:
+        smoothness = check_positive("smoothness", smoothness)
+    check_init_strategy(init_strategy)
+    coords, dims = _check_mapping("coords", coords), _check_mapping("dims", dims)
+    ml = loss_from_model(model, ml_X(X), y, clip_norm=C, x_name=x_name, y_name=y_name,
+                         smoothness=C if smoothness is None else smoothness)
+    unknown = [k for k in dims if k not in ml.latent_sites]
+    if unknown:
+        raise ValueError(f"dims names site(s) {unknown} that are not latent sites of the model {list(ml.latent_sites)}")
+    return ml, coords, dims
+
+
+def plan_model(ml, n: int, *, prior_curvature_bound: float | None = None, **calibrate_kwargs):
+    """The data-independent plan for a model: :func:`~dp_infer.calibrate.calibrate` on the clipped
+    loss's constants, with the prior's curvature added to the step-size condition (beta M + c)."""
+    if prior_curvature_bound is not None:
+        prior_curvature_bound = check_nonnegative("prior_curvature_bound", prior_curvature_bound)
+    c_prior = prior_curvature(ml) if prior_curvature_bound is None else float(prior_curvature_bound)
+    consts = ml.loss.constants
+    plan = calibrate(consts, n, ml.dim, **calibrate_kwargs)
+    if c_prior > 0:
+        stiffer = dataclasses.replace(consts, smoothness=consts.smoothness + c_prior / plan.beta)
+        plan2 = calibrate(stiffer, n, ml.dim, **calibrate_kwargs)
+        if plan2.beta == plan.beta:  # the trajectory routes: beta does not depend on M
+            plan = plan2
+    return plan, c_prior
+
+
+def sample_model(model: Callable, X, y, plan, *, sample: Callable, clip_norm: float = 1.0,
+                 smoothness: float | None = None, init_strategy=None, coords: dict | None = None,
+                 dims: dict | None = None, x_name: str = "X", y_name: str = "y", domain=None,
+                 prior_curvature: float | None = None, _prepared=None, **sample_kwargs) -> PrivateRun:
+    """Run ``plan`` on a NumPyro model's tempered posterior (``dp_infer.sample(model=..., plan=...)``).
+
+    The plan must have been made for the model's dimension (``loss_from_model(...).dim``) and n
+    rows; ``sample_kwargs`` are :func:`dp_infer.sample`'s (seed, chain_method, extra_fields, ...).
+    """
+    if _prepared is None:
+        ml, coords, dims = _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name)
+    else:
+        ml, coords, dims = _prepared
+    if plan.init_law != "point" and init_strategy is not None:
+        raise ValueError(f"route {plan.route!r} fixes the start law {plan.init_law!r}: init_strategy is refused")
+    use_strategy = plan.init_law == "point" and (domain is None or init_strategy is not None)
+    init_params = partial(initial_positions, ml, init_strategy, num_chains=plan.num_chains) if use_strategy else None
+    names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+    run = sample(ml.loss, ml_X(X), y, plan, domain=domain, prior_potential=ml.prior_potential,
+                 init_params=init_params, **sample_kwargs)
+    desc = ml.describe()
+    desc.update(init_strategy=describe_strategy(init_strategy),
+                smoothness_source="declared" if smoothness is not None else "default: clip_norm",
+                feature_names=names)
+    if prior_curvature is not None:
+        desc["prior_curvature"] = prior_curvature
+    run.model = model
+    run.model_description = desc
+    run._constrain = ml.constrain
+    run.feature_names = names
+    run.coords = {**ml.coords(), **coords} or None
+    run.dims = {**ml.dims(), **dims}
+    return run
+
+
+def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: float | None,
+              clip_norm: float = 1.0, smoothness: float | None = None,
+              prior_curvature_bound: float | None = None, init_strategy=None,
+              coords: dict | None = None, dims: dict | None = None, x_name: str = "X", y_name: str = "y",
+              route: str = "auto", horizon: float = 1.0, num_chains: int = 1, kernel: str = "langevin",
+              friction: float | None = None, lam_rel: float | None = None, num_draws: int = 1000,
+              domain=None, ledger=None, dataset_id: str = "default", seed: int | None = None,
+              key_impl: str = "threefry2x32", progress_bar: bool = True, chain_method: str = "vectorized",
+              extra_fields: tuple = (), debug: bool = False, **calibrate_kwargs: Any) -> PrivateRun:
+    """Private draws from a NumPyro model's tempered posterior (see the module docstring).
+
+    :param model: ``model(X=None, y=None)`` observing ``y`` inside a ``numpyro.plate`` over rows
+        (the data argument names are ``x_name`` / ``y_name``).
+    :param clip_norm: per-example gradient bound C (> 0) in the unconstrained latent space; the
+        sensitivity is G / n = 2 C / n. Choose it a priori (never from the data).
+    :param smoothness: your claim of the per-example curvature M (unconstrained space), used for
+        the step size only; default ``clip_norm`` (stated in the report as a default).
+    :param prior_curvature_bound: the prior's curvature for the step size (default: computed at
+        fixed public points by :func:`dp_infer.model_init.prior_curvature`).
+    :param init_strategy: a NumPyro init strategy evaluated on placeholder rows: ``init_to_uniform``
+        (default), ``init_to_feasible``, ``init_to_sample`` or ``init_to_value`` (public values);
+        ``init_to_median`` / ``init_to_mean`` and custom callables are refused with the reason.
+    :param coords: ArviZ coords for the latent sites' dims, over the model's own (plate ranges).
+    :param dims: ArviZ dims per latent site, over the model's own (plate names, ``<site>_dim_<i>``).
+    Everything else is :func:`dp_infer.fit`'s.
+    """
+    prepared = _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name)
+    ml = prepared[0]
+    extra_fields = tuple(extra_fields)
+    plan, c_prior = plan_model(ml, int(len(y)), prior_curvature_bound=prior_curvature_bound, eps=eps,
+                               delta=delta, route=route, domain=domain, horizon=horizon, num_chains=num_chains,
+                               kernel=kernel, friction=friction, lam_rel=lam_rel, num_draws=num_draws,
+                               **calibrate_kwargs)
+    check_extra_fields(extra_fields, plan.kernel, bool(debug))
+    led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}")
+    run = sample_model(model, X, y, plan, sample=sample, clip_norm=clip_norm, smoothness=smoothness,
+                       init_strategy=init_strategy, domain=domain, prior_curvature=c_prior, _prepared=prepared,
+                       seed=seed, key_impl=key_impl, progress_bar=progress_bar, chain_method=chain_method,
+                       extra_fields=extra_fields, debug=debug)
+    if receipt is not None:
+        led.complete(receipt)
+    return run
+
+
+def ml_X(X):
+    """The feature table as an array (a DataFrame's values, in its column order)."""
+    return X.to_numpy(dtype=float) if hasattr(X, "to_numpy") else X

@@ -1,0 +1,145 @@
+"""The proximal route of :func:`dp_infer.fit.fit`: non-smooth Lipschitz losses (hinge, absolute,
+quantile) sampled by the proximal sampler, privacy of the regularised exponential mechanism.
+
+``fit`` sends a loss here when it declares no smoothness (Langevin's step-size theory needs
+one). Data flow: the plan (:func:`dp_infer.privacy.proximal.plan_proximal`) comes from (eps,
+delta), n, the dimension and the loss's declared constants only; the data enter only the
+oracle's per-example losses ``f_j = k ell(.; x_j, y_j)``. The released output is the final
+position of each chain (one exact-mechanism draw each, up to the planned TV error).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .domains import Domain, Euclidean
+from .kernels import proximal as prox
+from .losses import PerExampleLoss
+from .losses_nonsmooth import base_lipschitz
+from .privacy.proximal import ProximalPlan, plan_proximal
+from .randomness import secret_key
+
+__all__ = ["ProximalRun", "fit_proximal", "sample_proximal", "proximal_plan_for"]
+
+
+@dataclass
+class ProximalRun:
+    """A finished proximal-route run: the plan and the released final positions.
+
+    ``debug_info`` (proposals and loss evaluations of the oracle) is computed from the private
+    data and is NOT covered by the guarantee: never release it.
+    """
+
+    plan: ProximalPlan
+    final: np.ndarray  # (chains, dim): the only release
+    randomness: dict
+    elapsed_seconds: float
+    debug_info: dict = field(default_factory=dict, repr=False)
+
+    def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
+        """Released draws as (chains, 1, dim): one final position per chain."""
+        return self.final[:, None, :]
+
+    def posterior_mean(self) -> np.ndarray:
+        return self.final.mean(axis=0)
+
+    def estimate(self) -> np.ndarray:
+        """Mean of the released final positions (post-processing)."""
+        return self.posterior_mean()
+
+    def report(self) -> dict:
+        d = self.plan.as_dict()
+        d["randomness"] = self.randomness
+        d["elapsed_seconds"] = self.elapsed_seconds
+        return d
+
+    def to_datatree(self):
+        from .diagnostics import to_datatree
+
+        return to_datatree({"theta": self.draws()}, self.report())
+
+
+def proximal_plan_for(loss: PerExampleLoss, n: int, num_features: int, *, eps: float, delta: float,
+                      num_chains: int = 1, lam_rel: float | None = None, theta_scale: float = 10.0,
+                      rgo: str = "linearised", rgo_scale: float | str = "auto", tv_fraction: float = 0.01,
+                      max_steps: float = 2e5) -> ProximalPlan:
+    """The proximal plan for ``loss`` (its declared constants; no data)."""
+    if not isinstance(loss, PerExampleLoss):
+        raise ValueError(f"loss must be a dp_infer PerExampleLoss, got {type(loss).__name__}")
+    if loss.clip_norm is not None:
+        raise ValueError("the proximal route needs loss VALUES to be Lipschitz; gradient clipping "
+                         "(clipped_loss) bounds only gradients: use a built-in Lipschitz loss")
+    if not math.isfinite(loss.constants.grad_diff):
+        raise ValueError("the loss has no finite gradient-difference bound G: declare data bounds")
+    if delta is None or delta == 0:
+        raise ValueError("the proximal route gives (eps, delta)-DP: pass delta in (0, 1)")
+    return plan_proximal(eps=eps, delta=delta, n=n, dim=loss.num_params(num_features),
+                         lipschitz=base_lipschitz(loss), grad_diff=loss.constants.grad_diff,
+                         loss_strong_convexity=loss.l2, regulariser=lam_rel, theta_scale=theta_scale,
+                         num_draws=num_chains, rgo=rgo, rgo_scale=rgo_scale, tv_fraction=tv_fraction,
+                         max_steps=max_steps)
+
+
+def _build_rgo(plan: ProximalPlan, loss: PerExampleLoss, X, y):
+    k = plan.k
+    Xj, yj = jnp.asarray(X, jnp.float64), jnp.asarray(y, jnp.float64)
+
+    def example_fn(theta, row):
+        return k * loss.fn(theta, row[0], row[1])
+
+    m_f = k * plan.strong_convexity
+    make = prox.linearised_rgo if plan.rgo == "linearised" else prox.taylor_rgo
+    return make(example_fn, (Xj, yj), step_size=plan.step_size, strong_convexity=m_f)
+
+
+def sample_proximal(loss: PerExampleLoss, X, y, plan: ProximalPlan, *, seed: int | None = None,
+                    key_impl: str = "threefry2x32") -> ProximalRun:
+    """Run ``plan`` on the data: K chains from N(0, I/(k m)), T proximal steps each, in float64."""
+    if not isinstance(plan, ProximalPlan):
+        raise ValueError(f"plan must be a ProximalPlan, got {type(plan).__name__}")
+    X, y = loss.check_data(X, y)
+    if X.shape[0] != plan.n:
+        raise ValueError(f"the plan was made for n = {plan.n} rows but X has {X.shape[0]}: re-plan")
+    if loss.num_params(X.shape[1]) != plan.dim:
+        raise ValueError(f"the plan was made for dim = {plan.dim} but the loss has "
+                         f"{loss.num_params(X.shape[1])} parameters")
+    key, source = secret_key(seed, impl=key_impl)
+    t0 = time.perf_counter()
+    with jax.enable_x64(True):
+        rgo = _build_rgo(plan, loss, X, y)
+        m_f = plan.k * plan.strong_convexity
+        k_init, k_run = jax.random.split(key)
+        x0 = jax.random.normal(k_init, (plan.num_draws, plan.dim), jnp.float64) / math.sqrt(m_f)
+        run = jax.jit(jax.vmap(lambda k, x: prox.sample_chain(k, rgo, x, plan.num_steps)))
+        last, tot = run(jax.random.split(k_run, plan.num_draws), x0)
+        final = np.asarray(last.x, dtype=np.float64)
+        info = {"proposals_per_step": float(np.mean(np.asarray(tot.proposals))) / plan.num_steps,
+                "evaluations_per_step": float(np.mean(np.asarray(tot.evaluations))) / plan.num_steps}
+    return ProximalRun(plan, final, source.describe(), time.perf_counter() - t0, info)
+
+
+def fit_proximal(loss: PerExampleLoss, X, y, *, eps: float, delta: float, num_chains: int = 1,
+                 lam_rel: float | None = None, domain: Domain | None = None, theta_scale: float = 10.0,
+                 rgo: str = "linearised", rgo_scale: float | str = "auto", tv_fraction: float = 0.01,
+                 max_steps: float = 2e5, seed: int | None = None, key_impl: str = "threefry2x32") -> ProximalRun:
+    """Plan from the declared constants, then sample: the proximal route end to end.
+
+    ``lam_rel`` is the regulariser m of ``exp(-k (F + (m/2)|theta|^2))`` (default: the
+    seed-002 ERM choice from ``theta_scale``). ``rgo``, ``rgo_scale``, ``tv_fraction`` and
+    ``max_steps``: see :func:`dp_infer.privacy.proximal.plan_proximal`.
+    """
+    X, y = loss.check_data(X, y)
+    domain = domain if domain is not None else loss.domain
+    if domain is not None and not isinstance(domain, Euclidean):
+        raise ValueError("the proximal route samples on R^d: a bounded domain needs a truncated-Gaussian "
+                         "oracle, which is not implemented; pass domain=None")
+    plan = proximal_plan_for(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, num_chains=num_chains,
+                             lam_rel=lam_rel, theta_scale=theta_scale, rgo=rgo, rgo_scale=rgo_scale,
+                             tv_fraction=tv_fraction, max_steps=max_steps)
+    return sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)

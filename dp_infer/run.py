@@ -1,0 +1,369 @@
+"""A finished private run as an artefact: released draws, plan, report and model description.
+
+:class:`PrivateRun` holds exactly what was released -- the theta draws (burn-in included: they are
+part of the accounted path), the theta-only divergence flag, the plan, where the noise came from
+(never the key), and the public description of the model or loss -- so it pickles, saves to an
+ArviZ run file (:meth:`PrivateRun.save`) and loads back (:meth:`PrivateRun.load`) with nothing
+private inside. The MCMC object, the potential (which holds the private data) and the chains'
+last state (which holds key material) live only in the process that sampled: they are dropped
+by pickling and never written.
+
+NumPyro conventions: :meth:`get_samples` gives constrained draws of every latent site after
+burn-in (so ``numpyro.infer.Predictive(model, run.get_samples())`` works directly);
+:meth:`print_summary` summarises the released draws after burn-in only; :meth:`extend` is
+NumPyro's ``post_warmup_state`` continuation, charged as a longer horizon.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .plan import SamplingPlan
+from .prediction import align_features, labels_from, loss_predictive, model_predictive
+from .privacy import path as path_privacy
+from .randomness import KeySource
+from .run_io import MODEL_ATTR, plan_from_dict, run_from_tree
+
+__all__ = ["PrivateRun", "MODEL_ATTR"]
+
+_TRANSIENT = ("_mcmc", "_potential", "_constrain")
+_LONG_REPORT_KEYS = ("routes_considered", "event", "potential", "purification", "notes", "model", "assumptions")
+
+
+@dataclass(eq=False)
+class PrivateRun:
+    """A finished private run (see the module docstring). Build it with :func:`dp_infer.fit`,
+    :func:`dp_infer.sample` or :meth:`load`; the fields below are all public.
+
+    ``theta``: flat draws ``(chains, draws, dim)`` (unconstrained for a model), burn-in included;
+    ``samples``: constrained draws per latent site (model runs), burn-in included;
+    ``diverging``: the kernel's sticky theta-only flag ``(chains, draws)``.
+    """
+
+    plan: SamplingPlan
+    theta: np.ndarray | None
+    diverging: np.ndarray | None
+    randomness: KeySource | dict
+    potential_description: dict
+    purified: np.ndarray | None = None
+    samples: dict | None = None
+    model_description: dict | None = None
+    coords: dict | None = None
+    dims: dict | None = None
+    feature_names: list | None = None
+    extensions: list = field(default_factory=list)
+    model: Callable | None = None
+    report_extras: dict = field(default_factory=dict)
+    _mcmc: Any = field(default=None, repr=False)
+    _potential: Any = field(default=None, repr=False)
+    _constrain: Callable | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_mcmc(cls, mcmc, plan: SamplingPlan, potential, randomness: KeySource, **kw) -> PrivateRun:
+        """Collect a finished NumPyro ``MCMC`` run of ``plan`` (theta draws and the theta-only flag)."""
+        theta = np.asarray(mcmc.get_samples(group_by_chain=True)["theta"])
+        extra = mcmc.get_extra_fields(group_by_chain=True) or {}
+        div = extra.get("diverging")
+        return cls(plan, theta, None if div is None else np.asarray(div, dtype=bool), randomness,
+                   potential.describe(), _mcmc=mcmc, _potential=potential, **kw)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for k in _TRANSIENT:
+            state[k] = None
+        if state.get("model") is not None:
+            try:
+                pickle.dumps(state["model"])
+            except Exception:  # noqa: BLE001 - a local model function: give it back on load
+                state["model"] = None
+        return state
+
+    # ------------------------------------------------------------------ transient objects
+    @property
+    def mcmc(self):
+        """The NumPyro ``MCMC`` object (only in the process that sampled)."""
+        if self._mcmc is None:
+            raise ValueError("this run has no MCMC object (it was loaded or unpickled; the chains' state and "
+                             "key are never saved)")
+        return self._mcmc
+
+    @property
+    def potential(self):
+        """The potential (holds the private data; only in the process that sampled, never saved)."""
+        if self._potential is None:
+            raise ValueError("this run has no potential (it was loaded or unpickled: the private data are never saved)")
+        return self._potential
+
+    # ------------------------------------------------------------------ draws
+    def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
+        """Flat draws, shape (chains, draws, dim); burn-in dropped by default (post-processing).
+
+        Route ``trajectory``: the whole accounted path. ``last_iterate``: one draw per chain (the
+        only accounted release). ``pure``: the raw draws are only covered by the upstream
+        (eps_a, delta_a) guarantee; release :meth:`estimate` (purified) instead.
+        """
+        if self.theta is None:
+            raise ValueError("this run holds constrained site draws only: use get_samples(), or load it with "
+                             "the model (PrivateRun.load(path, model=...)) to get the flat draws")
+        return self.theta[:, self.plan.burn_in:] if drop_burn_in else self.theta
+
+    def posterior_mean(self) -> np.ndarray:
+        """Mean of the post-burn-in flat draws over all chains (post-processing of released draws)."""
+        return self.draws().reshape(-1, self.plan.dim).mean(axis=0)
+
+    def estimate(self) -> np.ndarray:
+        """The released point estimate: the purified mean (route ``pure``) or the posterior mean."""
+        return self.purified if self.purified is not None else self.posterior_mean()
+
+    def num_divergent(self) -> int:
+        return 0 if self.diverging is None else int(np.asarray(self.diverging).sum())
+
+    def released_draws(self) -> np.ndarray:
+        """Exactly what the route's guarantee covers, shape (chains, draws, dim).
+
+        ``trajectory``: every draw of every chain (burn-in included). ``last_iterate`` and
+        ``stationary``: the final draw of each chain. ``pure``: the purified estimate only.
+        """
+        if self.purified is not None:
+            return self.purified[None, None, :]
+        z = self.draws(drop_burn_in=False)
+        return z if self.plan.release == "trajectory" else z[:, -1:]
+
+    def site_draws(self, *, drop_burn_in: bool = True) -> dict[str, np.ndarray]:
+        """Released draws per named site, (chains, draws, ...): the constrained latent sites of a
+        model run, ``{"theta": ...}`` for a loss run. Final-draw routes give their final draws."""
+        if self.purified is not None:
+            return {"theta": self.purified[None, None, :]}
+        if self.samples is None and self._constrain is not None and self.theta is not None:
+            self.samples = {k: np.asarray(v) for k, v in self._constrain(self.theta).items()}
+        out = dict(self.samples) if self.samples is not None else {"theta": self.theta}
+        if self.plan.release != "trajectory":
+            return {k: v[:, -1:] for k, v in out.items()}
+        return {k: v[:, self.plan.burn_in:] for k, v in out.items()} if drop_burn_in else out
+
+    def get_samples(self, group_by_chain: bool = False) -> dict[str, np.ndarray]:
+        """NumPyro's ``get_samples``: constrained released draws after burn-in, per site, chains
+        merged unless ``group_by_chain``. Feed them to ``numpyro.infer.Predictive``."""
+        out = self.site_draws()
+        if group_by_chain:
+            return out
+        return {k: v.reshape((-1,) + v.shape[2:]) for k, v in out.items()}
+
+    # ------------------------------------------------------------------ report and ArviZ
+    def report(self) -> dict:
+        """The privacy report: the plan, the spent (eps, delta) recomputed by the accountant,
+        where the noise came from (never the key), the model's public layout and any extension."""
+        d = self.plan.as_dict()
+        d["potential"] = self.potential_description
+        d["randomness"] = self.randomness.describe() if isinstance(self.randomness, KeySource) else self.randomness
+        if self.model_description is not None:
+            d["model"] = self.model_description
+        if self.extensions:
+            d["extensions"] = list(self.extensions)
+        for k, v in self.report_extras.items():  # e.g. the routes considered, kept by a run file
+            d.setdefault(k, v)
+        if self._mcmc is not None and self.plan.release == "trajectory":
+            ran = int(np.max(np.asarray(self._mcmc.last_state.i)))
+            if ran > self.plan.num_steps:
+                d["warning"] = (f"the MCMC object ran {ran} steps per chain but this report covers "
+                                f"{self.plan.num_steps}: continue with PrivateRun.extend, which charges it")
+        return d
+
+    def _coords_dims(self, coords, dims):
+        c = dict(self.coords or {})
+        dm = dict(self.dims or {})
+        if self.feature_names and self.samples is None and self.purified is None:
+            c.setdefault("feature", list(self.feature_names))
+            dm.setdefault("theta", ["feature"])
+        c.update(coords or {})
+        dm.update(dims or {})
+        return c or None, dm or None
+
+    def to_datatree(self, *, debug: bool = False, coords: dict | None = None, dims: dict | None = None):
+        """ArviZ DataTree of the release: ``posterior`` (constrained named sites after burn-in),
+        ``warmup_posterior`` (the burn-in: released, outside summaries), ``sample_stats.diverging``
+        (theta only), the report as one structured attribute, coords and dims from the model, the
+        run and ``coords`` / ``dims``. Final-draw routes export only their released draws."""
+        from .diagnostics import to_datatree
+
+        c, dm = self._coords_dims(coords, dims)
+        if debug:
+            return to_datatree(self.mcmc, self.report(), debug=True)
+        report = self.report()
+        draws = self.site_draws(drop_burn_in=False)
+        div = None
+        burn = 0
+        if self.plan.release == "trajectory" and self.purified is None:
+            burn = self.plan.burn_in
+            div = self.diverging
+        attrs = {"kernel": type(self._mcmc.sampler).__name__ if self._mcmc is not None else self.plan.kernel,
+                 "thinning": int(self.plan.thinning), "num_transitions": int(self.plan.num_steps),
+                 "num_warmup": 0, "kernel_step_size": float(self.plan.step_size)}
+        dt = to_datatree(draws, report, coords=c, dims=dm, theta_diverging=div, burn_in=burn, run_attrs=attrs)
+        if self.model_description is not None:
+            dt.attrs[MODEL_ATTR] = self.model_description
+        return dt
+
+    def summary(self) -> str:
+        """ArviZ summary of the released draws after burn-in, beside the main numbers of the
+        privacy report (the full report: :meth:`report`)."""
+        from .diagnostics import summary
+
+        short = {k: v for k, v in self.report().items() if k not in _LONG_REPORT_KEYS}
+        return summary(self.to_datatree(), short)
+
+    def print_summary(self) -> None:
+        """NumPyro's ``print_summary``, over the released draws after burn-in only."""
+        print(self.summary())
+
+    # ------------------------------------------------------------------ files
+    def save(self, path) -> Any:
+        """Write the release (draws, plan + report, model description) to an ArviZ run file
+        (``.zip``, ``.nc`` or ``.zarr``; :func:`dp_infer.diagnostics.save`). Returns the path."""
+        from .diagnostics import save
+
+        return save(self.to_datatree(), path)
+
+    @classmethod
+    def load(cls, path, *, model: Callable | None = None) -> PrivateRun:
+        """Read a run file written by :meth:`save` (or ``dp-infer ... --out``). Give ``model`` (the
+        NumPyro model the run was fitted with) to predict from a model run or get its flat draws."""
+        from .diagnostics import load
+
+        return run_from_tree(cls, load(path), model=model)
+
+    # ------------------------------------------------------------------ predictions
+    def _predictive(self, X, site, max_draws):
+        Xa = align_features(X, self.feature_names, self._num_features())
+        if self.model_description is not None:
+            if self.model is None:
+                raise ValueError("this is a model run: predictions need the NumPyro model "
+                                 "(PrivateRun.load(path, model=...) or run.model = model)")
+            names = self.model_description.get("data_arguments", ["X", "y"])
+            return model_predictive(self.model, self.get_samples(), Xa, x_name=names[0], y_name=names[1],
+                                    site=site, max_draws=max_draws)
+        loss = (self.potential_description.get("loss") or {}).get("name")
+        theta = self.estimate()[None, :] if self.purified is not None else self.draws().reshape(-1, self.plan.dim)
+        return loss_predictive(loss, theta, Xa, max_draws=max_draws)
+
+    def _num_features(self) -> int | None:
+        if self.model_description is not None:
+            return self.model_description.get("num_features")
+        if self.feature_names:
+            return len(self.feature_names)
+        loss = (self.potential_description.get("loss") or {}).get("name")
+        return self.plan.dim if loss in ("logistic", "huber", "squared", "poisson") else None
+
+    def predict(self, X, *, site: str | None = None, max_draws: int | None = 1000) -> np.ndarray:
+        """Point predictions for the rows ``X`` (post-processing of the release): class labels
+        for a binary or categorical likelihood, the predictive mean otherwise. Averaged over the
+        released draws after burn-in (at most ``max_draws``, evenly spaced); the pure route uses
+        its purified estimate. A DataFrame's columns are matched to the training ones by name."""
+        return labels_from(self._predictive(X, site, max_draws))
+
+    def predict_proba(self, X, *, site: str | None = None, max_draws: int | None = 1000) -> np.ndarray:
+        """Class probabilities (binary: P(y = 1), shape (n,); categorical: (n, K)), averaged over the
+        released draws after burn-in. Only for Bernoulli / categorical likelihoods."""
+        pred = self._predictive(X, site, max_draws)
+        if "probs" not in pred:
+            raise ValueError(f"predict_proba needs a binary or categorical likelihood; this run predicts a "
+                             f"{pred['kind']} outcome: use predict")
+        return np.asarray(pred["probs"])
+
+    # ------------------------------------------------------------------ continuation
+    def extend(self, num_steps: int | None = None, *, horizon: float | None = None, ledger=None,
+               dataset_id: str = "default", progress_bar: bool = False) -> PrivateRun:
+        """Continue every chain from its last state (NumPyro's ``post_warmup_state``) for
+        ``num_steps`` more steps (or ``horizon`` more Langevin time), charged as a longer horizon.
+
+        The new plan covers the whole path, ``t = (N + num_steps) h``; its event is the exact GDP
+        of that path (mu grows as sqrt(t)), which is also the composition of the first run with
+        the increment. With ``ledger`` (a :class:`~dp_infer.privacy.ledger.Ledger`) the increment
+        is charged to ``dataset_id`` BEFORE sampling. Only the trajectory route can be continued.
+        Returns this run, updated in place (draws appended).
+        """
+        plan = self.plan
+        if self._mcmc is None:
+            raise ValueError("only a run sampled in this process can be extended (the chains' state and key "
+                             "are never saved)")
+        if plan.release != "trajectory" or self.purified is not None:
+            raise ValueError(f"route {plan.route!r} releases final draws only: its guarantee does not cover a "
+                             "continuation; only the trajectory route can be extended")
+        steps = _extension_steps(plan, num_steps, horizon)
+        increment = path_privacy.path_event(plan.beta, plan.sensitivity, steps * plan.step_size, plan.friction,
+                                            plan.num_chains)
+        new_plan = extended_plan(plan, steps)
+        led, receipt = charge_ledger(ledger, dataset_id, increment, f"dp_infer extend {plan.route} +{steps} steps")
+        mcmc = self._mcmc
+        mcmc.post_warmup_state = mcmc.last_state
+        mcmc.num_samples = steps
+        mcmc.run(mcmc.post_warmup_state.rng_key)
+        if receipt is not None:
+            led.complete(receipt)
+        new = PrivateRun.from_mcmc(mcmc, new_plan, self._potential, self.randomness)
+        self.theta = np.concatenate([self.theta, new.theta], axis=1)
+        if self.diverging is not None and new.diverging is not None:
+            self.diverging = np.concatenate([self.diverging, new.diverging | self.diverging[:, -1:]], axis=1)
+        self.samples = None if self._constrain is not None else self.samples
+        self.extensions.append({"steps": steps, "horizon_added": steps * plan.step_size,
+                                "mu_increment": float(increment.mu), "mu_total": float(new_plan.event.mu)})
+        self.plan = new_plan
+        return self
+
+
+def _extension_steps(plan: SamplingPlan, num_steps, horizon) -> int:
+    if (num_steps is None) == (horizon is None):
+        raise ValueError("give exactly one of num_steps (an integer > 0) or horizon (> 0)")
+    if horizon is not None:
+        if isinstance(horizon, bool) or not isinstance(horizon, (int, float)) or not horizon > 0:
+            raise ValueError(f"horizon must lie in (0, inf), got {horizon!r}")
+        num_steps = int(np.ceil(horizon / plan.step_size / plan.thinning)) * plan.thinning
+    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps <= 0:
+        raise ValueError(f"num_steps must be an integer > 0, got {num_steps!r}")
+    if num_steps % plan.thinning:
+        raise ValueError(f"num_steps must be a multiple of the plan's thinning {plan.thinning}, got {num_steps}")
+    return int(num_steps)
+
+
+def extended_plan(plan: SamplingPlan, steps: int) -> SamplingPlan:
+    """``plan`` covering ``steps`` more steps of the same chains: the trajectory event of the
+    whole path (beta, sensitivity, step size, chains unchanged), eps recomputed at plan.delta."""
+    total = plan.num_steps + int(steps)
+    event = path_privacy.path_event(plan.beta, plan.sensitivity, total * plan.step_size, plan.friction,
+                                    plan.num_chains)
+    new = dataclasses.replace(plan, num_steps=total, event=event, options=())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eps = new.spent()["eps"]
+    note = (f"extended by {steps} steps (post_warmup_state continuation): the event covers the whole path "
+            f"of {total} steps; target eps {plan.eps:g} -> spent {eps:.6g}")
+    return dataclasses.replace(new, eps=eps, notes=tuple(plan.notes) + (note,))
+
+
+def _unique(label: str) -> str:
+    import time
+    import uuid
+
+    return f"{label} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {uuid.uuid4().hex[:8]}"
+
+
+def charge_ledger(ledger, dataset_id: str, event, label: str):
+    """Charge ``event`` to ``dataset_id`` in ``ledger`` (a Ledger or a path) BEFORE any private
+    computation; returns ``(ledger, receipt)``, ``(None, None)`` without a ledger. The label is made
+    unique (time and a random id; never the seed)."""
+    if ledger is None:
+        return None, None
+    from .privacy.ledger import Ledger
+
+    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    return led, led.charge(dataset_id, event, run_label=_unique(label))
+
+
+__all__ += ["extended_plan", "plan_from_dict", "charge_ledger"]

@@ -1,0 +1,151 @@
+"""CLI for your own data: draft (non-private and private), sample --schema with --split or --test-csv,
+predict from the stored schema, and bad input refused with one line before any budget is spent."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dp_infer.cli import main
+from dp_infer.privacy.ledger import Ledger
+
+
+def _write_csv(path, n=800, seed=0, delimiter=","):
+    rng = np.random.default_rng(seed)
+    age = rng.integers(20, 70, n)
+    colour = rng.choice(["red", "green", "blue"], n)
+    logit = (age - 45) / 8 + np.where(colour == "red", 2.0, -1.0)
+    label = np.where(logit + 0.5 * rng.normal(size=n) > 0, 2, 1)  # coded 1/2 as in many code books
+    lines = [delimiter.join(["id", "age", "colour", "label"])]
+    lines += [delimiter.join([str(i), str(a), c, str(lab)]) for i, (a, c, lab) in enumerate(zip(age, colour, label))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+SCHEMA = """
+target: {name: label, kind: binary, positive: [2], negative: [1]}
+ignore: [id]
+columns:
+  - {name: age, kind: numeric, bounds: [18, 80]}
+  - {name: colour, kind: categorical, levels: [green, red, blue]}
+"""
+
+
+def test_sample_with_schema_split_and_predict(tmp_path):
+    data = _write_csv(tmp_path / "d.csv")
+    (tmp_path / "s.yaml").write_text(SCHEMA)
+    out = tmp_path / "run.zip"
+    args = ["sample", str(data), "--schema", str(tmp_path / "s.yaml"), "--split", "0.3", "--split-seed", "4",
+            "--eps", "4", "--horizon", "0.5", "--reproducible-seed", "1", "--no-progress"]
+    quiet = CliRunner().invoke(main, args)  # without the flag nothing computed on private rows is shown
+    assert quiet.exit_code == 0, quiet.output
+    assert "NON-PRIVATE" not in quiet.output and "test accuracy of" not in quiet.output
+    res = CliRunner().invoke(main, args + ["--nonprivate-diagnostics", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "NON-PRIVATE local data report" in res.output and "560 train rows, 240 held-out rows" in res.output
+    acc = float(res.output.split("test accuracy of the released estimate")[1].split(":")[1].split()[0])
+    assert acc > 0.75
+    from dp_infer.diagnostics import get_report, load
+
+    dt = load(out)
+    stored = json.loads(dt.attrs["dp_infer_schema"])
+    assert stored["target"]["positive"] == ["2"] and json.loads(dt.attrs["dp_infer_feature_names"])[0] == "intercept"
+    blob = json.dumps({k: str(v) for k, v in dt.attrs.items()})
+    assert "n_rows_read" not in blob and "NON-PRIVATE" not in blob  # no local report in the run
+    assert get_report(dt)["eps_spent"] <= 4 * (1 + 1e-9)
+    pred = CliRunner().invoke(main, ["predict", str(out), str(data), "-o", str(tmp_path / "p.csv")])
+    assert pred.exit_code == 0, pred.output
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0] == "probability,prediction" and len(lines) == 801
+
+
+def test_draft_nonprivate_then_private_with_ledger(tmp_path):
+    data = _write_csv(tmp_path / "d.tsv", n=4000, delimiter="\t")
+    res = CliRunner().invoke(main, ["schema", "draft", str(data), "-o", str(tmp_path / "np.yaml"),
+                                    "--target", "label", "--delimiter", "\t"])
+    assert res.exit_code == 0, res.output
+    assert "NON-PRIVATE DRAFT" in res.output and (tmp_path / "np.yaml").read_text().startswith("# NON-PRIVATE DRAFT")
+    led = tmp_path / "l.sqlite"
+    res = CliRunner().invoke(main, ["schema", "draft", str(data), "-o", str(tmp_path / "p.yaml"), "--target", "label",
+                                    "--delimiter", "\t", "--private", "--eps", "2", "--kind", "id=numeric",
+                                    "--ledger", str(led), "--budget", "3", "1e-5"])
+    assert res.exit_code == 0, res.output
+    assert "charged (eps = 2, delta = 1e-06) before drafting" in res.output
+    text = (tmp_path / "p.yaml").read_text()
+    assert text.startswith("# PRIVATE DRAFT (OpenDP)") and "delimiter: \"\\t\"" in text
+    assert len(Ledger(led).history("default")) == 1
+    chk = CliRunner().invoke(main, ["schema", "check", str(data), "--schema", str(tmp_path / "p.yaml")])
+    assert chk.exit_code == 0, chk.output
+    assert "row-norm bound 1 (exact)" in chk.output and "NON-PRIVATE" in chk.output
+
+
+def test_draft_option_errors(tmp_path):
+    data = _write_csv(tmp_path / "d.csv", n=20)
+    for args, needle in ((["--budget", "1", "1e-5"], "--budget needs --ledger"),
+                         (["--ledger", str(tmp_path / "l.sqlite")], "a --private draft only"),
+                         (["--private"], "needs --eps")):
+        res = CliRunner().invoke(main, ["schema", "draft", str(data), "-o", str(tmp_path / "s.yaml"), *args])
+        assert res.exit_code != 0 and needle in str(res.exception), (args, res.output)
+    assert not (tmp_path / "l.sqlite").exists()
+
+
+def _run_cli(args, cwd):
+    return subprocess.run([sys.executable, "-c", "from dp_infer.cli import run; run()", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("unknown_column", "['id'] of"),
+    ("missing_column", "['colour'] declared in the schema are missing"),
+    ("non_numeric", "not a finite number"),
+    ("bad_label", "not among the declared labels"),
+    ("empty", "is empty"),
+    ("inverted", "lo < hi"),
+    ("infinite", "finite"),
+    ("duplicate", "duplicate column name(s) ['age']"),
+    ("not_a_table", "not a table"),
+])
+def test_bad_input_one_line_and_nothing_charged(tmp_path, case, needle):
+    data = _write_csv(tmp_path / "d.csv", n=50)
+    schema = SCHEMA
+    text = data.read_text()
+    if case == "unknown_column":
+        schema = SCHEMA.replace("ignore: [id]\n", "")
+    elif case == "missing_column":
+        text = "\n".join(",".join(f for j, f in enumerate(line.split(",")) if j != 2) for line in text.splitlines())
+    elif case == "non_numeric":
+        text = text.replace("\n3,", "\n3x,", 1).replace(",", ",", 1)
+        lines = text.splitlines()
+        f = lines[5].split(",")
+        f[1] = "forty"
+        lines[5] = ",".join(f)
+        text = "\n".join(lines)
+    elif case == "bad_label":
+        lines = text.splitlines()
+        lines[3] = lines[3].rsplit(",", 1)[0] + ",3"
+        text = "\n".join(lines)
+    elif case == "empty":
+        text = ""
+    elif case == "inverted":
+        schema = SCHEMA.replace("[18, 80]", "[80, 18]")
+    elif case == "infinite":
+        schema = SCHEMA.replace("[18, 80]", "[18, .inf]")
+    elif case == "duplicate":
+        text = text.replace("id,age", "age,age", 1)
+    elif case == "not_a_table":
+        data = tmp_path / "d.png"
+        data.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\xff\xfe\x00")
+        text = None
+    if text is not None:
+        data.write_text(text)
+    (tmp_path / "s.yaml").write_text(schema)
+    led = tmp_path / "l.sqlite"
+    proc = _run_cli(["sample", str(data), "--schema", "s.yaml", "--no-progress", "--ledger", str(led),
+                     "--budget", "5", "1e-5"], tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    err = proc.stderr.strip()
+    assert err.startswith("error: ") and "\n" not in err and needle in err, err
+    assert not led.exists() or Ledger(led).history("default") == []
