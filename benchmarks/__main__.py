@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--only SECTION ...]``: run the benchmarks, write
+"""``python -m benchmarks [--quick] [SECTION ...] [--only SECTION ...]``: run the benchmarks, write
 benchmarks/results/results.json, results.md and PNG plots, and docs/results.md."""
 
 from __future__ import annotations
@@ -26,9 +26,15 @@ def log(msg):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks")
     p.add_argument("--quick", action="store_true", help="~3 minute version (smaller problems, fewer seeds)")
+    p.add_argument("sections", nargs="*", metavar="SECTION",
+                   help="run only these sections (same as --only), e.g. `python -m benchmarks quality`")
     p.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
     p.add_argument("--no-docs", action="store_true", help="do not rewrite docs/results.md")
     a = p.parse_args(argv)
+    unknown = [s for s in a.sections if s not in SECTIONS]
+    if unknown:
+        p.error(f"unknown section(s) {unknown}; choose from {', '.join(SECTIONS)}")
+    a.only = list(dict.fromkeys((a.only or []) + list(a.sections))) or None
     os.makedirs(OUT, exist_ok=True)
     res = {"command": "python -m benchmarks" + (" --quick" if a.quick else "")
            + (" --only " + " ".join(a.only) if a.only else ""),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from .report_quality import quality_markdown, quality_plot
+
 
 def _f(x, nd=3):
     if x is None:
@@ -83,18 +85,7 @@ def to_markdown(res: dict) -> str:
         if "last_iterate_error" in u:
             L.append(f"\nlast-iterate route failed: {u['last_iterate_error']}")
         L.append("")
-    q = S.get("quality", {})
-    if "nuts" in q:
-        L += [f"## Sampler quality (non-private posterior, beta = n, N(0, 1) prior, Adult subsample n = {q['n_subsample']}, d = {q['d']})", "",
-              "| sampler | seconds | ESS min | ESS median | ESS min / s | ESS median / s | notes |", "|---|---|---|---|---|---|---|"]
-        for name in ("nuts", "langevin"):
-            r = q[name]
-            note = (f"{r['warmup']} warmup + {r['draws']} draws, {r['grad_evals']} leapfrog steps" if name == "nuts"
-                    else f"{r['steps']} steps, h = {r['step_size']:.2e}, thin {r['thinning']}, "
-                         f"max |mean - NUTS mean| = {r['max_abs_mean_diff_over_sd_vs_nuts']:.2f} sd")
-            L.append(f"| {name} | {r['seconds']:.1f} | {r['ess_min']:.1f} | {r['ess_median']:.1f} | "
-                     f"{r['ess_min_per_s']:.2f} | {r['ess_median_per_s']:.2f} | {note} |")
-        L.append("")
+    L += quality_markdown(S.get("quality", {}))
     L += _mechanisms_b(S.get("mechanisms_b", {}))
     L += _data_markdown(S.get("data", {}))
     L += _model_section(S.get("model", {}))
@@ -181,6 +172,8 @@ def plots(res: dict, out: str) -> None:
     import matplotlib.pyplot as plt
 
     S = res["sections"]
+    if "adult" in S.get("quality", {}):
+        quality_plot(S["quality"], out)
     u = S.get("utility", {})
     if "methods" in u:
         fig, ax = plt.subplots(figsize=(6, 4))
