@@ -36,6 +36,13 @@ def rss_mb() -> float:
 
 
 def peak_mb() -> float:
+    """This process's peak RSS (VmHWM of its own address space). Not ``ru_maxrss``: on Linux that
+    keeps the high-water mark of the process that forked us across exec, so a worker started by a
+    large benchmark runner would report the runner's peak."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
