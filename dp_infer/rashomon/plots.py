@@ -54,9 +54,11 @@ def plot_model_class_reliance(measures, ax=None, *, offset: float = 0.0, label=N
 
 
 def plot_importance_cloud(measures, ax=None, *, features=None, max_points: int = 2000, color="C0",
-                          label=None, seed: int = 0):
+                          label=None, seed: int | None = None):
     """The variable importance cloud: with ``features=(i, j)`` the cloud projected on two
-    features (scatter, as in Dong and Rudin); otherwise one jittered strip per feature."""
+    features (scatter, as in Dong and Rudin); otherwise one jittered strip per feature.
+    ``seed``: of the picture's jitter and thinning only (post-processing of released draws; None:
+    fresh each call)."""
     r = _need(measures, "reliance", "importance cloud")
     cloud = r["cloud"]
     rng = np.random.default_rng(seed)  # jitter and thinning of the picture only
