@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from dp_infer.prediction import expected_calibration_error, log_loss  # noqa: F401 (re-exported)
+
 
 def predictive_probabilities(draws, X, max_draws: int = 2000) -> np.ndarray:
     """``E sigmoid(x' theta)`` over (at most ``max_draws`` evenly spaced) draws, shape (n,)."""
@@ -22,24 +24,6 @@ def predictive_probabilities(draws, X, max_draws: int = 2000) -> np.ndarray:
     for i in range(0, T.shape[0], 250):  # chunks: n x 250 at a time
         acc += expit(X @ T[i:i + 250].T).sum(axis=1)
     return acc / T.shape[0]
-
-
-def log_loss(p, y, eps: float = 1e-12) -> float:
-    p = np.clip(np.asarray(p, dtype=np.float64), eps, 1 - eps)
-    y = np.asarray(y, dtype=np.float64)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
-
-
-def expected_calibration_error(p, y, bins: int = 10) -> float:
-    p = np.asarray(p, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    which = np.minimum((p * bins).astype(int), bins - 1)
-    ece = 0.0
-    for b in range(bins):
-        m = which == b
-        if m.any():
-            ece += m.mean() * abs(y[m].mean() - p[m].mean())
-    return float(ece)
 
 
 def accuracy_of(theta, X, y) -> float:

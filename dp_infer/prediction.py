@@ -21,8 +21,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
+from scipy.special import expit
 
-__all__ = ["align_features", "loss_predictive", "model_predictive", "LINEAR_LOSSES"]
+__all__ = ["align_features", "loss_predictive", "model_predictive", "log_loss", "expected_calibration_error",
+           "LINEAR_LOSSES"]
 
 #: built-in losses whose prediction is a link of the linear score ``X @ theta``
 LINEAR_LOSSES = ("logistic", "multinomial_logistic", "huber", "squared", "poisson")
@@ -62,7 +64,7 @@ def loss_predictive(loss_name: str, theta: np.ndarray, X: np.ndarray, *, max_dra
     theta = np.asarray(theta, dtype=np.float64)
     theta = theta[_thin(theta.shape[0], max_draws)]
     if loss_name == "logistic":
-        p = (1.0 / (1.0 + np.exp(-(X @ theta.T)))).mean(axis=1)
+        p = expit(X @ theta.T).mean(axis=1)
         return {"mean": p, "probs": p, "kind": "binary"}
     if loss_name == "multinomial_logistic":
         d = X.shape[1]
@@ -78,6 +80,27 @@ def loss_predictive(loss_name: str, theta: np.ndarray, X: np.ndarray, *, max_dra
         return {"mean": (X @ theta.T).mean(axis=1), "kind": "continuous"}
     raise ValueError(f"no prediction rule for the loss {loss_name!r}: predictions need a built-in loss "
                      f"{LINEAR_LOSSES} or the NumPyro model (PrivateRun.load(path, model=...))")
+
+
+def log_loss(p, y, eps: float = 1e-12) -> float:
+    """Mean negative log-likelihood of 0/1 labels ``y`` under probabilities ``p`` (clipped to
+    ``[eps, 1 - eps]``)."""
+    p = np.clip(np.asarray(p, dtype=np.float64), eps, 1 - eps)
+    y = np.asarray(y, dtype=np.float64)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
+
+
+def expected_calibration_error(p, y, bins: int = 10) -> float:
+    """ECE: ``sum_b (n_b / n) |mean(y)_b - mean(p)_b|`` over ``bins`` equal-width bins of ``p``."""
+    p = np.asarray(p, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    which = np.minimum((p * bins).astype(int), bins - 1)
+    ece = 0.0
+    for b in range(bins):
+        m = which == b
+        if m.any():
+            ece += m.mean() * abs(y[m].mean() - p[m].mean())
+    return float(ece)
 
 
 def _observed_site(model, x_name: str, y_name: str, X, site: str | None, params: dict) -> str:

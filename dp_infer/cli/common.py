@@ -16,24 +16,46 @@ def run_label(command: str, route: str) -> str:
     return f"dp-infer {command} {route} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {uuid.uuid4().hex[:8]}"
 
 
-def charge_ledger(ledger, dataset_id, budget, event, label):
-    """Register the budget (if given) and charge ``event`` BEFORE any private computation.
-
-    Returns ``(ledger, receipt)`` (both None without a ledger file)."""
+def open_ledger(ledger, dataset_id, budget):
+    """The ledger file opened (and ``budget`` registered for ``dataset_id`` if given), or None
+    without ``--ledger``; ``--budget`` without ``--ledger`` is an error."""
     if ledger is None:
         if budget is not None:
             raise ValueError("--budget needs --ledger (the file that keeps the spend)")
-        return None, None
+        return None
     from ..privacy.ledger import Ledger
 
     led = Ledger(ledger)
     if budget is not None:
         led.register_dataset(dataset_id, budget[0], budget[1])
-    receipt = led.charge(dataset_id, event, run_label=label)
+    return led
+
+
+def echo_spent(led, ledger, dataset_id, what: str) -> None:
     sp = led.spent(dataset_id)
-    click.echo(f"ledger {ledger}: charged {label!r} before sampling; dataset {dataset_id!r} has spent "
-               f"eps = {sp['eps']:.4g} of {sp['eps_budget']:g} at delta = {sp['delta_budget']:g}")
+    click.echo(f"ledger {ledger}: {what}; dataset {dataset_id!r} has spent eps = {sp['eps']:.4g} of "
+               f"{sp['eps_budget']:g} at delta = {sp['delta_budget']:g}")
+
+
+def charge_ledger(ledger, dataset_id, budget, event, label):
+    """Register the budget (if given) and charge ``event`` BEFORE any private computation.
+
+    Returns ``(ledger, receipt)`` (both None without a ledger file)."""
+    led = open_ledger(ledger, dataset_id, budget)
+    if led is None:
+        return None, None
+    receipt = led.charge(dataset_id, event, run_label=label)
+    echo_spent(led, ledger, dataset_id, f"charged {label!r} before sampling")
     return led, receipt
+
+
+def echo_nonprivate_accuracy(loss, X, y, X_test, y_test) -> None:
+    """The test accuracy of a non-private fit on the private rows, labelled NON-PRIVATE."""
+    from .. import nonprivate as np_ref
+
+    th_np, _, _ = np_ref.minimize_loss(loss, X, y)
+    click.echo(f"test accuracy of a non-private fit, {NONPRIVATE_BANNER}: "
+               f"{np_ref.accuracy(th_np, X_test, y_test):.4f}")
 
 
 _REPORT_FILE_ONLY = ("routes_considered", "event", "potential", "purification", "notes")

@@ -13,7 +13,8 @@ import time
 import click
 import numpy as np
 
-from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, charge_ledger, mode_option,
+from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, charge_ledger,
+                     echo_nonprivate_accuracy, mode_option,
                      run_label, with_options)
 from .posterior import check_mode_options, run_and_report_posterior
 
@@ -92,9 +93,7 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
         click.echo(f"route: {plan.route}; test accuracy of the released estimate on the public test "
                    f"data, {guarantee}: {acc_priv:.4f}")
         if nonprivate:
-            th_np, _, _ = np_ref.minimize_loss(loss, X, y)
-            click.echo(f"test accuracy of a non-private fit, {NONPRIVATE_BANNER}: "
-                       f"{np_ref.accuracy(th_np, X_test, y_test):.4f}")
+            echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
     click.echo(f"sampling time: {elapsed:.1f} s")
     return run
 

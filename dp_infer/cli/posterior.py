@@ -15,15 +15,10 @@ import time
 
 import click
 import numpy as np
-from scipy.special import expit
 
-from .common import _mixing_block, _print_report
+from .common import _mixing_block, _print_report, echo_nonprivate_accuracy, echo_spent, open_ledger
 
 __all__ = ["run_and_report_posterior", "check_mode_options"]
-
-PRECONDITIONER_HELP = ("posterior mode: where the preconditioner's second moment X'X/n comes from: 'private' "
-                       "(released with --precond-share of the budget) or 'prior' (no data)")
-
 
 def check_mode_options(mode, *, eps, delta, pure, route, radius, horizon, chains, lam_rel, ess, prior_precision,
                        precond_share):
@@ -77,6 +72,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
     """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss)."""
     from .._validation import check_delta
     from ..fit_posterior import fit_posterior
+    from ..prediction import expected_calibration_error, log_loss, loss_predictive
     from ..posterior_plan import DEFAULT_ESS
 
     if loss.constants.smoothness is None:
@@ -91,15 +87,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
         if X_test.shape[1] != np.shape(X)[1]:
             raise ValueError(f"the test data have {X_test.shape[1]} feature columns, the training data "
                              f"{np.shape(X)[1]}")
-    led = None
-    if ledger is not None:
-        from ..privacy.ledger import Ledger
-
-        led = Ledger(ledger)
-        if budget is not None:
-            led.register_dataset(dataset_id, budget[0], budget[1])
-    elif budget is not None:
-        raise ValueError("--budget needs --ledger (the file that keeps the spend)")
+    led = open_ledger(ledger, dataset_id, budget)
     t0 = time.time()
     run = fit_posterior(loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision,
                         ess=DEFAULT_ESS if ess is None else ess, num_chains=chains, kernel=kernel,
@@ -109,9 +97,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
     _print_plan(run.plan)
     click.echo("")
     if led is not None:
-        sp = led.spent(dataset_id)
-        click.echo(f"ledger {ledger}: the run was charged before any private computation; dataset {dataset_id!r} "
-                   f"has spent eps = {sp['eps']:.4g} of {sp['eps_budget']:g} at delta = {sp['delta_budget']:g}")
+        echo_spent(led, ledger, dataset_id, "the run was charged before any private computation")
     if feature_names is not None:
         run.feature_names = list(feature_names)
     dt = run.to_datatree()
@@ -133,32 +119,15 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
     _mixing_block(dt, report)
     if X_test is not None and loss.name == "logistic":
         draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)
-        mean = draws.mean(axis=0)
-        sub = draws[:: max(1, draws.shape[0] // 1000)]
-        prob = expit(X_test @ sub.T).mean(axis=1)
-        yt = np.asarray(y_test, dtype=float)
-        p = np.clip(prob, 1e-12, 1 - 1e-12)
+        prob = loss_predictive("logistic", draws, X_test)["probs"]
+        yt = np.asarray(y_test, dtype=float) > 0.5
         click.echo("")
         click.echo(f"on the public test data ((eps, delta) = ({report['eps_spent']:.3g}, {delta:g})): accuracy of "
-                   f"the posterior mean {np.mean(((X_test @ mean) > 0) == (yt > 0.5)):.4f}; posterior predictive: "
-                   f"accuracy {np.mean((prob > 0.5) == (yt > 0.5)):.4f}, log loss "
-                   f"{-np.mean(yt * np.log(p) + (1 - yt) * np.log1p(-p)):.4f}, "
+                   f"the posterior mean {np.mean(((X_test @ draws.mean(axis=0)) > 0) == yt):.4f}; posterior "
+                   f"predictive: accuracy {np.mean((prob > 0.5) == yt):.4f}, log loss {log_loss(prob, yt):.4f}, "
                    f"calibration error (ECE, 10 bins) {expected_calibration_error(prob, yt):.4f}")
         if nonprivate:
-            from .. import nonprivate as np_ref
-            from .common import NONPRIVATE_BANNER
-
-            th_np, _, _ = np_ref.minimize_loss(loss, X, y)
-            click.echo(f"test accuracy of a non-private fit, {NONPRIVATE_BANNER}: "
-                       f"{np_ref.accuracy(th_np, X_test, y_test):.4f}")
+            echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
     click.echo(f"time: {elapsed:.1f} s (second-moment release, planning, compilation and sampling)")
     return run
 
-
-def expected_calibration_error(prob, y, bins: int = 10) -> float:
-    """ECE with ``bins`` equal-width bins of the predicted probability: sum over bins of
-    ``|mean(y) - mean(prob)|`` weighted by the bin's share of rows."""
-    prob, y = np.asarray(prob, dtype=float), np.asarray(y, dtype=float)
-    idx = np.minimum((prob * bins).astype(int), bins - 1)
-    return float(sum(abs(y[idx == b].mean() - prob[idx == b].mean()) * np.mean(idx == b)
-                     for b in range(bins) if np.any(idx == b)))
