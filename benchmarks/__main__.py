@@ -1,5 +1,9 @@
 """``python -m benchmarks [--quick] [SECTION ...] [--only SECTION ...]``: run the benchmarks, write
-benchmarks/results/results.json, results.md and PNG plots, and docs/results.md."""
+benchmarks/results/results.json, results.md and PNG plots, and docs/results.md.
+
+A run of some sections keeps the other sections of the previous results.json (unless ``--fresh``),
+each with its own provenance (command, start time, load average): every section's figures and
+ratios come from one run, and the report says which."""
 
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ def main(argv=None):
                    help="run only these sections (same as --only), e.g. `python -m benchmarks quality`")
     p.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
     p.add_argument("--no-docs", action="store_true", help="do not rewrite docs/results.md")
+    p.add_argument("--fresh", action="store_true",
+                   help="with SECTION/--only: drop the previous run's other sections instead of keeping them")
     a = p.parse_args(argv)
     unknown = [s for s in a.sections if s not in SECTIONS]
     if unknown:
@@ -41,6 +47,10 @@ def main(argv=None):
            "quick": a.quick, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
            "sections": {}, "runtime_s": {}}
     log(f"machine: {res['machine']}")
+    res["provenance"] = {}
+    kept = _previous_sections(a.only) if a.only and not a.fresh else {}
+    for name, (sec, prov) in kept.items():  # sections of earlier runs, each with its own provenance
+        res["sections"][name], res["provenance"][name] = sec, prov
     for name in a.only or SECTIONS:
         mod = __import__(f"benchmarks.{name}", fromlist=["run"])
         t0 = time.perf_counter()
@@ -51,9 +61,15 @@ def main(argv=None):
             res["sections"][name] = {"error": traceback.format_exc()}
             log(res["sections"][name]["error"])
         res["runtime_s"][name] = time.perf_counter() - t0
+        res["provenance"][name] = {"command": res["command"], "started": res["started"],
+                                   "loadavg_at_start": res["machine"].get("loadavg_at_start"),
+                                   "runtime_s": res["runtime_s"][name]}
         log(f"[{name}] {res['runtime_s'][name]:.1f} s")
         with open(os.path.join(OUT, "results.json"), "w") as f:  # incremental: partial runs leave results
             json.dump(res, f, indent=1, default=float)
+    res["sections"] = {k: res["sections"][k] for k in SECTIONS if k in res["sections"]}
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, default=float)
     from .report import plots, to_markdown
 
     md = to_markdown(res)
@@ -64,9 +80,30 @@ def main(argv=None):
         os.makedirs(os.path.dirname(DOCS), exist_ok=True)
         with open(DOCS, "w") as f:
             f.write("# Benchmark results\n\n" "Latest run of `" + res["command"] + "` (regenerate with the same "
-                    "command; raw numbers in `benchmarks/results/results.json`, plots next to it).\n\n" + md)
+                    "command; raw numbers in `benchmarks/results/results.json`, plots next to it)"
+                    + (f"; the sections {', '.join(kept)} are kept from earlier runs, named in the table below" if kept else "")
+                    + ". Mutation-testing results of the privacy-critical code: [mutation-testing.md](mutation-testing.md).\n\n"
+                    + md)
     log(f"wrote {OUT}/results.json, results.md and plots" + ("" if a.no_docs else f"; {DOCS}"))
     return 0
+
+
+def _previous_sections(running: list[str]) -> dict:
+    """Sections of the previous results.json that this run does not redo, with their provenance."""
+    path = os.path.join(OUT, "results.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        prev = json.load(f)
+    out = {}
+    for name, sec in prev.get("sections", {}).items():
+        if name in running or name not in SECTIONS:
+            continue
+        prov = prev.get("provenance", {}).get(name) or {
+            "command": prev["command"], "started": prev["started"],
+            "loadavg_at_start": prev["machine"].get("loadavg_at_start"), "runtime_s": prev["runtime_s"].get(name)}
+        out[name] = (sec, prov)
+    return out
 
 
 if __name__ == "__main__":

@@ -15,6 +15,21 @@ def _f(x, nd=3):
     return str(x)
 
 
+def _provenance(res: dict) -> list[str]:
+    """Which run produced each section (only when sections come from more than one run)."""
+    prov = res.get("provenance", {})
+    if len({(p["command"], p["started"]) for p in prov.values()}) <= 1:
+        return []
+    L = ["Sections come from more than one run; each section's figures and ratios are from the one run named here:", "",
+         "| section | command | started | load average at start | runtime (s) |", "|---|---|---|---|---|"]
+    for name in res["sections"]:
+        p = prov.get(name, {})
+        la = p.get("loadavg_at_start")
+        L.append(f"| {name} | `{p.get('command', res['command'])}` | {p.get('started', res['started'])} | "
+                 f"{', '.join(f'{x:.1f}' for x in la) if la else '—'} | {_f(p.get('runtime_s'), 0)} |")
+    return L + [""]
+
+
 def to_markdown(res: dict) -> str:
     m = res["machine"]
     L = [f"Machine: {m['cpu']}, nproc {m['nproc']} (affinity {m['affinity']}), memory {m['memory']}, "
@@ -22,6 +37,7 @@ def to_markdown(res: dict) -> str:
          "(the machine is shared: absolute times are noisy, ratios are measured in the same run).",
          f"Started {res['started']}; section runtimes (s): "
          + ", ".join(f"{k} {v:.0f}" for k, v in res["runtime_s"].items()) + ".", ""]
+    L += _provenance(res)
     S = res["sections"]
     for name, sec in S.items():
         if "error" in sec:
