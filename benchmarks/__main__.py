@@ -34,6 +34,8 @@ def main(argv=None):
                    help="run only these sections (same as --only), e.g. `python -m benchmarks quality`")
     p.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
     p.add_argument("--no-docs", action="store_true", help="do not rewrite docs/results.md")
+    p.add_argument("--render", action="store_true",
+                   help="run nothing: re-render results.md and docs/results.md from the last results.json")
     p.add_argument("--fresh", action="store_true",
                    help="with SECTION/--only: drop the previous run's other sections instead of keeping them")
     a = p.parse_args(argv)
@@ -42,6 +44,8 @@ def main(argv=None):
         p.error(f"unknown section(s) {unknown}; choose from {', '.join(SECTIONS)}")
     a.only = list(dict.fromkeys((a.only or []) + list(a.sections))) or None
     os.makedirs(OUT, exist_ok=True)
+    if a.render:
+        return _render_only()
     res = {"command": "python -m benchmarks" + (" --quick" if a.quick else "")
            + (" --only " + " ".join(a.only) if a.only else ""),
            "quick": a.quick, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -70,21 +74,35 @@ def main(argv=None):
     res["sections"] = {k: res["sections"][k] for k in SECTIONS if k in res["sections"]}
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump(res, f, indent=1, default=float)
-    from .report import plots, to_markdown
+    _write(res, docs=not a.no_docs)
+    return 0
+
+
+def _write(res: dict, *, docs: bool) -> None:
+    from .report import mutation_results, plots, to_markdown
 
     md = to_markdown(res)
     with open(os.path.join(OUT, "results.md"), "w") as f:
         f.write(md)
     plots(res, OUT)
-    if not a.no_docs:
+    if docs:
+        kept = [k for k, p in res.get("provenance", {}).items() if p["started"] != res["started"]]
         os.makedirs(os.path.dirname(DOCS), exist_ok=True)
         with open(DOCS, "w") as f:
             f.write("# Benchmark results\n\n" "Latest run of `" + res["command"] + "` (regenerate with the same "
                     "command; raw numbers in `benchmarks/results/results.json`, plots next to it)"
                     + (f"; the sections {', '.join(kept)} are kept from earlier runs, named in the table below" if kept else "")
-                    + ". Mutation-testing results of the privacy-critical code: [mutation-testing.md](mutation-testing.md).\n\n"
-                    + md)
-    log(f"wrote {OUT}/results.json, results.md and plots" + ("" if a.no_docs else f"; {DOCS}"))
+                    + ".\n\n" + md + mutation_results(os.path.dirname(DOCS)))
+    log(f"wrote {OUT}/results.json, results.md and plots" + ("" if not docs else f"; {DOCS}"))
+
+
+def _render_only() -> int:
+    path = os.path.join(OUT, "results.json")
+    if not os.path.exists(path):
+        print(f"python -m benchmarks: --render needs {path} from an earlier run", file=sys.stderr)
+        return 2
+    with open(path) as f:
+        _write(json.load(f), docs=True)
     return 0
 
 

@@ -15,6 +15,31 @@ def _f(x, nd=3):
     return str(x)
 
 
+def mutation_results(docs_dir: str) -> str:
+    """The Results table of docs/mutation-testing.md (the mutation runs are not benchmark sections:
+    their own page holds the commands; this copy keeps every measured figure on one page)."""
+    path = os.path.join(docs_dir, "mutation-testing.md")
+    if not os.path.exists(path):
+        return ""
+    lines = open(path).read().splitlines()
+    try:
+        start = lines.index("## Results")
+    except ValueError:
+        return ""
+    out, in_table = [], False
+    for line in lines[start + 1:]:
+        if line.startswith("## "):
+            break
+        if line.startswith("|"):
+            in_table = True
+        elif in_table:
+            break
+        out.append(line)
+    return ("\n## Mutation testing of the privacy-critical code (copied from "
+            "[mutation-testing.md](mutation-testing.md), which has the commands and what is left)\n"
+            + "\n".join(out).rstrip() + "\n")
+
+
 def _provenance(res: dict) -> list[str]:
     """Which run produced each section (only when sections come from more than one run)."""
     prov = res.get("provenance", {})

@@ -60,3 +60,20 @@ def test_fresh_drops_earlier_sections_and_one_run_has_no_provenance_table(monkey
     assert "Sections come from more than one run" not in to_markdown(res)
     docs = (tmp_path / "docs" / "results.md").read_text()
     assert "kept from earlier runs" not in docs
+
+
+def test_render_rewrites_the_docs_from_the_last_run_with_the_mutation_table(monkeypatch, tmp_path):
+    _run(monkeypatch, tmp_path, ["--quick", "hardware"], {"hardware": 1})
+    (tmp_path / "docs" / "mutation-testing.md").write_text(
+        "# M\n\n## Results\n\nMeasured by X.\n\n| module | killed |\n|---|---|\n| a.py | 3 |\n\nWhat is left: b.py\n")
+    assert runner.main(["--render"]) == 0
+    docs = (tmp_path / "docs" / "results.md").read_text()
+    assert "Latest run of `python -m benchmarks --quick --only hardware`" in docs
+    assert "Measured by X." in docs and "| a.py | 3 |" in docs
+    assert "What is left" not in docs
+
+
+def test_render_without_a_previous_run_says_what_is_missing(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(runner, "OUT", str(tmp_path / "results"))
+    assert runner.main(["--render"]) == 2
+    assert "--render needs" in capsys.readouterr().err
