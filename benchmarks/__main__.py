@@ -49,7 +49,7 @@ def main(argv=None):
     res = {"command": "python -m benchmarks" + (" --quick" if a.quick else "")
            + (" --only " + " ".join(a.only) if a.only else ""),
            "quick": a.quick, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-           "sections": {}, "runtime_s": {}}
+           "run_id": time.time_ns(), "sections": {}, "runtime_s": {}}
     log(f"machine: {res['machine']}")
     res["provenance"] = {}
     kept = _previous_sections(a.only) if a.only and not a.fresh else {}
@@ -65,7 +65,7 @@ def main(argv=None):
             res["sections"][name] = {"error": traceback.format_exc()}
             log(res["sections"][name]["error"])
         res["runtime_s"][name] = time.perf_counter() - t0
-        res["provenance"][name] = {"command": res["command"], "started": res["started"],
+        res["provenance"][name] = {"command": res["command"], "started": res["started"], "run_id": res["run_id"],
                                    "loadavg_at_start": res["machine"].get("loadavg_at_start"),
                                    "runtime_s": res["runtime_s"][name]}
         log(f"[{name}] {res['runtime_s'][name]:.1f} s")
@@ -86,7 +86,7 @@ def _write(res: dict, *, docs: bool) -> None:
         f.write(md)
     plots(res, OUT)
     if docs:
-        kept = [k for k, p in res.get("provenance", {}).items() if p["started"] != res["started"]]
+        kept = [k for k, p in res.get("provenance", {}).items() if not _same_run(p, res)]
         os.makedirs(os.path.dirname(DOCS), exist_ok=True)
         with open(DOCS, "w") as f:
             f.write("# Benchmark results\n\n" "Latest run of `" + res["command"] + "` (regenerate with the same "
@@ -94,6 +94,13 @@ def _write(res: dict, *, docs: bool) -> None:
                     + (f"; the sections {', '.join(kept)} are kept from earlier runs, named in the table below" if kept else "")
                     + ".\n\n" + md + mutation_results(os.path.dirname(DOCS)))
     log(f"wrote {OUT}/results.json, results.md and plots" + ("" if not docs else f"; {DOCS}"))
+
+
+def _same_run(prov: dict, res: dict) -> bool:
+    """Whether a section's provenance is the run ``res`` (by run id: two runs can start in the same second)."""
+    if "run_id" in prov and "run_id" in res:
+        return prov["run_id"] == res["run_id"]
+    return prov["started"] == res["started"]  # results.json written before run ids
 
 
 def _render_only() -> int:
@@ -118,7 +125,7 @@ def _previous_sections(running: list[str]) -> dict:
         if name in running or name not in SECTIONS:
             continue
         prov = prev.get("provenance", {}).get(name) or {
-            "command": prev["command"], "started": prev["started"],
+            "command": prev["command"], "started": prev["started"], "run_id": prev.get("run_id"),
             "loadavg_at_start": prev["machine"].get("loadavg_at_start"), "runtime_s": prev["runtime_s"].get(name)}
         out[name] = (sec, prov)
     return out
