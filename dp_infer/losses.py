@@ -367,8 +367,12 @@ def with_l2(loss: PerExampleLoss, l2: float) -> PerExampleLoss:
     base_m = c.strong_convexity - loss.l2
     r = _radius(loss.domain)
     lip = c.lipschitz - (loss.l2 * r if loss.l2 and math.isfinite(r) else 0.0)
+    vr = c.value_range  # sup - inf over the domain includes the L2 term's 0.5 l2 r^2: swap old for new
+    if vr is not None and math.isfinite(r):
+        vr = vr - 0.5 * loss.l2 * r * r + 0.5 * l2 * r * r
     consts = replace(
         c,
+        value_range=vr,
         lipschitz=lip + (l2 * r if l2 else 0.0),
         smoothness=None if c.smoothness is None else c.smoothness - loss.l2 + l2,
         strong_convexity=base_m + l2,

@@ -241,7 +241,8 @@ class Accountant:
         log_tau = math.log(tau)
         if log_tau >= ld - math.log(2.0):  # (1 + e^0) tau >= delta: infeasible at every eps >= 0
             return math.inf, "none", {}, {}
-        eps_hi = math.log(math.expm1(ld - log_tau))  # (1 + e^eps_hi) tau = delta
+        x = ld - log_tau  # > log 2; may exceed 709 for a subnormal tau (expm1 would overflow)
+        eps_hi = x + math.log1p(-math.exp(-x))  # log(e^x - 1): (1 + e^eps_hi) tau = delta
 
         def total(e):
             return _logaddexp(self._ideal_log_delta(e)[0], log_tau + float(np.logaddexp(0.0, e)))
@@ -251,8 +252,9 @@ class Accountant:
         ok = np.nonzero(vals <= ld)[0]
         if ok.size == 0:
             # refine near the best grid point before giving up
+            # (the grid stops one cell short of eps_hi: a feasible set in that last cell is searched too)
             j = int(np.argmin(vals))
-            lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
+            lo, hi = grid[max(j - 1, 0)], (grid[j + 1] if j + 1 < grid.size else eps_hi)
             res = optimize.minimize_scalar(total, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
             if res.fun > ld:
                 return math.inf, "none", {}, {}

@@ -148,7 +148,10 @@ class _RdpDpAccountingRoute(Route):
     def log_delta(self, eps):
         from dp_accounting.rdp import rdp_privacy_accountant as rpa
 
-        d, _ = rpa.compute_delta(self.r.orders, self.r.values, eps)
+        try:
+            d, _ = rpa.compute_delta(self.r.orders, self.r.values, eps)
+        except (ValueError, OverflowError):  # its KL shortcut takes log1p(-exp(-r)) of r ~ 0: no bound here
+            return 0.0
         return math.log(d) if d > 0 else -math.inf
 
     def epsilon(self, log_delta):
@@ -156,7 +159,10 @@ class _RdpDpAccountingRoute(Route):
 
         if log_delta < _LOG_TINY:
             return math.inf, {}
-        e, a = rdp.compute_epsilon(self.r.orders, self.r.values, math.exp(log_delta))
+        try:
+            e, a = rdp.compute_epsilon(self.r.orders, self.r.values, math.exp(log_delta))
+        except (ValueError, OverflowError):  # a domain error inside dp-accounting: no bound from this route
+            return math.inf, {}
         return float(e), {"optimal_order": float(a)}
 
 

@@ -58,6 +58,7 @@ from .conversions import (
     linear_rdp_log_delta,
     linear_rdp_rho,
     rdp_epsilon,
+    rdp_log_delta,
     resolve_log_delta,
     zcdp_epsilon_mironov,
     zcdp_rho_for_epsilon_mironov,
@@ -227,7 +228,8 @@ def path_delta(beta: float, sensitivity: float, time: float, eps: float, *, fric
 
         orders = np.asarray(rpa.DEFAULT_RDP_ORDERS, dtype=np.float64)
         d = rpa.compute_delta(orders, rho * orders, eps)[0]
-        ld = math.log(d) if d > 0 else -math.inf
+        # below ~1e-308 dp-accounting's float delta underflows to 0: the same grid conversion in log space
+        ld = math.log(d) if d > 0 else rdp_log_delta(orders, rho * orders, eps)[0]
     return ld if log else math.exp(ld)
 
 
