@@ -106,8 +106,9 @@ def tempered_vs_nuts(X, y, draws, *, beta: float, lam: float, quick: bool, rerun
     out = {"beta": beta, "prior_precision": lam, "nuts": _nuts_summary(ref, secs, grads, step, w, s, 4),
            "ours": {"min_ess_bulk": float(ess(draws).min()), "max_rhat": float(rhat(draws).max()),
                     "chains": int(draws.shape[0]), "draws_per_chain": int(draws.shape[1])}}
-    out.update(compare(draws, ref))  # the released draws (kept at top level for older readers)
-    out["released"] = {"label": "released draws (4 chains, private run)", **out["ours"], **compare(draws, ref)}
+    c = compare(draws, ref)
+    out.update(c)  # the released draws' figures, also at top level (older readers)
+    out["released"] = {"label": "released draws (4 chains, private run)", **out["ours"], **c}
     rows = [("released", out["released"])]
     if rerun is not None:
         out["rerun"] = {"label": f"NON-PRIVATE diagnostic: the same plan re-run with {rerun.shape[0]} chains",
@@ -154,6 +155,8 @@ def nonprivate_ess_per_second(X, y, *, quick: bool, steps=(0.1, 0.05), log=print
                                                 key=jax.random.PRNGKey(301))
     out = {"n": n, "d": d, "prior_precision": lam, "nuts": _nuts_summary(ref, t_nuts, grads, nstep, w, s, 4),
            "ula": []}
+    log(f"  [quality/nuts] non-private NUTS: min ESS {out['nuts']['ess_min']:.0f}, max R-hat "
+        f"{out['nuts']['max_rhat']:.3f}, {t_nuts:.0f} s, {grads} leapfrog steps, step size {nstep:.3f}")
     horizon, ndraws = (400.0, 400) if quick else (2000.0, 2000)
     for i, h in enumerate(steps):
         th, secs, nsteps, thin, burn = _ula(U, th_map, cov, step=h, horizon=horizon, chains=4, draws=ndraws,
