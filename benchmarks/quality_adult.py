@@ -22,6 +22,7 @@ Competitors at the same (eps, delta), on the same rows:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -29,9 +30,10 @@ import jax
 import numpy as np
 
 from dp_infer import losses
-from dp_infer.fit_posterior import fit_posterior
+from dp_infer.fit_posterior import fit_posterior, sample_posterior
 from dp_infer.posterior_plan import preconditioner_chol
 from dp_infer.privacy.conversions import gdp_mu
+from dp_infer.randomness import secret_key
 
 from . import dpsgd_jax_privacy
 from .adult_rows import load_adult_natural
@@ -71,6 +73,19 @@ def posterior_run(a, X, y, *, eps: float, ess: int, seed: int):
     row.update(posterior_summary(draws, a.X_test, a.y_test))
     row["posterior_sd_median"] = float(np.median(draws.reshape(-1, draws.shape[-1]).std(axis=0)))
     return run, draws, row
+
+
+def rerun_plan(a, X, y, run, *, num_chains: int = 16, seed: int = 11) -> np.ndarray:
+    """NON-PRIVATE diagnostic of the sampler: the released run's plan (same beta, step, horizon,
+    thinning, burn-in, kernel and preconditioner -- the private second moment it was planned
+    with) re-run on the same rows with ``num_chains`` chains and a fixed seed. Same target as the
+    released draws; the extra chains only lower the Monte-Carlo error of a comparison with NUTS.
+    Nothing here is accounted or released. Returns the post-burn-in draws (chains, draws, d)."""
+    plan = dataclasses.replace(run.plan, num_chains=int(num_chains))
+    key, source = secret_key(seed)
+    loss = losses.logistic(row_norm=a.rows.max_norm())
+    rerun = sample_posterior(loss, X, y, plan, key=key, source=source, progress_bar=False)
+    return rerun.draws()
 
 
 def _attained_max_xPx(P, rows, restarts: int = 20, seed: int = 0) -> float:
@@ -190,4 +205,5 @@ def run(quick: bool, log=print) -> dict:
     res["baselines"] = baselines(a, X, y, main, eps=1.0, quick=quick, log=log)
     res["_main_draws"] = main_draws  # consumed by the NUTS comparison, not serialised
     res["_main_beta"] = main.plan.beta
+    res["_main_run"] = main
     return res
