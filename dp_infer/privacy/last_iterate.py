@@ -101,7 +101,7 @@ def shifted_rdp_ratio(contraction: float, num_steps: float) -> float:
     c = check_nonnegative("contraction", contraction)
     if c > 1.0:
         raise ValueError(f"contraction must lie in [0, 1], got {contraction!r}")
-    k = float(num_steps) if (isinstance(num_steps, float) and math.isinf(num_steps)) else check_positive_int("num_steps", num_steps)
+    k = math.inf if (isinstance(num_steps, float) and num_steps == math.inf) else check_positive_int("num_steps", num_steps)
     return _ratio_from_x(1.0 - c, k)
 
 
