@@ -125,8 +125,12 @@ def test_ula_contraction_is_admissible_up_to_two_over_m_plus_M_and_not_beyond():
     m, M = 1.0, 3.0
     assert LI.ula_contraction(0.5, m, M) == 0.5  # h (m + M) = 2 exactly
     LI.ula_contraction(0.5 * (1 + 1e-13), m, M)  # rounding of a computed step is tolerated
+    # the tolerance is inclusive: h (m + M) equal to 2 (1 + 1e-12) in float64 is still admitted
+    edge = 2.0 * (1.0 + 1e-12)
+    assert (edge / 2.0) * (1.0 + 1.0) == edge
+    LI.ula_contraction(edge / 2.0, 1.0, 1.0)
     for h in (0.5 * (1 + 1e-9), 0.5001, 0.6, 1.0):
-        with pytest.raises(ValueError, match=r"step_size must lie in \(0, 2/\(m_U \+ M_U\)\]"):
+        with pytest.raises(ValueError, match=r"step_size must lie in \(0, 2/\(m_U \+ M_U\)\] = \(0, 0.5\]"):
             LI.ula_contraction(h, m, M)
     LI.ula_contraction(0.1, 2.0, 2.0)  # M = m is allowed
     with pytest.raises(ValueError, match="smoothness_u must be >= strong_convexity_u"):
@@ -169,6 +173,18 @@ def test_at_c_0_the_last_iterate_is_one_gaussian_step():
                                                                                                rel=1e-15)
 
 
+@pytest.mark.parametrize("K", [1, 2, 3, 10, 10**6])
+def test_inside_the_step_tolerance_the_contraction_is_abs_one_minus_h_beta_m(K):
+    # m = M, h beta m = 1 + 5e-13 (admitted: h beta (m + M) <= 2 (1 + 1e-12)). The gradient map is
+    # (h beta m - 1)-Lipschitz, c = 5e-13 > 0; the ratio at c = 1 - h beta m = -5e-13 is 2e-12 lower
+    # for even K (an under-report, found by mutation testing of the x >= 1 branch)
+    h, s = 1.0 + 5e-13, 0.1
+    got = LI.last_iterate_rho(1.0, s, h, K, 1.0, 1.0)
+    c = abs(1 - mpmath.mpf(h))
+    want = mpmath.mpf(h) * s * s / 4 * (1 + c) * (1 - c**K) / ((1 - c) * (1 + c**K))
+    assert got == pytest.approx(float(want), rel=1e-14)
+
+
 def test_releasing_every_iterate_is_the_path_bound():
     beta, s, h, m, M = 20.0, 0.05, 0.01, 1.0, 2.0
     for K in (1, 2, 5):
@@ -189,8 +205,8 @@ def test_release_steps_are_gaps_and_may_end_at_num_steps():
     for bad in ([], [0, 3], [3, 2], [3, 3], [2.0, 3]):
         with pytest.raises(ValueError, match="release_steps"):
             LI.last_iterate_rho(beta, s, h, None, m, M, release_steps=bad)
-    with pytest.raises(ValueError, match="release_steps must not exceed num_steps=9"):
-        LI.last_iterate_rho(beta, s, h, 9, m, M, release_steps=[4, 10])
+    with pytest.raises(ValueError, match="release_steps must not exceed num_steps=9, got 10$"):
+        LI.last_iterate_rho(beta, s, h, 9, m, M, release_steps=[4, 7, 10])
     with pytest.raises(ValueError, match="num_steps"):
         LI.last_iterate_rho(beta, s, h, None, m, M)
 
@@ -241,7 +257,9 @@ def test_event_carries_the_slope_of_chains_and_releases():
                                         + LI.last_iterate_rho(20.0, 0.05, 0.01, 6, 1.0, 2.0)), rel=1e-15)
     assert ev.assumptions == LI._ASSUMPTIONS and len(ev.assumptions) == 7
     assert ev.metadata["release_steps"] == [4, 10] and ev.metadata["num_chains"] == 4
-    assert LI.last_iterate_event(20.0, 0.05, 0.01, 12, 1.0, 2.0).metadata["release_steps"] == [12]
+    one = LI.last_iterate_event(20.0, 0.05, 0.01, 12, 1.0, 2.0)  # defaults: one chain, the last iterate
+    assert one.metadata["release_steps"] == [12] and one.metadata["num_chains"] == 1
+    assert one.rho == pytest.approx(20.0 * 0.05**2 * 0.01 * 20.0 / 4 * float(_mp_ratio(0.01 * 20.0, 12)), rel=1e-12)
 
 
 @pytest.mark.parametrize("delta", [1e-5, 1e-12, 0.3])
