@@ -296,3 +296,33 @@ def test_beta_max_inputs():
         mb.minibatch_beta_max(*args, neighboring="swap")
     with pytest.raises(ValueError, match="rtol"):
         mb.minibatch_beta_max(*args, rtol=0.0)
+
+
+@pytest.mark.parametrize("eps", [0.05, 2.0, 40.0])
+def test_beta_max_default_tolerance_is_1e4_relative(eps):
+    # the documented default rtol = 1e-4: within that of the closed-form inverse at q = 1, from below
+    b = mb.minibatch_beta_max(eps, DELTA, H, T, 1.0, C, N)
+    exact = gdp_mu(eps, DELTA) / ((2 * C / N) * math.sqrt(T * H / 2))
+    assert exact / (1 + 1e-4) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
+
+
+def test_beta_max_gives_zero_when_no_beta_above_1e_300_meets_the_target():
+    # q = 1, C = 1e300, n = 1, T h / 2 = 1: mu = beta * 2e300, so the target eps = 0.1 needs
+    # beta = gdp_mu(0.1) / 2e300 ~ 1.5e-302 < 1e-300: the search gives up on the safe side
+    h, t = 0.5, 4
+    assert gdp_mu(0.1, DELTA) / 2e300 < 1e-300
+    assert mb.minibatch_beta_max(0.1, DELTA, h, t, 1.0, 1e300, 1) == 0.0
+    # and a target that beta ~ 1e-299 meets is found, from below
+    b = mb.minibatch_beta_max(100.0, DELTA, h, t, 1.0, 1e300, 1, rtol=1e-6)
+    exact = gdp_mu(100.0, DELTA) / 2e300
+    assert exact / (1 + 1e-6) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
+
+
+def test_beta_max_bisects_without_overflow_at_the_ends_of_its_range():
+    # answers near 1e-299 and 1e+299 (the search covers [1e-300, 1e300]): the geometric midpoint
+    # sqrt(lo * hi) underflowed to 0 (and overflowed to inf) there and crashed the search
+    h, t = 0.5, 4
+    for clip, n in ((1e300, 1), (1e-290, 1)):
+        b = mb.minibatch_beta_max(50.0, DELTA, h, t, 1.0, clip, n, rtol=1e-6)
+        exact = gdp_mu(50.0, DELTA) / (2 * clip / n)
+        assert exact / (1 + 1e-6) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
