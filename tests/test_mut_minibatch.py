@@ -152,13 +152,14 @@ def test_replace_one_curve_is_the_weak_triangle_bound_capped_by_the_2c_gaussian(
                                rtol=1e-12)
 
 
-def test_replace_one_curve_uses_the_2c_gaussian_where_amplification_is_lost():
+@pytest.mark.parametrize("clip", [1.0, 0.5, 3.0])
+def test_replace_one_curve_uses_the_2c_gaussian_where_amplification_is_lost(clip):
     # q close to 1: the subsampled curve is nearly the Gaussian K T a / (2 sigma^2), and the
     # triangle bound (best p = 2 at a = 4: 8.17 K T / sigma^2) exceeds the 2C curve 2 K T a / sigma^2
     q, beta = 0.9999, 2000.0
     alphas = np.array([4.0, 8.0])
-    ev = mb.minibatch_event(beta, H, T, q, C, N, alphas=alphas, num_chains=2)
-    gauss = 2.0 * 2 * T * alphas / _sigma(q, beta=beta) ** 2
+    ev = mb.minibatch_event(beta, H, T, q, clip, N, alphas=alphas, num_chains=2)
+    gauss = 2.0 * 2 * T * alphas / _sigma(q, beta=beta, c=clip) ** 2
     np.testing.assert_allclose(ev.values, gauss, rtol=1e-15)
 
 
