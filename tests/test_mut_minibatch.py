@@ -327,3 +327,10 @@ def test_beta_max_bisects_without_overflow_at_the_ends_of_its_range():
         b = mb.minibatch_beta_max(50.0, DELTA, h, t, 1.0, clip, n, rtol=1e-6)
         exact = gdp_mu(50.0, DELTA) / (2 * clip / n)
         assert exact / (1 + 1e-6) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("q", [0.05, 1.0])
+def test_event_reports_the_noise_multiplier_it_was_accounted_with(q):
+    ev = mb.minibatch_event(BETA, H, T, q, 0.5, N)
+    assert ev.metadata["noise_multiplier"] == _approx(mb.minibatch_noise_multiplier(BETA, H, q, 0.5, N), rel=1e-15)
+    assert ev.metadata["noise_multiplier"] == _approx(_sigma(q, c=0.5), rel=1e-15)
