@@ -101,7 +101,7 @@ def shifted_rdp_ratio(contraction: float, num_steps: float) -> float:
     c = check_nonnegative("contraction", contraction)
     if c > 1.0:
         raise ValueError(f"contraction must lie in [0, 1], got {contraction!r}")
-    k = float(num_steps) if (isinstance(num_steps, float) and math.isinf(num_steps)) else check_positive_int("num_steps", num_steps)
+    k = math.inf if (isinstance(num_steps, float) and num_steps == math.inf) else check_positive_int("num_steps", num_steps)
     return _ratio_from_x(1.0 - c, k)
 
 
@@ -163,7 +163,9 @@ def _check_li(beta, sensitivity, step_size, strong_convexity, smoothness):
     big_m = check_positive("smoothness", smoothness)
     c = ula_contraction(h, beta * m, beta * big_m)
     x = h * beta * m  # 1 - c in the admissible regime (computed without cancellation)
-    if abs((1.0 - c) - x) > 1e-9 * max(1.0, x):
+    # h beta m > 1 only inside ula_contraction's rounding tolerance (h beta (m + M) <= 2 (1 + 1e-12));
+    # there c = |1 - h beta M| >= h beta m - 1 > 0, and the ratio needs that c, not 1 - h beta m < 0
+    if x > 1.0 or abs((1.0 - c) - x) > 1e-9 * max(1.0, x):
         x = 1.0 - c
     return beta, s, h, m, big_m, x
 

@@ -319,7 +319,7 @@ def minibatch_beta_max(eps: float, delta: float, step_size: float, num_steps: in
         if hi > 1e300:
             return math.inf
     while hi / lo - 1.0 > rtol:
-        mid = math.sqrt(lo * hi)
+        mid = math.sqrt(lo) * math.sqrt(hi)  # lo * hi would underflow below ~1e-154 (overflow above 1e154)
         if e(mid) <= eps:
             lo = mid
         else:
