@@ -240,11 +240,7 @@ def calibrate(loss: PerExampleLoss | LossConstants, n: int, dim: int, *, eps: fl
         domain = loss.domain
     # Every user choice is validated here, before any route is evaluated: a bad value is an
     # error, never a silent switch to another route.
-    G = constants.grad_diff
-    if not math.isfinite(G) or G <= 0:
-        raise ValueError(f"the loss has no finite gradient-difference bound G (grad_diff = {G!r}; must be a finite "
-                         "number > 0): declare data bounds (row_norm, label range), use a bounded domain, or use "
-                         "clipping")
+    constants.require_finite_grad_diff()
     eps = check_target_epsilon(eps)
     pure_target = delta is None or delta == 0
     if not pure_target:

@@ -70,6 +70,14 @@ class LossConstants:
         """sup_theta ||grad L(theta; D) - grad L(theta; D')|| for the mean loss over n examples."""
         return self.grad_diff / check_positive_int("n", n)
 
+    def require_finite_grad_diff(self) -> None:
+        """Refuse (ValueError) a G that is not a finite number > 0: every gradient-noise route divides it by n."""
+        G = self.grad_diff
+        if not math.isfinite(G) or G <= 0:
+            raise ValueError(f"the loss has no finite gradient-difference bound G (grad_diff = {G!r}; must be a "
+                             "finite number > 0): declare data bounds (row_norm, label range), use a bounded "
+                             "domain, or use clipped_loss()")
+
     def as_dict(self) -> dict:
         return {
             "lipschitz": self.lipschitz,

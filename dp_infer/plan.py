@@ -196,9 +196,7 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
         raise ValueError(f"burn_in_fraction must lie in [0, 1), got {burn_in_fraction!r}")
     if not 0 < step_safety < 2:
         raise ValueError(f"step_safety must lie in (0, 2) (h * M_U; ULA diverges at 2), got {step_safety!r}")
-    if not math.isfinite(constants.grad_diff) or constants.grad_diff <= 0:
-        raise ValueError("the loss has no finite gradient-difference bound G: declare data bounds "
-                         "(row_norm, label range), use a bounded domain, or use clipped_loss()")
+    constants.require_finite_grad_diff()
     if constants.smoothness is None:
         raise ValueError("the loss declares no smoothness M: the step size cannot be chosen from "
                          "the loss constants; pass smoothness= to clipped_loss()")
