@@ -23,7 +23,8 @@ from . import quality_adult, quality_coverage, quality_nuts
 
 def run(quick: bool, log=print) -> dict:
     adult = quality_adult.run(quick, log=log)
-    draws, beta, main = adult.pop("_main_draws"), adult.pop("_main_beta"), adult.pop("_main_run")
+    draws, main = adult.pop("_main_draws"), adult.pop("_main_run")
+    beta = main.plan.beta
     data = quality_adult.load_adult_natural()
     X, y = quality_adult._subsample(data, 5000 if quick else None)
     out = {"adult": adult}
