@@ -21,11 +21,8 @@ from dp_infer.privacy import last_iterate as LI
 from dp_infer.privacy import path as P
 from dp_infer.privacy.conversions import linear_rdp_epsilon, linear_rdp_rho
 from dp_infer.privacy.events import ZcdpEvent
+from strict_tolerance import approx
 
-
-def _approx(expected, rel=None, abs=0.0):
-    """pytest.approx without its default absolute tolerance of 1e-12 (these values can be ~1e-3)."""
-    return pytest.approx(expected, rel=rel, abs=abs)
 
 mpmath.mp.dps = 60
 
@@ -64,7 +61,7 @@ def test_ratio_against_60_digits(c, K):
     if want == mpmath.inf:
         assert got == math.inf
         return
-    assert got == _approx(float(want), rel=1e-12)
+    assert got == approx(float(want), rel=1e-12)
     assert 1.0 - 1e-15 <= got <= K * (1 + 1e-15)
 
 
@@ -76,7 +73,7 @@ def test_ratio_closed_forms_at_the_ends():
     assert LI.shifted_rdp_ratio(0.5, math.inf) == 3.0  # (1 + c)/(1 - c)
     assert LI.shifted_rdp_ratio(0.75, math.inf) == 7.0
     assert LI.shifted_rdp_ratio(0.5, 1) == 1.0
-    assert LI.shifted_rdp_ratio(0.5, 2) == _approx(1.8, rel=1e-15)  # (sum w)^2/sum w^2 = 2.25/1.25
+    assert LI.shifted_rdp_ratio(0.5, 2) == approx(1.8, rel=1e-15)  # (sum w)^2/sum w^2 = 2.25/1.25
 
 
 def test_ratio_inputs():
@@ -89,7 +86,7 @@ def test_ratio_inputs():
 
 
 def test_contractive_iteration_rho_is_the_shift_over_the_noise_times_the_ratio():
-    assert LI.contractive_iteration_rho(0.5, 0.3, 2.0, 4) == _approx(
+    assert LI.contractive_iteration_rho(0.5, 0.3, 2.0, 4) == approx(
         0.09 / 8.0 * float(_mp_ratio(0.5, 4)), rel=1e-14)
     assert LI.contractive_iteration_rho(0.9, 0.0, 1.0, 10) == 0.0
     with pytest.raises(ValueError, match="shift"):
@@ -122,8 +119,8 @@ def test_optimal_allocation_at_c_0_spends_everything_on_the_last_step():
 def test_ula_contraction_is_the_spectral_norm_of_the_gradient_map(h, m, M):
     c = LI.ula_contraction(h, m, M)
     J = np.eye(2) - h * np.diag([m, M])  # Jacobian of x -> x - h grad U for curvatures m and M
-    assert c == _approx(np.linalg.norm(J, 2), rel=1e-15, abs=1e-16)
-    assert c == _approx(1.0 - h * m, rel=1e-15, abs=1e-16)  # on the admissible range
+    assert c == approx(np.linalg.norm(J, 2), rel=1e-15, abs=1e-16)
+    assert c == approx(1.0 - h * m, rel=1e-15, abs=1e-16)  # on the admissible range
 
 
 def test_ula_contraction_is_admissible_up_to_two_over_m_plus_M_and_not_beyond():
@@ -163,9 +160,9 @@ def test_ula_contraction_is_admissible_up_to_two_over_m_plus_M_and_not_beyond():
 ])
 def test_last_iterate_rho_against_60_digits(beta, s, h, K, m, M):
     got = LI.last_iterate_rho(beta, s, h, K, m, M)
-    assert got == _approx(float(_mp_rho(beta, s, h, K, m)), rel=1e-11)
+    assert got == approx(float(_mp_rho(beta, s, h, K, m)), rel=1e-11)
     assert got <= P.path_rho(beta, s, K * h) * (1 + 1e-12)
-    assert LI.last_iterate_rho(beta, s, h, K, m, M, num_chains=3) == _approx(3 * got, rel=1e-15)
+    assert LI.last_iterate_rho(beta, s, h, K, m, M, num_chains=3) == approx(3 * got, rel=1e-15)
 
 
 def test_at_c_0_the_last_iterate_is_one_gaussian_step():
@@ -175,8 +172,8 @@ def test_at_c_0_the_last_iterate_is_one_gaussian_step():
     h = 1.0 / (beta * m)
     one_step = (h * beta * s) ** 2 / (4.0 * h)
     for K in (1, 2, 50, 10**9):
-        assert LI.last_iterate_rho(beta, s, h, K, m, m) == _approx(one_step, rel=1e-15)
-    assert LI.last_iterate_rho(beta, s, h, None, m, m, release_steps=[3, 4, 9]) == _approx(3 * one_step,
+        assert LI.last_iterate_rho(beta, s, h, K, m, m) == approx(one_step, rel=1e-15)
+    assert LI.last_iterate_rho(beta, s, h, None, m, m, release_steps=[3, 4, 9]) == approx(3 * one_step,
                                                                                                rel=1e-15)
 
 
@@ -189,25 +186,25 @@ def test_inside_the_step_tolerance_the_contraction_is_abs_one_minus_h_beta_m(K):
     got = LI.last_iterate_rho(1.0, s, h, K, 1.0, 1.0)
     c = abs(1 - mpmath.mpf(h))
     want = mpmath.mpf(h) * s * s / 4 * (1 + c) * (1 - c**K) / ((1 - c) * (1 + c**K))
-    assert got == _approx(float(want), rel=1e-14)
+    assert got == approx(float(want), rel=1e-14)
 
 
 def test_releasing_every_iterate_is_the_path_bound():
     beta, s, h, m, M = 20.0, 0.05, 0.01, 1.0, 2.0
     for K in (1, 2, 5):
         rho = LI.last_iterate_rho(beta, s, h, None, m, M, release_steps=list(range(1, K + 1)))
-        assert rho == _approx(P.path_rho(beta, s, K * h), rel=1e-14)
+        assert rho == approx(P.path_rho(beta, s, K * h), rel=1e-14)
 
 
 def test_release_steps_are_gaps_and_may_end_at_num_steps():
     beta, s, h, m, M = 20.0, 0.05, 0.01, 1.0, 2.0
     one = lambda K: LI.last_iterate_rho(beta, s, h, K, m, M)  # noqa: E731
     assert LI.last_iterate_rho(beta, s, h, 10, m, M, release_steps=[10]) == one(10)
-    assert LI.last_iterate_rho(beta, s, h, 10, m, M, release_steps=[4, 10]) == _approx(one(4) + one(6),
+    assert LI.last_iterate_rho(beta, s, h, 10, m, M, release_steps=[4, 10]) == approx(one(4) + one(6),
                                                                                             rel=1e-15)
-    assert LI.last_iterate_rho(beta, s, h, None, m, M, release_steps=[2, 3, 7]) == _approx(
+    assert LI.last_iterate_rho(beta, s, h, None, m, M, release_steps=[2, 3, 7]) == approx(
         one(2) + one(1) + one(4), rel=1e-15)
-    assert LI.last_iterate_rho(beta, s, h, 12, m, M, release_steps=[4, 10]) == _approx(one(4) + one(6),
+    assert LI.last_iterate_rho(beta, s, h, 12, m, M, release_steps=[4, 10]) == approx(one(4) + one(6),
                                                                                             rel=1e-15)
     for bad in ([], [0, 3], [3, 2], [3, 3], [2.0, 3]):
         with pytest.raises(ValueError, match="release_steps"):
@@ -234,7 +231,7 @@ def test_rdp_is_alpha_times_rho_on_orders_above_one():
     rho = LI.last_iterate_rho(*args)
     al = np.array([1.0 + 1e-9, 1.5, 2.0, 64.0, 1e6])
     np.testing.assert_array_equal(LI.last_iterate_rdp(al, *args), al * rho)
-    assert LI.last_iterate_rdp(2.0, *args, num_chains=2) == _approx(4.0 * rho, rel=1e-15)
+    assert LI.last_iterate_rdp(2.0, *args, num_chains=2) == approx(4.0 * rho, rel=1e-15)
     for bad in (1.0, 0.5, -2.0, math.inf, math.nan, [2.0, 1.0]):
         with pytest.raises(ValueError, match=r"alpha \(Renyi order\) must lie in \(1, inf\)"):
             LI.last_iterate_rdp(bad, *args)
@@ -242,10 +239,10 @@ def test_rdp_is_alpha_times_rho_on_orders_above_one():
 
 def test_limit_defaults_to_the_stationary_gaussian_mechanism():
     # h -> 0: beta Delta^2 / (2m), the exact RDP slope of the Gibbs posterior on a quadratic
-    assert LI.last_iterate_rho_limit(10.0, 0.2, 0.5) == _approx(10.0 * 0.04 / 1.0, rel=1e-15)
-    assert LI.last_iterate_rho_limit(10.0, 0.2, 0.5, 0.1) == _approx(10.0 * 0.04 * 1.5 / 2.0, rel=1e-15)
+    assert LI.last_iterate_rho_limit(10.0, 0.2, 0.5) == approx(10.0 * 0.04 / 1.0, rel=1e-15)
+    assert LI.last_iterate_rho_limit(10.0, 0.2, 0.5, 0.1) == approx(10.0 * 0.04 * 1.5 / 2.0, rel=1e-15)
     # the K -> inf limit of the slope at that h
-    assert LI.last_iterate_rho(10.0, 0.2, 0.1, 10**12, 0.5, 1.0) == _approx(
+    assert LI.last_iterate_rho(10.0, 0.2, 0.1, 10**12, 0.5, 1.0) == approx(
         LI.last_iterate_rho_limit(10.0, 0.2, 0.5, 0.1), rel=1e-14)
     for name, kw in (("beta", dict(beta=0.0)), ("sensitivity", dict(sensitivity=-1.0)),
                      ("strong_convexity", dict(strong_convexity=0.0)), ("step_size", dict(step_size=-0.1))):
@@ -260,13 +257,13 @@ def test_event_carries_the_slope_of_chains_and_releases():
     ev = LI.last_iterate_event(20.0, 0.05, 0.01, 12, 1.0, 2.0, num_chains=4, release_steps=[4, 10])
     assert isinstance(ev, ZcdpEvent)
     assert ev.rho == LI.last_iterate_rho(20.0, 0.05, 0.01, 12, 1.0, 2.0, num_chains=4, release_steps=[4, 10])
-    assert ev.rho == _approx(4 * (LI.last_iterate_rho(20.0, 0.05, 0.01, 4, 1.0, 2.0)
+    assert ev.rho == approx(4 * (LI.last_iterate_rho(20.0, 0.05, 0.01, 4, 1.0, 2.0)
                                         + LI.last_iterate_rho(20.0, 0.05, 0.01, 6, 1.0, 2.0)), rel=1e-15)
     assert ev.assumptions == LI._ASSUMPTIONS and len(ev.assumptions) == 7
     assert ev.metadata["release_steps"] == [4, 10] and ev.metadata["num_chains"] == 4
     one = LI.last_iterate_event(20.0, 0.05, 0.01, 12, 1.0, 2.0)  # defaults: one chain, the last iterate
     assert one.metadata["release_steps"] == [12] and one.metadata["num_chains"] == 1
-    assert one.rho == _approx(20.0 * 0.05**2 * 0.01 * 20.0 / 4 * float(_mp_ratio(0.01 * 20.0, 12)), rel=1e-12)
+    assert one.rho == approx(20.0 * 0.05**2 * 0.01 * 20.0 / 4 * float(_mp_ratio(0.01 * 20.0, 12)), rel=1e-12)
 
 
 @pytest.mark.parametrize("delta", [1e-5, 1e-12, 0.3])
@@ -276,7 +273,7 @@ def test_epsilon_is_the_cks_conversion_of_the_slope(delta):
     want = linear_rdp_epsilon(rho, delta)[0]
     assert LI.last_iterate_epsilon(*args, delta, num_chains=3, release_steps=[20, 50]) == want
     assert LI.last_iterate_epsilon(*args, log_delta=math.log(delta), num_chains=3, release_steps=[20, 50]) == \
-        _approx(want, rel=1e-12)
+        approx(want, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- calibration
@@ -291,7 +288,7 @@ def test_uniform_beta_max_meets_the_target_exactly_and_is_tight(eps, delta, k):
     rho = k * b * s * s / (2 * m)
     assert rho <= rho_max  # exact, no tolerance
     assert rho >= rho_max * (1 - 1e-12)
-    assert b == _approx(2 * m * rho_max / (k * s * s), rel=1e-12)
+    assert b == approx(2 * m * rho_max / (k * s * s), rel=1e-12)
     # for every (h, K) the slope is at most the uniform one
     for h, K in ((0.01 / (b * (m + 2.0)), 10**6), (0.1 / (b * (m + 2.0)), 10), (1.0 / (b * (m + 2.0)), 10**9)):
         assert k * LI.last_iterate_rho(b, s, h, K, m, 2.0) <= rho_max * (1 + 1e-12)
@@ -338,10 +335,10 @@ def test_beta_max_returns_the_cap_when_the_target_allows_any_stable_beta():
 
 def test_beta_max_with_log_delta_equals_with_delta():
     kw = dict(sensitivity=0.01, strong_convexity=0.5, smoothness=2.0, step_size=1e-3, num_steps=1000)
-    assert LI.last_iterate_beta_max(1.0, log_delta=math.log(1e-6), **kw) == _approx(
+    assert LI.last_iterate_beta_max(1.0, log_delta=math.log(1e-6), **kw) == approx(
         LI.last_iterate_beta_max(1.0, 1e-6, **kw), rel=1e-9)
     assert LI.last_iterate_beta_max(1.0, log_delta=math.log(1e-6), sensitivity=0.01, strong_convexity=0.5) == \
-        _approx(LI.last_iterate_beta_max(1.0, 1e-6, sensitivity=0.01, strong_convexity=0.5), rel=1e-9)
+        approx(LI.last_iterate_beta_max(1.0, 1e-6, sensitivity=0.01, strong_convexity=0.5), rel=1e-9)
 
 
 def test_beta_max_inputs():

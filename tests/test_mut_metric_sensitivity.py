@@ -16,11 +16,7 @@ import pytest
 
 from dp_infer.privacy import metric_sensitivity as MS
 from dp_infer.schema.admissible import AdmissibleRows, ConstantBlock, IntervalBlock, OneOfBlock
-
-
-def _approx(expected, rel=None, abs=0.0):
-    """pytest.approx without its default absolute tolerance of 1e-12 (these values can be ~1e-3)."""
-    return pytest.approx(expected, rel=rel, abs=abs)
+from strict_tolerance import approx
 
 
 def _rot(theta):
@@ -55,12 +51,12 @@ def test_ball_bound_is_the_top_eigenvalue_times_r_squared(eigs, expected_top, R)
     Q = _rot(0.3)
     P = Q @ np.diag(eigs) @ Q.T
     got = MS.max_quadratic_form(P, row_norm=R)
-    assert got == _approx(expected_top * R * R, rel=1e-12, abs=1e-15)
+    assert got == approx(expected_top * R * R, rel=1e-12, abs=1e-15)
     assert got >= 0.0
     # attained: x = R times the top eigenvector (nothing in the ball does better)
     v = Q[:, int(np.argmax(eigs))]
     if expected_top > 0:
-        assert (R * v) @ P @ (R * v) == _approx(got, rel=1e-12)
+        assert (R * v) @ P @ (R * v) == approx(got, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- block bound
@@ -70,8 +66,8 @@ def test_ball_bound_is_the_top_eigenvalue_times_r_squared(eigs, expected_top, R)
 def test_block_bound_on_a_square_is_two_plus_two_abs_r(r):
     P = np.array([[1.0, r], [r, 1.0]])
     rows = _box_rows((-1.0, 1.0), (-1.0, 1.0))
-    assert MS.max_quadratic_form(P, rows=rows) == _approx(2.0 + 2.0 * abs(r), rel=1e-15)
-    assert MS.brute_force_max_quadratic_form(P, rows) == _approx(2.0 + 2.0 * abs(r), rel=1e-15)
+    assert MS.max_quadratic_form(P, rows=rows) == approx(2.0 + 2.0 * abs(r), rel=1e-15)
+    assert MS.brute_force_max_quadratic_form(P, rows) == approx(2.0 + 2.0 * abs(r), rel=1e-15)
 
 
 def test_block_bound_on_one_sided_intervals_counts_each_pair_at_its_largest_magnitude():
@@ -79,8 +75,8 @@ def test_block_bound_on_one_sided_intervals_counts_each_pair_at_its_largest_magn
     # is the sum of the per-pair maxima of |u_b P_bb' u_b'|: 1 + 1 + 1 + 8 = 11 (>= 8)
     P = np.array([[1.0, -0.5], [-0.5, 2.0]])
     rows = _box_rows((0.0, 1.0), (0.0, 2.0))
-    assert MS.brute_force_max_quadratic_form(P, rows) == _approx(8.0, rel=1e-15)
-    assert MS.max_quadratic_form(P, rows=rows) == _approx(11.0, rel=1e-15)
+    assert MS.brute_force_max_quadratic_form(P, rows) == approx(8.0, rel=1e-15)
+    assert MS.max_quadratic_form(P, rows=rows) == approx(11.0, rel=1e-15)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -93,11 +89,11 @@ def test_block_bound_is_exact_for_block_diagonal_and_above_brute_force_otherwise
     for b in rows.blocks:
         ix = np.ix_(list(b.indices), list(b.indices))
         Pb[ix] = P[ix]
-    assert MS.max_quadratic_form(Pb, rows=rows) == _approx(MS.brute_force_max_quadratic_form(Pb, rows),
+    assert MS.max_quadratic_form(Pb, rows=rows) == approx(MS.brute_force_max_quadratic_form(Pb, rows),
                                                                  rel=1e-12)
     # brute force really is the max over the vertex rows
     V = rows.vertices()
-    assert exact == _approx(max(float(x @ P @ x) for x in V), rel=1e-13)  # einsum rounding
+    assert exact == approx(max(float(x @ P @ x) for x in V), rel=1e-13)  # einsum rounding
 
 
 def test_with_rows_and_a_norm_the_smaller_bound_is_returned():
@@ -105,14 +101,14 @@ def test_with_rows_and_a_norm_the_smaller_bound_is_returned():
     R = math.sqrt(2.0)
     # P along (1, 1): the ball bound 2 * 2 = 4 equals the block bound 1 + 1 + 1 + 1 = 4
     P = np.array([[1.0, 1.0], [1.0, 1.0]])
-    assert MS.max_quadratic_form(P, rows=rows, row_norm=R) == _approx(4.0, rel=1e-14)
+    assert MS.max_quadratic_form(P, rows=rows, row_norm=R) == approx(4.0, rel=1e-14)
     # P = diag(1, 0): block bound 1 (exact), ball bound 2
     P = np.diag([1.0, 0.0])
-    assert MS.max_quadratic_form(P, rows=rows) == _approx(1.0, rel=1e-15)
-    assert MS.max_quadratic_form(P, row_norm=R) == _approx(2.0, rel=1e-14)
-    assert MS.max_quadratic_form(P, rows=rows, row_norm=R) == _approx(1.0, rel=1e-15)
+    assert MS.max_quadratic_form(P, rows=rows) == approx(1.0, rel=1e-15)
+    assert MS.max_quadratic_form(P, row_norm=R) == approx(2.0, rel=1e-14)
+    assert MS.max_quadratic_form(P, rows=rows, row_norm=R) == approx(1.0, rel=1e-15)
     # a tiny norm makes the ball bound the smaller one
-    assert MS.max_quadratic_form(P, rows=rows, row_norm=0.1) == _approx(0.01, rel=1e-14)
+    assert MS.max_quadratic_form(P, rows=rows, row_norm=0.1) == approx(0.01, rel=1e-14)
 
 
 def test_rows_of_the_wrong_dimension_and_no_bound_are_refused():
@@ -161,7 +157,7 @@ def test_symmetry_tolerance_is_rounding_at_the_scale_of_p():
 def test_p_within_rounding_of_symmetric_is_symmetrised():
     # an asymmetry of one part in 1e14 (rounding of a product) is accepted; the symmetric part is used
     P = np.array([[2.0, 1.0], [1.0 + 1e-14, 2.0]])
-    assert MS.max_quadratic_form(P, row_norm=1.0) == _approx(3.0 + 0.5e-14, rel=1e-15)
+    assert MS.max_quadratic_form(P, row_norm=1.0) == approx(3.0 + 0.5e-14, rel=1e-15)
     np.testing.assert_array_equal(MS._check_P(P), MS._check_P(P).T)
     np.testing.assert_array_equal(MS._check_P([[1, 2], [2, 5]]), np.array([[1.0, 2.0], [2.0, 5.0]]))
     assert MS._check_P([[1, 2], [2, 5]]).dtype == np.float64
@@ -184,8 +180,8 @@ def test_glm_sensitivity_is_attained_when_the_block_bound_is_exact(a, n):
     rows = _box_rows((-1.0, 1.0), (-2.0, 2.0), (-0.5, 0.5))
     P = np.diag([2.0, 0.5, 3.0])
     got = MS.metric_gradient_sensitivity(P, n, link_derivative_bound=a, rows=rows)
-    assert got == _approx(2.0 * a * math.sqrt(2.0 + 2.0 + 0.75) / n, rel=1e-14)
-    assert got == _approx(_exact_glm_sensitivity(P, rows, a, n), rel=1e-12)
+    assert got == approx(2.0 * a * math.sqrt(2.0 + 2.0 + 0.75) / n, rel=1e-14)
+    assert got == approx(_exact_glm_sensitivity(P, rows, a, n), rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -196,11 +192,11 @@ def test_glm_sensitivity_bounds_the_exact_supremum(seed):
         exact = _exact_glm_sensitivity(P, rows, a, n)
         got = MS.metric_gradient_sensitivity(P, n, link_derivative_bound=a, rows=rows)
         assert got >= exact
-        assert got == _approx(2.0 * a * math.sqrt(MS.max_quadratic_form(P, rows=rows)) / n, rel=1e-15)
+        assert got == approx(2.0 * a * math.sqrt(MS.max_quadratic_form(P, rows=rows)) / n, rel=1e-15)
         # with the norm of the rows as well: the smaller of the two
         R = rows.max_norm()
         both = MS.metric_gradient_sensitivity(P, n, link_derivative_bound=a, rows=rows, row_norm=R)
-        assert both == _approx(2.0 * a * math.sqrt(MS.max_quadratic_form(P, rows=rows, row_norm=R)) / n,
+        assert both == approx(2.0 * a * math.sqrt(MS.max_quadratic_form(P, rows=rows, row_norm=R)) / n,
                                      rel=1e-15)
         assert exact <= both <= got
 
@@ -208,14 +204,14 @@ def test_glm_sensitivity_bounds_the_exact_supremum(seed):
 def test_grad_diff_sensitivity_is_sqrt_top_eigenvalue_times_g_over_n():
     Q = _rot(1.1)
     P = Q @ np.diag([4.0, 0.25]) @ Q.T
-    assert MS.metric_gradient_sensitivity(P, 8, grad_diff=3.0) == _approx(2.0 * 3.0 / 8, rel=1e-13)
+    assert MS.metric_gradient_sensitivity(P, 8, grad_diff=3.0) == approx(2.0 * 3.0 / 8, rel=1e-13)
     # attained: two gradients G/2 apart along the top eigenvector, in opposite directions
     v = Q[:, 0]
-    assert np.linalg.norm(np.linalg.cholesky(P).T @ (3.0 * v)) / 8 == _approx(0.75, rel=1e-13)
+    assert np.linalg.norm(np.linalg.cholesky(P).T @ (3.0 * v)) / 8 == approx(0.75, rel=1e-13)
     # the top of the spectrum, whatever the dimension and the order of the diagonal
     for diag in ([0.5, 4.0, 1.0], [4.0, 0.5, 1.0, 0.25], [1.0, 0.5, 0.25, 0.1, 4.0]):
-        assert MS.metric_gradient_sensitivity(np.diag(diag), 8, grad_diff=3.0) == _approx(0.75, rel=1e-15)
-        assert MS.max_quadratic_form(np.diag(diag), row_norm=2.0) == _approx(16.0, rel=1e-15)
+        assert MS.metric_gradient_sensitivity(np.diag(diag), 8, grad_diff=3.0) == approx(0.75, rel=1e-15)
+        assert MS.max_quadratic_form(np.diag(diag), row_norm=2.0) == approx(16.0, rel=1e-15)
     # a non-positive-definite P (no preconditioner, but a valid input): negative curvature counts 0
     assert MS.metric_gradient_sensitivity(-np.eye(2), 4, grad_diff=1.0) == 0.0
 
@@ -224,14 +220,14 @@ def test_the_smaller_valid_bound_wins_and_an_infinite_grad_diff_is_ignored():
     rows = _box_rows((-1.0, 1.0), (-1.0, 1.0))
     P = np.eye(2)
     glm = 2.0 * 1.0 * math.sqrt(2.0) / 5  # 2 a sqrt(2) / n
-    assert MS.metric_gradient_sensitivity(P, 5, link_derivative_bound=1.0, rows=rows) == _approx(glm, rel=1e-15)
-    assert MS.metric_gradient_sensitivity(P, 5, grad_diff=1.0) == _approx(0.2, rel=1e-15)
+    assert MS.metric_gradient_sensitivity(P, 5, link_derivative_bound=1.0, rows=rows) == approx(glm, rel=1e-15)
+    assert MS.metric_gradient_sensitivity(P, 5, grad_diff=1.0) == approx(0.2, rel=1e-15)
     assert MS.metric_gradient_sensitivity(P, 5, link_derivative_bound=1.0, rows=rows,
-                                          grad_diff=1.0) == _approx(0.2, rel=1e-15)
+                                          grad_diff=1.0) == approx(0.2, rel=1e-15)
     assert MS.metric_gradient_sensitivity(P, 5, link_derivative_bound=1.0, rows=rows,
-                                          grad_diff=10.0) == _approx(glm, rel=1e-15)
+                                          grad_diff=10.0) == approx(glm, rel=1e-15)
     assert MS.metric_gradient_sensitivity(P, 5, link_derivative_bound=1.0, rows=rows,
-                                          grad_diff=math.inf) == _approx(glm, rel=1e-15)
+                                          grad_diff=math.inf) == approx(glm, rel=1e-15)
     with pytest.raises(ValueError, match="need a link_derivative_bound"):
         MS.metric_gradient_sensitivity(P, 5, grad_diff=math.inf)
     with pytest.raises(ValueError, match="need a link_derivative_bound"):

@@ -25,11 +25,8 @@ from dp_infer.privacy import minibatch as mb
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu, rdp_epsilon
 from dp_infer.privacy.events import GdpEvent, RdpCurveEvent
+from strict_tolerance import approx
 
-
-def _approx(expected, rel=None, abs=0.0):
-    """pytest.approx without its default absolute tolerance of 1e-12 (these values can be ~1e-3)."""
-    return pytest.approx(expected, rel=rel, abs=abs)
 
 BETA, H, T, C, N = 100.0, 0.01, 40, 1.0, 1000
 DELTA = 1e-5
@@ -54,7 +51,7 @@ def _mp_poisson_gaussian_rdp(alpha: int, q: float, sigma: float) -> float:
 def test_noise_multiplier_is_noise_std_over_the_drift_of_one_clipped_gradient():
     for beta, h, q, c, n in ((100.0, 0.01, 0.01, 1.0, 1000), (3.0, 0.5, 1.0, 0.2, 7), (1e4, 1e-6, 0.3, 5.0, 10**6)):
         drift = h * beta * c / (q * n)
-        assert mb.minibatch_noise_multiplier(beta, h, q, c, n) == _approx(math.sqrt(2 * h) / drift, rel=1e-14)
+        assert mb.minibatch_noise_multiplier(beta, h, q, c, n) == approx(math.sqrt(2 * h) / drift, rel=1e-14)
     for name, args in (("beta", (0.0, H, 0.1, C, N)), ("step_size", (BETA, -1.0, 0.1, C, N)),
                        ("q", (BETA, H, 0.0, C, N)), ("q", (BETA, H, math.nan, C, N)), ("q", (BETA, H, None, C, N)),
                        ("clip_norm", (BETA, H, 0.1, 0.0, N)), ("n", (BETA, H, 0.1, C, 0))):
@@ -79,7 +76,7 @@ def test_dp_accounting_event_is_k_t_self_composed_subsampled_gaussians():
     assert isinstance(ev, dpa.SelfComposedDpEvent) and ev.count == 3 * T
     assert isinstance(ev.event, dpa.PoissonSampledDpEvent) and ev.event.sampling_probability == 0.02
     assert isinstance(ev.event.event, dpa.GaussianDpEvent)
-    assert ev.event.event.noise_multiplier == _approx(_sigma(0.02), rel=1e-15)
+    assert ev.event.event.noise_multiplier == approx(_sigma(0.02), rel=1e-15)
     assert mb.minibatch_dp_accounting_event(BETA, H, T, 0.02, C, N).count == T
 
 
@@ -209,8 +206,8 @@ def test_q1_is_the_closed_form_gaussian_path(k):
     ar = mb.minibatch_event(BETA, H, T, 1.0, C, N, num_chains=k, neighboring="add_remove")
     assert isinstance(rep, GdpEvent) and isinstance(ar, GdpEvent)
     mu = BETA * (2 * C / N) * math.sqrt(k * T * H / 2)
-    assert rep.mu == _approx(mu, rel=1e-14)
-    assert ar.mu == _approx(mu / 2, rel=1e-14)
+    assert rep.mu == approx(mu, rel=1e-14)
+    assert ar.mu == approx(mu / 2, rel=1e-14)
     assert rep.metadata["mu"] == rep.mu
     # and the limit q -> 1 of the subsampled curves approaches it from the same side
     near = mb.minibatch_event(BETA, H, T, 1 - 1e-9, C, N, num_chains=k, neighboring="add_remove",
@@ -228,7 +225,7 @@ def test_epsilon_is_the_accountants_eps_of_the_event(neighboring):
     rep = Accountant().compose(ev).report(delta=DELTA)
     assert out["epsilon"] == rep["epsilon"] and out["route"] == rep["route"]
     assert out["event"] == ev and out["epsilon_pld"] is None
-    assert out["epsilon"] == _approx(rdp_epsilon(ev.orders, ev.values, DELTA)[0], rel=1e-9)
+    assert out["epsilon"] == approx(rdp_epsilon(ev.orders, ev.values, DELTA)[0], rel=1e-9)
     with_pld = mb.minibatch_epsilon(BETA, H, T, 0.05, C, N, DELTA, num_chains=2, neighboring=neighboring)
     assert with_pld["epsilon_pld"] == mb.minibatch_pld_epsilon(BETA, H, T, 0.05, C, N, DELTA, 2,
                                                                 neighboring=neighboring)
@@ -332,5 +329,5 @@ def test_beta_max_bisects_without_overflow_at_the_ends_of_its_range():
 @pytest.mark.parametrize("q", [0.05, 1.0])
 def test_event_reports_the_noise_multiplier_it_was_accounted_with(q):
     ev = mb.minibatch_event(BETA, H, T, q, 0.5, N)
-    assert ev.metadata["noise_multiplier"] == _approx(mb.minibatch_noise_multiplier(BETA, H, q, 0.5, N), rel=1e-15)
-    assert ev.metadata["noise_multiplier"] == _approx(_sigma(q, c=0.5), rel=1e-15)
+    assert ev.metadata["noise_multiplier"] == approx(mb.minibatch_noise_multiplier(BETA, H, q, 0.5, N), rel=1e-15)
+    assert ev.metadata["noise_multiplier"] == approx(_sigma(q, c=0.5), rel=1e-15)
