@@ -18,6 +18,11 @@ Constants (seed-001 digest §2.2), all with respect to replace-one neighbouring 
   ``|phi'|`` (the gradient is ``phi' x``). It lets a sensitivity be computed over the rows that can
   occur, in any metric (:mod:`dp_infer.privacy.metric_sensitivity`); None for other losses.
 
+A generalised linear loss also carries ``index_fn = phi`` (vectorised over rows): the empirical
+loss is then ``mean(phi(X @ theta, y))``, one matrix product (the same function as the per-example
+``fn``, evaluated faster), and a linear reparametrisation ``theta = C phi`` folds ``C`` into the
+data once (``X C``) instead of on every step (:meth:`dp_infer.potentials.GibbsPotential.reparametrised`).
+
 Constants come from *declared* bounds on the data (row norm, label range) and are enforced:
 ``check_data`` refuses rows or labels outside the declared bounds (nothing is clipped silently);
 :func:`dp_infer.datasets.clip_rows` clips rows and reports how many it clipped.
@@ -37,7 +42,7 @@ import numpy as np
 
 from ._validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
 from .domains import Domain, Euclidean
-from .row_blocks import blocked_loss_sum, clip_tree
+from .row_blocks import blocked_loss_sum, clip_tree, clipped_mean
 
 __all__ = [
     "LossConstants",
@@ -48,6 +53,7 @@ __all__ = [
     "huber",
     "smoothed_hinge",
     "clipped_loss",
+    "glm_loss",
 ]
 
 ExampleLoss = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
@@ -110,6 +116,7 @@ class PerExampleLoss:
     domain: Domain | None = None
     num_params_fn: Callable[[int], int] = field(default=lambda d: d)
     clip_norm: float | None = None
+    index_fn: Callable[[jax.Array, jax.Array], jax.Array] | None = None
 
     def num_params(self, num_features: int) -> int:
         """Length of the flat parameter vector for data with ``num_features`` columns."""
@@ -123,7 +130,19 @@ class PerExampleLoss:
 
     def per_example(self, theta, X, y):
         """Vector of per-example losses, shape (n,)."""
+        if self.index_fn is not None:
+            return self.index_losses(X @ theta, y, theta)
         return jax.vmap(self.example, in_axes=(None, 0, 0))(theta, X, y)
+
+    def index_losses(self, z, y, theta):
+        """Per-example losses of a generalised linear loss from its linear index ``z = X theta``
+        (``theta`` enters only the L2 term). Raises for a loss without ``index_fn``."""
+        if self.index_fn is None:
+            raise ValueError(f"the {self.name} loss is not declared generalised linear (no index_fn)")
+        out = self.index_fn(z, y)
+        if self.l2:
+            out = out + 0.5 * self.l2 * jnp.sum(theta**2)
+        return out
 
     def mean(self, theta, X, y, *, block_rows: int | None = None):
         """Empirical loss L(theta; D) = mean of per-example losses.
@@ -134,7 +153,7 @@ class PerExampleLoss:
         if block_rows is not None:
             return self.sum(theta, X, y, block_rows=block_rows) / X.shape[0]
         if self.clip_norm is not None:
-            return _clipped_mean(self.example, self.clip_norm, theta, X, y)
+            return clipped_mean(self.example, self.clip_norm, theta, X, y)
         return jnp.mean(self.per_example(theta, X, y))
 
     def sum(self, theta, X, y, weight=None, *, block_rows: int):
@@ -195,6 +214,20 @@ def _with_l2(lip: float, grad_diff: float, smooth: float | None, l2: float, doma
                          strong_convexity=l2, value_range=vr, link_derivative_bound=link)
 
 
+def glm_loss(name: str, link: Callable[[jax.Array, jax.Array], jax.Array], constants: LossConstants,
+             row_norm: float, label_check=None, l2: float = 0.0, domain: Domain | None = None) -> PerExampleLoss:
+    """A generalised linear loss ``ell(theta; x, y) = link(<theta, x>, y)`` (+ its L2 term).
+
+    ``link`` maps arrays of indices and labels elementwise (it is evaluated on ``X @ theta``);
+    the per-example ``fn`` is the same link of one dot product. The constants are the caller's.
+    """
+
+    def fn(theta, x, y):
+        return link(jnp.dot(theta, x), y)
+
+    return PerExampleLoss(name, fn, constants, row_norm, label_check, l2, domain, index_fn=link)
+
+
 def _binary_labels(y: np.ndarray) -> None:
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
@@ -210,12 +243,11 @@ def logistic(row_norm: float = 1.0, l2: float = 0.0, domain: Domain | None = Non
     R = check_positive("row_norm", row_norm)
     l2 = check_nonnegative("l2", l2)
 
-    def fn(theta, x, y):
-        z = jnp.dot(theta, x)
+    def link(z, y):
         return jax.nn.softplus(z) - y * z
 
     consts = _with_l2(R, 2 * R, R * R / 4, l2, domain, lambda r: r * R, link=1.0)
-    return PerExampleLoss("logistic", fn, consts, R, _binary_labels, l2, domain)
+    return glm_loss("logistic", link, consts, R, _binary_labels, l2, domain)
 
 
 def multinomial_logistic(num_classes: int, row_norm: float = 1.0, l2: float = 0.0,
@@ -264,8 +296,8 @@ def squared(label_bound: float, domain: Domain, row_norm: float = 1.0, l2: float
     r = _radius(domain)
     lip = R * (r * R + B)
 
-    def fn(theta, x, y):
-        return 0.5 * (jnp.dot(theta, x) - y) ** 2
+    def link(z, y):
+        return 0.5 * (z - y) ** 2
 
     def labels(y):
         over = int(np.sum(np.abs(y) > B))
@@ -273,7 +305,7 @@ def squared(label_bound: float, domain: Domain, row_norm: float = 1.0, l2: float
             raise ValueError(f"{over} label(s) exceed the declared label_bound={B}")
 
     consts = _with_l2(lip, 2 * lip, R * R, l2, domain, lambda rr: 0.5 * (rr * R + B) ** 2, link=r * R + B)
-    return PerExampleLoss("squared", fn, consts, R, labels, l2, domain)
+    return glm_loss("squared", link, consts, R, labels, l2, domain)
 
 
 def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
@@ -286,13 +318,13 @@ def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
     R = check_positive("row_norm", row_norm)
     l2 = check_nonnegative("l2", l2)
 
-    def fn(theta, x, y):
-        r = jnp.dot(theta, x) - y
+    def link(z, y):
+        r = z - y
         a = jnp.abs(r)
         return jnp.where(a <= t, 0.5 * r * r, t * (a - 0.5 * t))
 
     consts = _with_l2(t * R, 2 * t * R, R * R, l2, domain, lambda r: None, link=t)
-    return PerExampleLoss("huber", fn, consts, R, None, l2, domain)
+    return glm_loss("huber", link, consts, R, None, l2, domain)
 
 
 def smoothed_hinge(smoothing: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
@@ -307,45 +339,24 @@ def smoothed_hinge(smoothing: float = 1.0, row_norm: float = 1.0, l2: float = 0.
     R = check_positive("row_norm", row_norm)
     l2 = check_nonnegative("l2", l2)
 
-    def fn(theta, x, y):
-        z = (2.0 * y - 1.0) * jnp.dot(theta, x)
+    def link(t, y):
+        z = (2.0 * y - 1.0) * t
         return jnp.where(z >= 1.0, 0.0, jnp.where(z <= 1.0 - g, 1.0 - z - 0.5 * g, (1.0 - z) ** 2 / (2.0 * g)))
 
     consts = _with_l2(R, 2 * R, R * R / g, l2, domain, lambda r: r * R + 1.0, link=1.0)
-    return PerExampleLoss("smoothed_hinge", fn, consts, R, _binary_labels, l2, domain)
+    return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain)
 
 
 # ----------------------------------------------------------------------------------------------
 # Per-example gradient clipping for any loss
 # ----------------------------------------------------------------------------------------------
 
-_clip_tree = clip_tree  # one definition, shared with the blocked evaluation
-
-
-def _clipped_mean(example_fn, clip_norm, theta, X, y):
-    @jax.custom_vjp
-    def f(theta):
-        return jnp.mean(jax.vmap(example_fn, in_axes=(None, 0, 0))(theta, X, y))
-
-    def fwd(theta):
-        vals, grads = jax.vmap(jax.value_and_grad(example_fn), in_axes=(None, 0, 0))(theta, X, y)
-        clipped, _ = jax.vmap(_clip_tree, in_axes=(0, None))(grads, clip_norm)
-        mean_grad = jax.tree_util.tree_map(lambda a: jnp.mean(a, axis=0), clipped)
-        return jnp.mean(vals), mean_grad
-
-    def bwd(mean_grad, ct):
-        return (jax.tree_util.tree_map(lambda a: ct * a, mean_grad),)
-
-    f.defvjp(fwd, bwd)
-    return f(theta)
-
-
 def clipped_fraction(loss: PerExampleLoss, theta, X, y) -> float:
     """Share of examples whose gradient is clipped at ``theta`` (reads private data: debug only)."""
     if loss.clip_norm is None:
         return 0.0
     grads = jax.vmap(jax.grad(loss.example), in_axes=(None, 0, 0))(theta, X, y)
-    _, was = jax.vmap(_clip_tree, in_axes=(0, None))(grads, loss.clip_norm)
+    _, was = jax.vmap(clip_tree, in_axes=(0, None))(grads, loss.clip_norm)
     return float(jnp.mean(was))
 
 

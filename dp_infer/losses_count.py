@@ -23,7 +23,7 @@ import numpy as np
 
 from ._validation import check_nonnegative, check_positive
 from .domains import Box, Domain, L2Ball
-from .losses import LossConstants, PerExampleLoss, _radius, _with_l2
+from .losses import LossConstants, PerExampleLoss, _radius, _with_l2, glm_loss
 
 __all__ = ["poisson", "poisson_nll", "poisson_constants", "max_param_norm"]
 
@@ -38,10 +38,14 @@ def max_param_norm(domain: Domain) -> float:
     return _radius(domain)
 
 
+def poisson_link(z, y):
+    """exp(z) - y z of the linear index z = <theta, x> (elementwise)."""
+    return jnp.exp(z) - y * z
+
+
 def poisson_nll(theta, x, y):
     """exp(<theta, x>) - y <theta, x> for one example (log link)."""
-    z = jnp.dot(theta, x)
-    return jnp.exp(z) - y * z
+    return poisson_link(jnp.dot(theta, x), y)
 
 
 def poisson_constants(max_count: float, radius: float, row_norm: float) -> dict:
@@ -76,4 +80,4 @@ def poisson(max_count: float, domain: Domain, row_norm: float = 1.0, l2: float =
         consts = LossConstants(lipschitz=k["lipschitz"] + l2 * r, grad_diff=k["grad_diff"],
                                smoothness=k["smoothness"] + l2, strong_convexity=l2,
                                value_range=k["value_range"] + 0.5 * l2 * r * r)
-    return PerExampleLoss("poisson", poisson_nll, consts, R, labels, l2, domain)
+    return glm_loss("poisson", poisson_link, consts, R, labels, l2, domain)

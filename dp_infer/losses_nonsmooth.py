@@ -33,7 +33,7 @@ import numpy as np
 
 from ._validation import check_nonnegative, check_positive
 from .domains import Domain
-from .losses import PerExampleLoss, _radius, _with_l2
+from .losses import PerExampleLoss, _radius, _with_l2, glm_loss
 
 __all__ = ["hinge", "absolute", "quantile", "smoothed_hinge", "smoothed_quantile"]
 
@@ -81,12 +81,11 @@ def hinge(row_norm: float = 1.0, domain: Domain | None = None) -> PerExampleLoss
     """
     R = check_positive("row_norm", row_norm)
 
-    def fn(theta, x, y):
-        s = 2.0 * y - 1.0
-        return jnp.maximum(0.0, 1.0 - s * jnp.dot(theta, x))
+    def link(z, y):
+        return jnp.maximum(0.0, 1.0 - (2.0 * y - 1.0) * z)
 
     consts = _with_l2(R, 2.0 * R, None, 0.0, domain, lambda r: 1.0 + r * R)
-    return PerExampleLoss("hinge", fn, consts, R, _binary_labels, 0.0, domain)
+    return glm_loss("hinge", link, consts, R, _binary_labels, 0.0, domain)
 
 
 def absolute(row_norm: float = 1.0, label_bound: float | None = None,
@@ -100,11 +99,11 @@ def absolute(row_norm: float = 1.0, label_bound: float | None = None,
     R = check_positive("row_norm", row_norm)
     B = None if label_bound is None else check_positive("label_bound", label_bound)
 
-    def fn(theta, x, y):
-        return jnp.abs(jnp.dot(theta, x) - y)
+    def link(z, y):
+        return jnp.abs(z - y)
 
     consts = _with_l2(R, 2.0 * R, None, 0.0, domain, _regression_range(1.0, R, B))
-    return PerExampleLoss("absolute", fn, consts, R, _bounded_labels(B), 0.0, domain)
+    return glm_loss("absolute", link, consts, R, _bounded_labels(B), 0.0, domain)
 
 
 def quantile(tau: float = 0.5, row_norm: float = 1.0, label_bound: float | None = None,
@@ -120,12 +119,12 @@ def quantile(tau: float = 0.5, row_norm: float = 1.0, label_bound: float | None 
     B = None if label_bound is None else check_positive("label_bound", label_bound)
     slope = max(t, 1.0 - t)
 
-    def fn(theta, x, y):
-        r = y - jnp.dot(theta, x)
+    def link(z, y):
+        r = y - z
         return jnp.maximum(t * r, (t - 1.0) * r)
 
     consts = _with_l2(slope * R, 2.0 * slope * R, None, 0.0, domain, _regression_range(slope, R, B))
-    return PerExampleLoss(f"quantile({t:g})", fn, consts, R, _bounded_labels(B), 0.0, domain)
+    return glm_loss(f"quantile({t:g})", link, consts, R, _bounded_labels(B), 0.0, domain)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,13 +149,12 @@ def smoothed_hinge(smoothing: float = 0.5, row_norm: float = 1.0, l2: float = 0.
     R = check_positive("row_norm", row_norm)
     l2 = check_nonnegative("l2", l2)
 
-    def fn(theta, x, y):
-        s = 2.0 * y - 1.0
-        z = 1.0 - s * jnp.dot(theta, x)
+    def link(t, y):
+        z = 1.0 - (2.0 * y - 1.0) * t
         return jnp.where(z <= 0.0, 0.0, jnp.where(z <= w, 0.5 * z * z / w, z - 0.5 * w))
 
     consts = _with_l2(R, 2.0 * R, R * R / w, l2, domain, lambda r: 1.0 + r * R)
-    return PerExampleLoss("smoothed_hinge", fn, consts, R, _binary_labels, l2, domain)
+    return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain)
 
 
 def smoothed_quantile(tau: float = 0.5, smoothing: float = 0.5, row_norm: float = 1.0,
@@ -175,13 +173,13 @@ def smoothed_quantile(tau: float = 0.5, smoothing: float = 0.5, row_norm: float 
     B = None if label_bound is None else check_positive("label_bound", label_bound)
     slope = max(t, 1.0 - t)
 
-    def fn(theta, x, y):
-        r = y - jnp.dot(theta, x)
+    def link(z, y):
+        r = y - z
         return (t - 0.5) * r + 0.5 * _huber_scalar(r, w)
 
     consts = _with_l2(slope * R, 2.0 * slope * R, R * R / (2.0 * w), l2, domain,
                       _regression_range(slope, R, B))
-    return PerExampleLoss(f"smoothed_quantile({t:g})", fn, consts, R, _bounded_labels(B), l2, domain)
+    return glm_loss(f"smoothed_quantile({t:g})", link, consts, R, _bounded_labels(B), l2, domain)
 
 
 def base_lipschitz(loss: PerExampleLoss) -> float:

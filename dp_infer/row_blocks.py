@@ -37,7 +37,7 @@ from jax.flatten_util import ravel_pytree
 
 from ._validation import check_positive_int
 
-__all__ = ["clip_tree", "blocked_loss_sum", "blocked_loss_sum_and_grad", "block_layout"]
+__all__ = ["clip_tree", "clipped_mean", "blocked_loss_sum", "blocked_loss_sum_and_grad", "block_layout"]
 
 
 def clip_tree(g, clip_norm):
@@ -49,6 +49,26 @@ def clip_tree(g, clip_norm):
     finite = jnp.isfinite(norm)
     scale = jnp.where(finite, jnp.minimum(1.0, clip_norm / jnp.maximum(norm, 1e-30)), 0.0)
     return unravel(jnp.where(finite, flat, 0.0) * scale), jnp.logical_or(norm > clip_norm, ~finite)
+
+
+def clipped_mean(example_fn, clip_norm, theta, X, y):
+    """Mean per-example loss whose ``jax.grad`` is the mean of per-example gradients each clipped
+    by :func:`clip_tree` (the unblocked form of ``blocked_loss_sum(..., clip_norm=...) / n``)."""
+
+    @jax.custom_vjp
+    def f(theta):
+        return jnp.mean(jax.vmap(example_fn, in_axes=(None, 0, 0))(theta, X, y))
+
+    def fwd(theta):
+        vals, grads = jax.vmap(jax.value_and_grad(example_fn), in_axes=(None, 0, 0))(theta, X, y)
+        clipped, _ = jax.vmap(clip_tree, in_axes=(0, None))(grads, clip_norm)
+        return jnp.mean(vals), jax.tree_util.tree_map(lambda a: jnp.mean(a, axis=0), clipped)
+
+    def bwd(mean_grad, ct):
+        return (jax.tree_util.tree_map(lambda a: ct * a, mean_grad),)
+
+    f.defvjp(fwd, bwd)
+    return f(theta)
 
 
 def block_layout(n: int, block_rows: int) -> tuple[int, int, int]:
