@@ -73,10 +73,10 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
                          f"n = {base.n}, dim = {base.dim}: re-plan")
     lam = np.asarray(plan.prior_precision)
     potential = GibbsPotential(loss, base.X, base.y, plan.beta, prior_potential=_prior_term(lam))
-    C = jnp.asarray(preconditioner_chol(plan), dtype=jnp.float32)
+    V = potential.reparametrised(preconditioner_chol(plan))
 
     def potential_fn(z):
-        return potential(C @ z["phi"])
+        return V(z["phi"])
 
     kern = (Langevin(potential_fn=potential_fn, step_size=plan.step_size) if plan.kernel == "langevin"
             else UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size,

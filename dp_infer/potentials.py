@@ -99,13 +99,41 @@ class GibbsPotential:
         return L
 
     def __call__(self, theta):
-        u = self.beta * self.data_loss(theta)
+        return self._with_data_free_terms(self.beta * self.data_loss(theta), theta)
+
+    def _with_data_free_terms(self, u, theta):
         if self.lam:
             t0 = 0.0 if self.theta0 is None else self.theta0
             u = u + 0.5 * self.lam * jnp.sum((theta - t0) ** 2)
         if self.prior_potential is not None:
             u = u + self.prior_potential(theta)
         return u
+
+    def reparametrised(self, C) -> Callable[[jax.Array], jax.Array]:
+        """``V(phi) = U(C phi)`` for a fixed (public) matrix ``C`` of shape (dim, dim).
+
+        The same function as ``lambda phi: U(C @ phi)``. For a generalised linear loss
+        (``loss.index_fn``, unclipped) ``X C`` is formed once here, so a step costs one product
+        with the data instead of re-forming ``X C`` (which XLA may do when it reassociates
+        ``X @ (C @ phi)``); the thresholded form, the L2 terms and the prior are kept as in ``U``.
+        Only the float rounding differs.
+        """
+        C = jnp.asarray(C, dtype=self.X.dtype)
+        if C.shape != (self.dim, self.dim):
+            raise ValueError(f"C must have shape ({self.dim}, {self.dim}), got {tuple(C.shape)}")
+        loss = self.loss
+        if loss.index_fn is None or loss.clip_norm is not None:
+            return lambda phi: self(C @ phi)
+        XC = self.X @ C
+
+        def V(phi):
+            theta = C @ phi
+            L = jnp.mean(loss.index_losses(XC @ phi, self.y, theta))
+            if self.psi is not None:
+                L = jnp.maximum(L, self.L_star + self.psi)
+            return self._with_data_free_terms(self.beta * L, theta)
+
+        return V
 
     # --- data-independent constants ---------------------------------------------------------
     def loss_sensitivity(self) -> float:

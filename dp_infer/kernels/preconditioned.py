@@ -69,8 +69,11 @@ def reparametrise(potential_fn: Callable, pre: Preconditioner):
     C = jnp.asarray(pre.chol, dtype=jnp.float32)
     Cinv = jnp.asarray(np.linalg.inv(pre.chol), dtype=jnp.float32)
 
-    def V(phi):
-        return potential_fn(C @ phi)
+    if callable(getattr(potential_fn, "reparametrised", None)):
+        V = potential_fn.reparametrised(pre.chol)  # a GibbsPotential: X C formed once
+    else:
+        def V(phi):
+            return potential_fn(C @ phi)
 
     def to_theta(phi):
         return jnp.einsum("ij,...j->...i", C, phi)
