@@ -50,16 +50,18 @@ def run_logistic_plans(plans, datasets, *, key) -> list[np.ndarray]:
     lams = jnp.asarray(np.stack([np.asarray(p.prior_precision) for p in plans]), jnp.float32)
     n = Xs.shape[1]
 
-    def grad_V(phi, X, y, C, beta, lam):
-        th = C @ phi
-        r = jax.nn.sigmoid(X @ th) - y
-        return C.T @ (beta * (X.T @ r) / n + lam * th)
+    def grad_V(phi, XC, y, C, beta, lam):
+        # grad of U(C phi): C' (beta X' r / n + lam C phi) with r = sigmoid(X C phi) - y; X C formed once
+        r = jax.nn.sigmoid(XC @ phi) - y
+        return beta * (XC.T @ r) / n + C.T @ (lam * (C @ phi))
 
     def one_dataset(k, X, y, C, beta, h, lam, last):
+        XC = X @ C
+
         def body(phi, inp):
             i, kk = inp
             noise = jax.random.normal(kk, phi.shape)
-            g = jax.vmap(grad_V, in_axes=(0, None, None, None, None, None))(phi, X, y, C, beta, lam)
+            g = jax.vmap(grad_V, in_axes=(0, None, None, None, None, None))(phi, XC, y, C, beta, lam)
             new = phi - h * g + jnp.sqrt(2.0 * h) * noise
             phi = jnp.where(i < last, new, phi)
             return phi, phi

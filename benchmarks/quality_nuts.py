@@ -31,8 +31,10 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC, NUTS
 
+from dp_infer import losses
 from dp_infer.kernels import langevin
 from dp_infer.kernels.preconditioned import Preconditioner, reparametrise
+from dp_infer.potentials import GibbsPotential
 
 from .quality_compare import compare, ess, rhat
 from .quality_coverage import map_laplace
@@ -41,16 +43,13 @@ NUTS_LABEL = ("NON-PRIVATE reference: NUTS, dense mass matrix fixed at the Lapla
               "(inverse Hessian of U at its exact MAP), chains started at the MAP, step-size adaptation only")
 
 
-def _potential(X, y, beta: float, lam: float):
-    """``U(theta) = beta * mean_i [softplus(x_i' theta) - y_i x_i' theta] + lam/2 |theta|^2`` (float32)."""
+def _potential(X, y, beta: float, lam: float) -> GibbsPotential:
+    """``U(theta) = beta * mean_i [softplus(x_i' theta) - y_i x_i' theta] + lam/2 |theta|^2`` (float32):
+    the library's Gibbs potential, so NUTS and our kernels differentiate the same function (the
+    preconditioned kernels through its reparametrisation, ``X C`` formed once)."""
     Xj, yj = jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32)
-    n = Xj.shape[0]
-
-    def U(theta):
-        z = Xj @ theta
-        return beta * jnp.sum(jax.nn.softplus(z) - yj * z) / n + 0.5 * lam * jnp.dot(theta, theta)
-
-    return U
+    row_norm = float(np.linalg.norm(np.asarray(X, np.float64), axis=1).max())
+    return GibbsPotential(losses.logistic(row_norm=row_norm), Xj, yj, float(beta), float(lam))
 
 
 def laplace_reference(X, y, beta: float, lam: float):
