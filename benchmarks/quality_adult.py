@@ -31,7 +31,8 @@ import numpy as np
 
 from dp_infer import losses
 from dp_infer.fit_posterior import fit_posterior, sample_posterior
-from dp_infer.posterior_plan import DEFAULT_ESS, preconditioner_chol
+from dp_infer.cli.fit_commands import DEMO_ESS
+from dp_infer.posterior_plan import preconditioner_chol
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.randomness import secret_key
 
@@ -198,11 +199,11 @@ def run(quick: bool, log=print) -> dict:
         grid.append(r)
     res["eps_grid"] = sorted(grid, key=lambda r: r["eps"])
     if not quick:
-        # the library's default request (``./dev demo``): more draws, a flatter target
-        _, _, r = posterior_run(a, X, y, eps=1.0, ess=DEFAULT_ESS, seed=7)
-        log(f"  [quality/adult] eps 1, ess {DEFAULT_ESS}: ESS {r['min_ess_bulk']:.0f}, R-hat {r['max_rhat']:.3f}, "
+        # the demo's request (``./dev demo``, sized for max R-hat <= 1.01): more draws, a flatter target
+        _, _, r = posterior_run(a, X, y, eps=1.0, ess=DEMO_ESS, seed=7)
+        log(f"  [quality/adult] eps 1, ess {DEMO_ESS}: ESS {r['min_ess_bulk']:.0f}, R-hat {r['max_rhat']:.3f}, "
             f"accuracy {r['accuracy_posterior_mean']:.4f}, {r['seconds']:.0f} s")
-        res["ess_default"] = r
+        res["ess_demo"] = r
     res["baselines"] = baselines(a, X, y, main, eps=1.0, quick=quick, log=log)
     res["_main_draws"], res["_main_run"] = main_draws, main  # consumed by the NUTS comparison, not serialised
     return res

@@ -24,13 +24,13 @@ def _adult(a: dict) -> list[str]:
          f"sensitivity over the admissible rows; {a['rows_clamped_train']} training rows had a numeric clamped to [-1, 1]. "
          "Private preconditioner (X'X/n with 10% of mu^2), 4 chains. Issue 12's bars: R-hat <= 1.01, ESS >= 400, "
          "accuracy >= 0.835, <= 60 s. Seconds: the whole `fit_posterior` call (release, plan, compile, sample) on "
-         "this shared machine. The last row at eps = 1 asks for the library's default number of draws (the demo's).", "",
+         "this shared machine. The last row asks for the demo's number of draws (`./dev demo`, sized for R-hat <= 1.01).", "",
          "| eps | ess asked | beta | beta / n | interval inflation | predicted ESS | min bulk ESS | max R-hat | "
          "accuracy (post. mean) | pred. log loss | pred. ECE | eps per extra draw | steps | seconds |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = list(a.get("eps_grid", [m]))
-    if "ess_default" in a:
-        rows.append(a["ess_default"])
+    if "ess_demo" in a:
+        rows.append(a["ess_demo"])
     for r in rows:
         L.append(f"| {r['eps']:g} | {r['ess_target']} | {r['beta']:.2f} | {r['beta_over_n']:.2e} | "
                  f"{r['interval_inflation']:.1f} | {r['predicted_ess']:.0f} | {r['min_ess_bulk']:.0f} | "
