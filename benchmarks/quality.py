@@ -31,7 +31,8 @@ def run(quick: bool, log=print) -> dict:
     rerun = quality_adult.rerun_plan(data, X, y, main, num_chains=16)
     del main
     out["tempered_vs_nuts"] = quality_nuts.tempered_vs_nuts(X, y, draws, beta=beta, lam=quality_adult.PRIOR_PRECISION,
-                                                            quick=quick, rerun=rerun, log=log)
+                                                            quick=quick, rerun=rerun,
+                                                            test=(data.X_test, data.y_test), log=log)
     out["nonprivate"] = quality_nuts.nonprivate_ess_per_second(X, y, quick=quick, log=log)
     out["coverage"] = quality_coverage.run(quick, log=log)
     return out

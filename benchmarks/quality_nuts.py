@@ -36,6 +36,7 @@ from dp_infer.kernels import langevin
 from dp_infer.kernels.preconditioned import Preconditioner, reparametrise
 from dp_infer.potentials import GibbsPotential
 
+from .posterior_metrics import posterior_summary
 from .quality_compare import compare, ess, rhat
 from .quality_coverage import map_laplace
 
@@ -95,9 +96,12 @@ def _nuts_summary(ref, secs, grads, step, w, s, chains) -> dict:
             "max_rhat": float(rhat(ref).max())}
 
 
-def tempered_vs_nuts(X, y, draws, *, beta: float, lam: float, quick: bool, rerun=None, log=print) -> dict:
+def tempered_vs_nuts(X, y, draws, *, beta: float, lam: float, quick: bool, rerun=None, test=None,
+                     log=print) -> dict:
     """NUTS on the released draws' target; ``draws`` the 4 released chains, ``rerun`` (optional) the
-    16-chain NON-PRIVATE re-run of the same plan, both ``(chains, draws, d)`` after burn-in."""
+    16-chain NON-PRIVATE re-run of the same plan, both ``(chains, draws, d)`` after burn-in.
+    ``test = (X_test, y_test)`` (optional): held-out metrics of both posterior means -- how accurate
+    the target itself is at this beta, against what the released draws reach."""
     U = _potential(X, y, beta, lam)
     th_map, cov = laplace_reference(X, y, beta, lam)
     w, s = (200, 500) if quick else (300, 1500)
@@ -108,6 +112,9 @@ def tempered_vs_nuts(X, y, draws, *, beta: float, lam: float, quick: bool, rerun
     c = compare(draws, ref)
     out.update(c)  # the released draws' figures, also at top level (older readers)
     out["released"] = {"label": "released draws (4 chains, private run)", **out["ours"], **c}
+    if test is not None:
+        out["nuts"]["test"] = posterior_summary(ref, *test)
+        out["released"]["test"] = posterior_summary(draws, *test)
     rows = [("released", out["released"])]
     if rerun is not None:
         out["rerun"] = {"label": f"NON-PRIVATE diagnostic: the same plan re-run with {rerun.shape[0]} chains",
@@ -115,7 +122,8 @@ def tempered_vs_nuts(X, y, draws, *, beta: float, lam: float, quick: bool, rerun
                         "chains": int(rerun.shape[0]), "draws_per_chain": int(rerun.shape[1]), **compare(rerun, ref)}
         rows.append(("rerun", out["rerun"]))
     log(f"  [quality/nuts] tempered NUTS: min ESS {out['nuts']['ess_min']:.0f}, max R-hat {out['nuts']['max_rhat']:.3f}, "
-        f"{secs:.0f} s")
+        f"{secs:.0f} s" + (f"; held-out accuracy of the posterior mean {out['nuts']['test']['accuracy_posterior_mean']:.4f} "
+                           f"(released {out['released']['test']['accuracy_posterior_mean']:.4f})" if test is not None else ""))
     for name, r in rows:
         log(f"  [quality/nuts] tempered, {name} ({r['chains']} chains): max |mean diff| {r['max_abs_mean_diff_over_sd']:.3f} sd "
             f"(floor {r['noise_floor_max_abs_mean_diff']:.3f}), {r['coords_mean_beyond_bar_plus_3se']} coords beyond "

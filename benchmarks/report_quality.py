@@ -126,6 +126,12 @@ def _nuts(t: dict, npv: dict) -> list[str]:
                      f"{g['sd_ratio_min']:.3f}-{g['sd_ratio_max']:.3f} | {_f(g.get('coords_sd_ratio_outside_band_3se'))} | "
                      f"{_verdict(g)} |")
         L += ["", RULE, ""]
+        if "test" in nu and "test" in t.get("released", {}):
+            at, bt = nu["test"], t["released"]["test"]
+            L += [f"Held-out accuracy of the posterior mean on this target: NUTS (exact target, NON-PRIVATE) "
+                  f"{at['accuracy_posterior_mean']:.4f} (log loss {at['predictive_log_loss']:.4f}), released draws "
+                  f"{bt['accuracy_posterior_mean']:.4f} (log loss {bt['predictive_log_loss']:.4f}). A sampler can only "
+                  "match its target: at this beta the accuracy is the tempered posterior's own.", ""]
     if "nuts" in npv:
         r = npv["nuts"]
         L += [f"## Non-private posterior (beta = n, N(0, 1) prior, Adult natural units, n = {npv['n']}, d = {npv['d']}): "
