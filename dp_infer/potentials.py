@@ -118,7 +118,7 @@ class GibbsPotential:
         ``X @ (C @ phi)``); the thresholded form, the L2 terms and the prior are kept as in ``U``.
         Only the float rounding differs.
         """
-        C = jnp.asarray(C, dtype=self.X.dtype)
+        C = jnp.asarray(C, dtype=jnp.promote_types(self.X.dtype, jnp.float32))  # never below float32
         if C.shape != (self.dim, self.dim):
             raise ValueError(f"C must have shape ({self.dim}, {self.dim}), got {tuple(C.shape)}")
         loss = self.loss

@@ -153,3 +153,18 @@ def test_posterior_mode_runs_the_same_chain_with_and_without_the_index():
     a, b = np.asarray(fast.draws()), np.asarray(slow.draws())
     sd = a.reshape(-1, a.shape[-1]).std(axis=0)
     assert np.max(np.abs(a - b)) <= 1e-3 * np.max(sd)
+
+
+def test_reparametrised_keeps_the_matrix_in_float32_for_bfloat16_rows():
+    """Rows stored in bfloat16 (a memory layout) must not round C to bfloat16 (~3 digits)."""
+    loss = losses.logistic()
+    Xb = jnp.asarray(X, jnp.bfloat16)
+    U = replace(gibbs_potential(loss, X, Y_BIN, 3.0), X=Xb)
+    Cn = C + 1e-3  # entries that bfloat16 would round by ~1e-2 relative
+    V = U.reparametrised(Cn)
+    phi = _f32(THETA)
+    # the oracle: the same bfloat16 rows times the float32 C, then the float32 loss
+    z = (jnp.asarray(Xb, jnp.float32) @ _f32(Cn)) @ phi
+    want = 3.0 * jnp.mean(jax.nn.softplus(z) - _f32(Y_BIN) * z)
+    assert V(phi).dtype == jnp.float32
+    np.testing.assert_allclose(V(phi), want, rtol=1e-5)
