@@ -13,7 +13,7 @@ import pytest
 
 from dp_infer.privacy import conversions as C
 from dp_infer.privacy.accountant import Accountant
-from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PureDpEvent
+from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PureDpEvent, ZcdpEvent
 
 
 def _kov_log_delta(eps: float, k: int, eps_total: float) -> float:
@@ -42,3 +42,28 @@ def test_pld_route_never_below_the_optimal_composition_where_delta_is_tiny(eps, 
     # the other direction: at the exact delta of eps_total no valid route reports a smaller eps
     assert acc.epsilon_by_route(log_delta=exact)["pld"] >= eps_total
     assert acc.get_epsilon(log_delta=exact) >= eps_total
+
+
+def test_basic_route_reports_a_probability_where_the_rest_is_vacuous():
+    # GDP mu = 20 at eps = 0: the exact delta is 1 - 2e-23; plus delta_a it exceeds 1. Basic
+    # composition then says delta <= 1 (log 0), never a log delta above 0
+    acc = Accountant([GdpEvent(20.0), ApproxDpEvent(0.5, 1e-3)])
+    rest = C.gdp_delta(0.0, 20.0)
+    assert rest + 1e-3 > 1.0
+    rl = acc.report(eps=0.5)["routes_log_delta"]
+    assert rl["basic"] == 0.0 and all(_num(v) <= 0.0 for v in rl.values())
+    # away from the cap: log(delta_rest(eps - eps_a) + delta_a), the rest's exact Gaussian profile
+    acc = Accountant([GdpEvent(2.0), ApproxDpEvent(0.5, 1e-3)])
+    assert acc.report(eps=4.5)["routes_log_delta"]["basic"] == pytest.approx(
+        math.log(C.gdp_delta(4.0, 2.0) + 1e-3), rel=1e-12)
+
+
+@pytest.mark.parametrize("rho,delta", [(1e-6, 0.5), (1e-3, 0.1)])
+def test_rdp_route_at_eps_zero_reports_an_order_that_gives_eps_zero(rho, delta):
+    # eps = 0 from the RDP route: at the reported order either the CKS expression is <= 0 or the
+    # KL shortcut holds (delta >= sqrt(1 - e^{-rho a}), Pinsker via D_1 <= D_a)
+    rep = Accountant([ZcdpEvent(rho)]).report(delta)
+    assert rep["epsilon"] == 0.0 and rep["route"] == "rdp"
+    a = rep["route_info"]["optimal_order"]
+    cks = rho * a + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+    assert a > 1 and (cks <= 0.0 or math.sqrt(-math.expm1(-rho * a)) <= delta)
