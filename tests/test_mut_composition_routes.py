@@ -67,3 +67,21 @@ def test_rdp_route_at_eps_zero_reports_an_order_that_gives_eps_zero(rho, delta):
     a = rep["route_info"]["optimal_order"]
     cks = rho * a + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
     assert a > 1 and (cks <= 0.0 or math.sqrt(-math.expm1(-rho * a)) <= delta)
+
+
+@pytest.mark.parametrize("rho,delta", [(50.0, 1e-5), (8.0, 1e-3), (1e-12, 1e-8), (1e-13, 1e-10)])
+def test_rdp_route_at_the_ends_of_the_order_grid(rho, delta):
+    # optimal order below 2 (large rho) and beyond the grid's last order 1e6 + 1 (tiny rho): the
+    # continuous search brackets the first / last grid cell. Oracles: the Gaussian mechanism with
+    # mu = sqrt(2 rho) is rho-zCDP, so its exact eps is a lower bound; the reported eps is the CKS
+    # expression at the reported order, and the search never does worse than the grid
+    acc = Accountant([ZcdpEvent(rho)])
+    rep = acc.report(delta)
+    a, e = rep["route_info"]["optimal_order"], rep["epsilon"]
+    assert rep["route"] == "rdp" and a > 1
+    assert e >= C.gdp_epsilon(math.sqrt(2.0 * rho), delta)
+    cks = rho * a + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+    assert e == pytest.approx(cks, rel=1e-12)
+    orders, values = acc.rdp_curve()
+    assert e <= C.rdp_epsilon(orders, values, delta)[0]
+    assert (a < 2.0) if rho > 1 else (a > 1e6 / 2)
