@@ -122,6 +122,17 @@ def test_beta_max_with_a_tiny_log_delta_and_no_sampling_error():
         assert mpmath.log(_mp_delta(eps, mu(b * (1 + 1e-9)))) > ld
 
 
+@pytest.mark.parametrize("m", [1.0, 1.5, 1e100, 0.5, 1e-3])
+def test_beta_max_where_every_float_beta_meets_the_target(m):
+    # sensitivity 1e-160: the exact beta* = m (mu*/s)^2 ~ 1e321 m lies beyond float64 (an
+    # OverflowError before); the answer is a float beta that provably meets the target
+    eps, delta, s = 1.0, 1e-5, 1e-160
+    b = S.stationary_beta_max(eps, delta, sensitivity=s, strong_convexity=m)
+    assert 1e300 < b < math.inf
+    with mpmath.workdps(60):
+        assert _mp_delta(eps, mpmath.mpf(s) * mpmath.sqrt(mpmath.mpf(b) / m)) <= delta
+
+
 def test_beta_max_refuses_a_sampling_slack_that_uses_up_delta():
     # eps = 1e-300: e^eps == 1.0 exactly, so the slack (1 + e^eps) tau = 2 tau equals delta exactly
     assert 1.0 + math.exp(1e-300) == 2.0
