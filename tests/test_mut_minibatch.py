@@ -331,3 +331,44 @@ def test_event_reports_the_noise_multiplier_it_was_accounted_with(q):
     ev = mb.minibatch_event(BETA, H, T, q, 0.5, N)
     assert ev.metadata["noise_multiplier"] == approx(mb.minibatch_noise_multiplier(BETA, H, q, 0.5, N), rel=1e-15)
     assert ev.metadata["noise_multiplier"] == approx(_sigma(q, c=0.5), rel=1e-15)
+
+
+# --------------------------------------------------------------------------- almost no noise
+
+
+def _mp_rdp_lower_bound(alpha: float, q: float, sigma: float) -> float:
+    """Integer order a: RDP >= log(q^a exp(a (a-1) / (2 s^2))) / (a-1), the k = a term of A_a (MTZ 2019)."""
+    with mpmath.workdps(50):
+        a, q, s = mpmath.mpf(alpha), mpmath.mpf(q), mpmath.mpf(sigma)
+        return (a * mpmath.log(q) + a * (a - 1) / (2 * s**2)) / (a - 1)
+
+
+@pytest.mark.parametrize("beta", [1e150, 1e155, 1e160, 1e165, 1e300])
+def test_base_curve_of_an_almost_noiseless_step_is_never_below_the_closed_form(beta):
+    # h = 2, q = 0.5, C = n = 1: sigma = 0.5 / beta. The true RDP at every integer order a >= 2
+    # is at least (a log q + a (a - 1) / (2 sigma^2)) / (a - 1) (one term of A_a); from beta ~ 1e155
+    # on that exceeds every float, so the only valid float value is inf (never NaN, never a crash,
+    # which dp-accounting gives there: NaN from inf - inf, and a division by sigma**2 == 0).
+    orders = np.array([1.5, 2.0, 3.0, 4.0, 10.0, 100.0])
+    sigma = mb.minibatch_noise_multiplier(beta, 2.0, 0.5, 1.0, 1)
+    for k in (1, 2):
+        base = mb.minibatch_base_rdp(orders, beta, 2.0, 1, 0.5, 1.0, 1, num_chains=k)
+        assert not np.any(np.isnan(base))
+        for a, v in zip(orders[1:], base[1:]):
+            # dp-accounting's float sum (not the bound) may be an ulp low: rel 1e-12
+            assert v >= k * _mp_rdp_lower_bound(a, 0.5, sigma) * (1 - 1e-12)  # inf >= any mpf
+        assert np.all(base[1:] >= base[:-1])
+        for nb in mb.NEIGHBORING:
+            ev = mb.minibatch_event(beta, 2.0, 1, 0.5, 1.0, 1, num_chains=k, neighboring=nb, alphas=orders)
+            assert not np.any(np.isnan(ev.values))
+            assert np.all(np.array(ev.values) >= base)
+            assert mb._event_epsilon(ev, DELTA) >= 1e299
+
+
+def test_base_curve_at_noise_multiplier_one_is_the_closed_form():
+    # sigma = q n sqrt(2/h) / (beta C) = 0.5 * 2 * 1 / 1 = 1 exactly
+    assert mb.minibatch_noise_multiplier(1.0, 2.0, 0.5, 1.0, 2) == 1.0
+    orders = np.array([2.0, 3.0, 6.0])
+    got = mb.minibatch_base_rdp(orders, 1.0, 2.0, 3, 0.5, 1.0, 2)
+    want = np.array([3 * _mp_poisson_gaussian_rdp(int(a), 0.5, 1.0) for a in orders])
+    np.testing.assert_allclose(got, want, rtol=1e-9)

@@ -168,6 +168,10 @@ def minibatch_base_rdp(orders, beta, step_size, num_steps, q, clip_norm, n, num_
     from dp_accounting import rdp
 
     a = np.asarray(orders, dtype=np.float64)
+    if minibatch_noise_multiplier(beta, step_size, q, clip_norm, n) ** 2 == 0.0:
+        # sigma < ~1.5e-162: dp-accounting divides by sigma**2 (ZeroDivisionError). Such a step
+        # releases the clipped sum essentially without noise: report the trivial bound inf.
+        return np.full(a.shape, np.inf)
     acc = rdp.RdpAccountant(orders=[float(x) for x in a],
                             neighboring_relation=dpa.NeighboringRelation.REPLACE_SPECIAL)
     absl_logger = logging.getLogger("absl")

@@ -25,6 +25,7 @@ exp(-beta max{L, L* + psi}) on C: see :func:`theorem_2_7_beta_max`.
 from __future__ import annotations
 
 import math
+import sys
 
 from scipy import special
 
@@ -100,7 +101,10 @@ def stationary_beta_max(eps: float, delta: float | None = None, *, sensitivity: 
             )
         ld = math.log(d - slack)
     mu = gdp_mu(eps, log_delta=ld) / math.sqrt(nd)
-    b = m * (mu / s) ** 2
+    # (mu / s) ** 2 raised OverflowError for mu / s > ~1e154; where m (mu / s)^2 lies beyond float64,
+    # the largest beta with a finite beta / m (every such beta meets the target) is the answer
+    r = mu / s
+    b = min(m * r * r, sys.float_info.max * min(m, 1.0) * (1.0 - 2.0**-50))
     return _nudge(b, lambda x: gdp_log_delta(eps, gibbs_gdp_mu(x, s, m) * math.sqrt(nd)) <= ld, up=False)
 
 
