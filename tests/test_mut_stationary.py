@@ -141,6 +141,13 @@ def test_beta_max_refuses_a_sampling_slack_that_uses_up_delta():
             S.stationary_beta_max(1e-300, 1e-5, sensitivity=0.1, strong_convexity=1.0, tv_error=tv)
     with pytest.raises(ValueError, match="tv_error too large"):
         S.stationary_beta_max(1.0, 1e-5, sensitivity=0.1, strong_convexity=1.0, tv_error=3e-6, num_draws=2)
+    # equality with a delta given in log form: d = exp(ld) and tv = d / 2 make the slack 2 tv == d
+    # exactly; the refusal must be the clear one, not log(0)'s "math domain error"
+    ld = -11.5
+    d = math.exp(ld)
+    assert 2.0 * (d / 2.0) == d
+    with pytest.raises(ValueError, match="tv_error too large"):
+        S.stationary_beta_max(1e-300, sensitivity=0.1, strong_convexity=1.0, tv_error=d / 2.0, log_delta=ld)
     # just below: a (small) positive beta
     b = S.stationary_beta_max(1e-300, 1e-5, sensitivity=0.1, strong_convexity=1.0, tv_error=4.9e-6)
     assert 0 < b < S.stationary_beta_max(1e-300, 1e-5, sensitivity=0.1, strong_convexity=1.0)
@@ -187,6 +194,8 @@ def _mp_theorem_2_7(eps, delta, s, m, big_m, psi):
     (0.1, 1e-12, 0.5, 2.0, 3.0, 0.05, "c"),     # Herbst / LSI binds
     (0.2, 1e-9, 1.0, 1.0, 1.0, 0.0, "c"),
     (3.0, 1e-6, 0.1, 0.5, 4.0, 0.2, None),
+    (20.0, 0.1, 0.02, 4.0, 1.0, 1e-4, "b"),    # (b) with m != 1: psi / m and Delta / m, not * m
+    (20.0, 0.1, 0.02, 0.25, 1.0, 1e-3, "b"),
 ])
 def test_theorem_2_7_is_the_smallest_of_its_three_conditions(eps, delta, s, m, big_m, psi, binds):
     want, which = _mp_theorem_2_7(eps, delta, s, m, big_m, psi)
