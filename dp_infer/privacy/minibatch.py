@@ -208,7 +208,8 @@ def _replace_one_curve(alphas, beta, h, t, q, c, n, k, ps=TRIANGLE_PS):
     with np.errstate(invalid="ignore"):
         tri = np.min(coef * r1 + r2, axis=0)
     sigma = q * n * math.sqrt(2.0 / h) / (beta * c)
-    gauss = 2.0 * k * t * al / sigma**2                      # sensitivity 2C, no amplification
+    with np.errstate(divide="ignore"):  # sigma**2 underflows to 0 for an almost noiseless step: inf
+        gauss = 2.0 * k * t * al / sigma**2                  # sensitivity 2C, no amplification
     return np.minimum(tri, gauss)
 
 
