@@ -123,10 +123,10 @@ class PerExampleLoss:
         return self.num_params_fn(num_features)
 
     def example(self, theta, x, y):
-        base = self.fn(theta, x, y)
-        if self.l2:
-            base = base + 0.5 * self.l2 * jnp.sum(theta**2)
-        return base
+        return self._with_l2_term(self.fn(theta, x, y), theta)
+
+    def _with_l2_term(self, base, theta):
+        return base + 0.5 * self.l2 * jnp.sum(theta**2) if self.l2 else base
 
     def per_example(self, theta, X, y):
         """Vector of per-example losses, shape (n,)."""
@@ -139,10 +139,7 @@ class PerExampleLoss:
         (``theta`` enters only the L2 term). Raises for a loss without ``index_fn``."""
         if self.index_fn is None:
             raise ValueError(f"the {self.name} loss is not declared generalised linear (no index_fn)")
-        out = self.index_fn(z, y)
-        if self.l2:
-            out = out + 0.5 * self.l2 * jnp.sum(theta**2)
-        return out
+        return self._with_l2_term(self.index_fn(z, y), theta)
 
     def mean(self, theta, X, y, *, block_rows: int | None = None):
         """Empirical loss L(theta; D) = mean of per-example losses.

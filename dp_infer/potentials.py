@@ -93,10 +93,10 @@ class GibbsPotential:
 
     def data_loss(self, theta):
         """The (possibly thresholded) empirical loss, without beta."""
-        L = self.loss.mean(theta, self.X, self.y)
-        if self.psi is not None:
-            L = jnp.maximum(L, self.L_star + self.psi)
-        return L
+        return self._thresholded(self.loss.mean(theta, self.X, self.y))
+
+    def _thresholded(self, L):
+        return L if self.psi is None else jnp.maximum(L, self.L_star + self.psi)
 
     def __call__(self, theta):
         return self._with_data_free_terms(self.beta * self.data_loss(theta), theta)
@@ -128,9 +128,7 @@ class GibbsPotential:
 
         def V(phi):
             theta = C @ phi
-            L = jnp.mean(loss.index_losses(XC @ phi, self.y, theta))
-            if self.psi is not None:
-                L = jnp.maximum(L, self.L_star + self.psi)
+            L = self._thresholded(jnp.mean(loss.index_losses(XC @ phi, self.y, theta)))
             return self._with_data_free_terms(self.beta * L, theta)
 
         return V
