@@ -207,7 +207,7 @@ def _replace_one_curve(alphas, beta, h, t, q, c, n, k, ps=TRIANGLE_PS):
     coef = (al[None, :] - 1.0 / ps[:, None]) / (al[None, :] - 1.0)
     with np.errstate(invalid="ignore"):
         tri = np.min(coef * r1 + r2, axis=0)
-    sigma = q * n * math.sqrt(2.0 / h) / (beta * c)
+    sigma = minibatch_noise_multiplier(beta, h, q, c, n)
     with np.errstate(divide="ignore"):  # sigma**2 underflows to 0 for an almost noiseless step: inf
         gauss = 2.0 * k * t * al / sigma**2                  # sensitivity 2C, no amplification
     return np.minimum(tri, gauss)
@@ -225,7 +225,7 @@ def minibatch_event(beta: float, step_size: float, num_steps: int, q: float, cli
     """
     beta, h, t, q, c, n, k = _common(beta, step_size, num_steps, q, clip_norm, n, num_chains)
     neighboring = _check_neighboring(neighboring)
-    sigma = q * n * math.sqrt(2.0 / h) / (beta * c)
+    sigma = minibatch_noise_multiplier(beta, h, q, c, n)
     meta = {"route": "minibatch_sgld", "beta": beta, "step_size": h, "num_steps": t, "q": q,
             "clip_norm": c, "n": n, "num_chains": k, "noise_multiplier": sigma, "neighboring": neighboring}
     if q == 1.0:  # no subsampling: the exact Gaussian path accountant
