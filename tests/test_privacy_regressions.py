@@ -14,6 +14,11 @@ profile, or a second construction of the same object.
   on every valid conversion.
 * ``calibrate`` crashed (``cannot convert float NaN to integer``) on a NaN or infinite G instead of
   a one-line error.
+* ``Accountant`` raised OverflowError (inside dp-accounting's PLD construction, e^eps) for a pure
+  or approximate event with eps > ~709.8 and for a Gaussian part with mu > ~3e4; the PLD route now
+  gives no bound there and the others answer. Oracle: randomized response / the (eps0, delta0)
+  mechanism's exact eps in 50-digit mpmath (a lower bound on any valid report), and the Gaussian
+  part alone (a composition leaks at least as much as its part).
 * ``losses.with_l2`` kept the old value range (which includes 0.5 l2 r^2 over the domain): a larger
   l2 under-reported the pure-eps route's sensitivity. Oracle: the same loss built with that l2.
 """
@@ -30,7 +35,7 @@ from dp_infer.calibrate import calibrate
 from dp_infer.domains import L2Ball
 from dp_infer.losses import LossConstants
 from dp_infer.privacy.accountant import Accountant
-from dp_infer.privacy.events import GdpEvent, PureDpEvent
+from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PureDpEvent
 from dp_infer.privacy.path import path_delta
 
 
@@ -100,3 +105,24 @@ def test_with_l2_gives_the_constants_of_the_loss_built_with_that_l2(make, l2_fro
     for field in ("lipschitz", "grad_diff", "smoothness", "strong_convexity", "value_range"):
         g, w = getattr(got, field), getattr(want, field)
         assert (g is None and w is None) or g == pytest.approx(w, rel=1e-12, abs=1e-12), field
+
+
+def test_events_beyond_float_range_of_e_to_the_eps_are_accounted_not_a_crash():
+    import mpmath as mp
+
+    from dp_infer.privacy import conversions as C
+
+    delta = 1e-5
+    with mp.workdps(50):
+        d, e0, d0 = mp.mpf(delta), mp.mpf(1000), mp.mpf("1e-6")
+        rr = 1000 + mp.log(1 - d - d * mp.exp(-e0))  # randomized response: delta(eps) = (e^e0 - e^eps) / (1 + e^e0)
+        approx_exact = mp.log(mp.exp(e0) - (d - d0) / (1 - d0) * (1 + mp.exp(e0)))
+    e = Accountant([PureDpEvent(1000.0)]).get_epsilon(delta)
+    assert rr <= e <= 1000.0
+    e = Accountant([ApproxDpEvent(1000.0, 1e-6)]).get_epsilon(delta)
+    assert approx_exact <= e <= 1000.0
+    rep = Accountant([PureDpEvent(1000.0)]).report(eps=0.0)
+    assert rep["log_delta_privacy"] == 0.0 and rep["routes_log_delta"]["pld"] == 0.0
+    # a huge Gaussian part composed with a pure event: finite, and at least the Gaussian part's eps
+    e = Accountant([GdpEvent(1e5), PureDpEvent(1.0)]).get_epsilon(delta)
+    assert C.gdp_epsilon(1e5, delta) <= e < math.inf

@@ -181,18 +181,26 @@ class _PldRoute(Route):
         span = mu * mu / 2.0 + 12.0 * mu + sum(c * e for e, c in pure) + sum(c * e for e, _, c in approx)
         interval = max(discretization, span / 2e5)
         self.interval = interval
-        pld = pldlib.identity(value_discretization_interval=interval)
-        if mu > 0:
-            pld = pld.compose(pldlib.from_gaussian_mechanism(standard_deviation=1.0 / mu,
-                                                             value_discretization_interval=interval))
-        for eps, cnt in pure:
-            p = pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, 0.0),
-                                               value_discretization_interval=interval)
-            pld = pld.compose(p.self_compose(cnt) if cnt > 1 else p)
-        for eps, dl, cnt in approx:
-            p = pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, dl),
-                                               value_discretization_interval=interval)
-            pld = pld.compose(p.self_compose(cnt) if cnt > 1 else p)
+        # dp-accounting computes e^eps of each pure/approx event and of the Gaussian's largest loss
+        # (~mu^2 / 2 + 12 mu): past float range (an event with eps > ~709.8, mu > ~3e4) it raises
+        # OverflowError. Such a ledger is vacuous at any useful eps; the route then gives no bound
+        # (delta 1, eps inf) and the other routes answer.
+        self.pld = None
+        try:
+            pld = pldlib.identity(value_discretization_interval=interval)
+            if mu > 0:
+                pld = pld.compose(pldlib.from_gaussian_mechanism(standard_deviation=1.0 / mu,
+                                                                 value_discretization_interval=interval))
+            for eps, cnt in pure:
+                p = pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, 0.0),
+                                                   value_discretization_interval=interval)
+                pld = pld.compose(p.self_compose(cnt) if cnt > 1 else p)
+            for eps, dl, cnt in approx:
+                p = pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, dl),
+                                                   value_discretization_interval=interval)
+                pld = pld.compose(p.self_compose(cnt) if cnt > 1 else p)
+        except OverflowError:
+            return
         self.pld = pld
 
     # dp-accounting's PLD arithmetic is pessimistic up to floating-point error: ~1e-12 relative
@@ -206,6 +214,8 @@ class _PldRoute(Route):
     _ABS_MARGIN = 1e-13
 
     def log_delta(self, eps):
+        if self.pld is None:  # not representable (see __init__): no bound
+            return 0.0
         d = float(self.pld.get_delta_for_epsilon(eps))
         if d == 0.0:  # an empty sum: no finite loss above eps and no infinite loss, delta = 0
             return -math.inf
@@ -213,7 +223,7 @@ class _PldRoute(Route):
 
     def epsilon(self, log_delta):
         d = math.exp(log_delta) * (1.0 - self._MARGIN) - self._ABS_MARGIN
-        if d <= 0.0:  # below the route's numerical resolution: no bound from it
+        if d <= 0.0 or self.pld is None:  # below the route's numerical resolution, or not representable
             return math.inf, {}
         return float(self.pld.get_epsilon_for_delta(d)), {"discretization": self.interval}
 
