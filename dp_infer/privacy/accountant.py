@@ -265,13 +265,13 @@ class Accountant:
             if k == 0:
                 return 0.0, self._ideal_log_delta(0.0)[1], {}, {}
             lo_e, hi_e = float(grid[k - 1]), float(grid[k])
-        e = lo_e
-        if total(lo_e) > ld:
-            e = float(optimize.brentq(lambda x: total(x) - ld, lo_e, hi_e, xtol=1e-13, rtol=1e-15))
-            step = 1e-12 * max(1.0, e)
-            while total(e) > ld and e < hi_e:  # landed on the infeasible side: never under-report
-                e = min(e + step, hi_e)
-                step *= 4.0
+        # lo_e is infeasible (a grid point before the first feasible one, or beside the refined
+        # minimum), hi_e feasible: the smallest feasible eps lies between them
+        e = float(optimize.brentq(lambda x: total(x) - ld, lo_e, hi_e, xtol=1e-13, rtol=1e-15))
+        step = 1e-12 * max(1.0, e)
+        while total(e) > ld and e < hi_e:  # landed on the infeasible side: never under-report
+            e = min(e + step, hi_e)
+            step *= 4.0
         return e, self._ideal_log_delta(e)[1], {}, {}
 
     def _sampling_delta(self, eps: float) -> float:
