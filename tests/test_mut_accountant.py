@@ -96,6 +96,30 @@ def test_the_route_named_at_eps_zero_is_the_one_that_gave_the_figure():
     assert rep["log_delta_privacy"] >= math.log(math.tanh(eps0 / 2)) - 1e-12
 
 
+# (mu, tau) with a feasible set narrower than one grid cell lying in the second-to-last cell of the
+# search grid (no grid point feasible, the total's grid minimum at index 126 of 128): tau just below
+# the largest feasible tau for mu = 10 at delta = 1e-5, found in 50-digit mpmath (the minimum of the
+# total sits at eps 92.649, 0.9876 of the range eps_hi where (1 + e^eps) tau = delta)
+_TAU_MAX_MU10 = 1.81079211055e-46
+
+
+@pytest.mark.parametrize("tau", [_TAU_MAX_MU10 * (1 - 1e-6), _TAU_MAX_MU10 * (1 - 1e-4)])
+def test_a_narrow_feasible_set_in_the_second_to_last_grid_cell_is_found(tau):
+    mu, delta = 10.0, 1e-5
+    e = Accountant([GdpEvent(mu, tv_error=tau)]).get_epsilon(delta)
+    assert 92.0 < e < 93.0
+    assert _mp_total_delta(e, mu, tau) <= delta < _mp_total_delta(e * (1 - 1e-7), mu, tau)
+
+
+def test_a_sampling_slack_just_beyond_float_range_is_infinite_not_an_error():
+    # log((1 + e^eps) tau) = 709.9: e^709.9 exceeds the largest float (e^709.78), so the slack is
+    # +inf (a vacuous statement), not an OverflowError
+    tau = 1e-3
+    eps = 709.9 - math.log(tau)
+    rep = Accountant([GdpEvent(1.0, tv_error=tau)]).report(eps=eps)
+    assert rep["delta_sampling"] in (math.inf, "inf") and rep["log_delta"] == 0.0
+
+
 @pytest.mark.parametrize("mu,tau", [(1.0, 6e-6), (0.5, 8.55697253e-07 * 1.001)])
 def test_an_infeasible_target_reports_infinite_eps_and_no_route(mu, tau):
     # (1.0, 6e-6): 2 tau > delta, nothing is feasible even at eps = 0; (0.5, ...): the closed-form
