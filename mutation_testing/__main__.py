@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import json
 import os
 import shutil
@@ -234,8 +235,8 @@ def run_module(module: str, tests: list[str], *, max_children: int, equivalents,
     survivors, equivalent_list = [], []
     for key, code in sorted(meta["exit_code_by_key"].items()):
         counts["mutants"] += 1
-        if names and key not in names:
-            continue  # not re-run this time (--previous-survivors)
+        if names and not any(key == n or fnmatch.fnmatch(key, n) for n in names):
+            continue  # not re-run this time (--previous-survivors / --only)
         status = status_by_exit_code.get(code, "other")
         if status == "killed":
             counts["killed"] += 1
@@ -286,6 +287,9 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="list the modules and their tests, run nothing")
     p.add_argument("--previous-survivors", action="store_true",
                    help="re-run only the mutants that survived (or had no test) in the last recorded run")
+    p.add_argument("--only", metavar="PATTERN", action="append", default=[],
+                   help="run only the mutants whose mutmut name matches this glob (repeatable), e.g. "
+                        "'*_PldRoute*' after a change to one class (results then count only those)")
     a = p.parse_args(argv)
     modules = a.modules or targets["order"]
     for m in modules:
@@ -301,10 +305,10 @@ def main(argv=None) -> int:
     for m in modules:
         tests = [t for t in targets["modules"][m]["tests"] if (ROOT / t).exists()]
         print(f"[{m}] mutating; tests: {' '.join(tests)}", flush=True)
-        names = ()
+        names = tuple(a.only)
         if a.previous_survivors and RESULTS.exists():
             prev = json.loads(RESULTS.read_text()).get(m, {})
-            names = tuple(x["mutant"] for x in prev.get("survivors", []))
+            names += tuple(x["mutant"] for x in prev.get("survivors", []))
         r = run_module(m, tests, max_children=a.max_children, equivalents=equivalents, names=names)
         results.append(r)
         merged = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}  # other runs may have written
