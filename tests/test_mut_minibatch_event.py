@@ -6,7 +6,7 @@ file holds what the full mutation run of ``minibatch_event`` and its helpers sho
 Oracles:
 * an almost noiseless step (sigma**2 underflows to 0) releases the clipped sum essentially
   without noise: the only valid float bound is inf, at every order, and it is a plain answer,
-  not a numerical accident (no RuntimeWarning);
+  not a numerical accident (no RuntimeWarning).
 """
 
 import math
