@@ -1,0 +1,77 @@
+"""Oracle tests for dp_infer.privacy.ledger (mutation testing, issue 19).
+
+Oracles: the receipt's fields against the arithmetic they document (remaining = budget - spent,
+exactly) and an independent Accountant composition of the same events; a charge that lands
+exactly on the budget is within it (the refusal is for eps > budget); ``complete`` by integer
+run id; ``accountant()`` equals a fresh Accountant of the recorded events.
+"""
+
+import time
+
+import pytest
+
+from dp_infer.privacy.accountant import Accountant
+from dp_infer.privacy.events import GdpEvent, PureDpEvent
+from dp_infer.privacy.ledger import BudgetExceededError, Ledger, UnknownDatasetError
+
+DELTA = 1e-5
+
+
+def test_receipt_fields_follow_their_definitions(tmp_path):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("d", eps_budget=4.0, delta_budget=DELTA)
+    e1, e2 = GdpEvent(0.3), GdpEvent(0.5)
+    led.charge("d", e1, run_label="a")
+    t0 = time.time()
+    r = led.charge("d", e2, run_label="b", count=2)
+    t1 = time.time()
+    want = Accountant([e1, (e2, 2)]).get_epsilon(DELTA)
+    assert r.eps_spent == pytest.approx(want, rel=1e-12)
+    assert r.eps_remaining == 4.0 - r.eps_spent  # exactly the documented difference
+    assert r.eps_run == pytest.approx(Accountant([(e2, 2)]).get_epsilon(DELTA), rel=1e-12)
+    assert r.eps_budget == 4.0 and r.delta == DELTA and r.run_label == "b" and r.dataset_id == "d"
+    assert r.ledger_path == str(led.path) and t0 <= r.charged_at <= t1
+    assert led.history("d")[-1]["time"] == r.charged_at and led.history("d")[-1]["run_id"] == r.run_id
+
+
+def test_a_charge_exactly_at_the_budget_is_accepted(tmp_path):
+    # a budget equal to the Accountant's eps of the run (a float stored and read back exactly):
+    # eps = budget is within it; anything more is refused
+    ev = GdpEvent(0.7)
+    budget = Accountant([ev]).get_epsilon(DELTA)
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("d", eps_budget=budget, delta_budget=DELTA)
+    r = led.charge("d", ev)
+    assert r.eps_spent == budget and r.eps_remaining == 0.0
+    with pytest.raises(BudgetExceededError):
+        led.charge("d", PureDpEvent(1e-9))
+    assert led.spent("d")["n_runs"] == 1
+
+
+def test_complete_by_integer_run_id_and_refusals(tmp_path):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("d", eps_budget=10.0, delta_budget=DELTA)
+    r = led.charge("d", GdpEvent(0.2), run_label="x")
+    led.complete(r.run_id)
+    assert led.history("d")[0]["status"] == "completed"
+    for bad in (True, "1", 1.0, None):
+        with pytest.raises(ValueError, match="receipt must be a ChargeReceipt or an integer run_id"):
+            led.complete(bad)
+    with pytest.raises(ValueError, match="not in the ledger"):
+        led.complete(r.run_id + 100)
+
+
+def test_accountant_holds_every_recorded_event(tmp_path):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("d", eps_budget=10.0, delta_budget=DELTA)
+    led.charge("d", GdpEvent(0.4))
+    led.charge("d", PureDpEvent(0.1), count=3)
+    acc = led.accountant("d")
+    assert isinstance(acc, Accountant)
+    assert acc.get_epsilon(DELTA) == Accountant([GdpEvent(0.4), (PureDpEvent(0.1), 3)]).get_epsilon(DELTA)
+    assert acc.get_epsilon(DELTA) == led.spent("d")["eps"]
+    with pytest.raises(UnknownDatasetError, match="dataset_id 'nope'"):
+        led.accountant("nope")
+    with pytest.raises(ValueError, match="dataset_id"):
+        led.accountant("")
+    assert repr(led) == f"Ledger({str(led.path)!r})"
