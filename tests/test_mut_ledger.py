@@ -75,3 +75,34 @@ def test_accountant_holds_every_recorded_event(tmp_path):
     with pytest.raises(ValueError, match="dataset_id"):
         led.accountant("")
     assert repr(led) == f"Ledger({str(led.path)!r})"
+
+
+def test_history_and_plot_rows_carry_every_documented_field(tmp_path):
+    import os
+
+    from dp_infer.privacy.ledger_records import _iso
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("d", eps_budget=6.0, delta_budget=DELTA)
+    r1 = led.charge("d", GdpEvent(0.3), run_label="first", count=2)
+    led.complete(r1)
+    r2 = led.charge("d", PureDpEvent(0.2))  # unlabelled, left charged
+    h = led.history("d")
+    assert [set(x) for x in h] == [{"run_id", "run_label", "status", "time", "charged_at", "completed_at", "event",
+                                    "count", "eps_run", "eps_after", "delta", "pid"}] * 2
+    assert [x["run_id"] for x in h] == [r1.run_id, r2.run_id]
+    assert [x["status"] for x in h] == ["completed", "charged"]
+    assert [x["count"] for x in h] == [2, 1] and [x["pid"] for x in h] == [os.getpid()] * 2
+    assert [x["delta"] for x in h] == [DELTA, DELTA]
+    assert [x["time"] for x in h] == [r1.charged_at, r2.charged_at]
+    assert [x["charged_at"] for x in h] == [_iso(r1.charged_at), _iso(r2.charged_at)]
+    assert h[0]["completed_at"] is not None and h[0]["completed_at"] >= h[0]["charged_at"]
+    assert h[1]["completed_at"] is None
+    assert [x["eps_run"] for x in h] == [r1.eps_run, r2.eps_run]
+    assert [x["eps_after"] for x in h] == [r1.eps_spent, r2.eps_spent]
+    assert h[1]["event"] == PureDpEvent(0.2).to_dict()
+    plot = led.records_for_plot("d")
+    assert plot == [{"run": "first", "run_id": r1.run_id, "status": "completed", "eps_run": r1.eps_run,
+                     "eps_cumulative": r1.eps_spent, "eps_remaining": 6.0 - r1.eps_spent, "eps_budget": 6.0},
+                    {"run": f"run {r2.run_id}", "run_id": r2.run_id, "status": "charged", "eps_run": r2.eps_run,
+                     "eps_cumulative": r2.eps_spent, "eps_remaining": 6.0 - r2.eps_spent, "eps_budget": 6.0}]
