@@ -6,6 +6,8 @@ exactly on the budget is within it (the refusal is for eps > budget); ``complete
 run id; ``accountant()`` equals a fresh Accountant of the recorded events.
 """
 
+import dataclasses
+import re
 import time
 
 import pytest
@@ -106,3 +108,23 @@ def test_history_and_plot_rows_carry_every_documented_field(tmp_path):
                      "eps_cumulative": r1.eps_spent, "eps_remaining": 6.0 - r1.eps_spent, "eps_budget": 6.0},
                     {"run": f"run {r2.run_id}", "run_id": r2.run_id, "status": "charged", "eps_run": r2.eps_run,
                      "eps_cumulative": r2.eps_spent, "eps_remaining": 6.0 - r2.eps_spent, "eps_budget": 6.0}]
+
+
+def test_refusals_name_the_dataset_run_and_ledger(tmp_path):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("d", eps_budget=1.0, delta_budget=DELTA)
+    led.register_dataset("e", eps_budget=1.0, delta_budget=DELTA)
+    with pytest.raises(BudgetExceededError) as info:
+        led.charge("d", GdpEvent(5.0), run_label="big-run")
+    err = info.value
+    assert err.dataset_id == "d" and err.run_label == "big-run"
+    assert err.eps_budget == 1.0 and err.delta_budget == DELTA and err.eps_spent == 0.0
+    assert err.eps_run == Accountant([GdpEvent(5.0)]).get_epsilon(DELTA) == err.eps_requested_total
+    # a receipt of dataset "d" presented as if of "e" is refused, and the row stays charged
+    r = led.charge("d", GdpEvent(0.1), run_label="small")
+    forged = dataclasses.replace(r, dataset_id="e")
+    with pytest.raises(ValueError, match="belongs to dataset 'd'"):
+        led.complete(forged)
+    assert led.history("d")[0]["status"] == "charged"
+    with pytest.raises(ValueError, match=re.escape(repr(str(led.path)))):
+        led.complete(r.run_id + 100)
