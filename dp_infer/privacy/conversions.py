@@ -313,11 +313,14 @@ def linear_rdp_log_delta(rho: float, eps: float) -> tuple[float, float]:
         a = 1.0 + math.exp(u)
         return (a - 1.0) * (rho * a - eps + math.log1p(-1.0 / a)) - math.log(a)
 
-    # unconstrained optimum of the Mironov form: alpha - 1 ~ eps/(2 rho); near eps = 0 the CKS
-    # optimum is elsewhere (alpha ~ 1/sqrt(rho)), so a wide grid is searched too. alpha - 1 >= 1e-12
-    # keeps alpha > 1 representable (at eps = 0 the old grid reached alpha == 1.0: log1p(-1) failed).
+    # f is convex in alpha (f'(alpha) = rho (2 alpha - 1) - eps + log(1 - 1/alpha) increases), with its
+    # minimum at alpha - 1 <= eps/(2 rho) + 1/sqrt(2 rho). Near alpha - 1 ~ eps/(2 rho) (the Mironov
+    # form's optimum) a fine grid; near eps = 0 the optimum is at alpha ~ 1/sqrt(2 rho), so a wide grid
+    # up to e^4/sqrt(rho) (at least 1e7; the old fixed end 1e7 missed it for rho < ~1e-14: delta 14%
+    # loose at rho = 1e-16). alpha - 1 >= 1e-12 keeps alpha > 1 representable (at eps = 0 the old grid
+    # reached alpha == 1.0: log1p(-1) failed).
     u0 = math.log(max(eps / (2.0 * rho), 1e-12))
-    wide = np.linspace(math.log(1e-12), math.log(1e7), 241)
+    wide = np.linspace(math.log(1e-12), max(math.log(1e7), 4.0 - 0.5 * math.log(rho)), 241)
     grid = np.unique(np.maximum(np.concatenate([u0 + np.linspace(-10.0, 6.0, 321), wide]), math.log(1e-12)))
     vals = np.array([f(u) for u in grid])
     j = int(np.argmin(vals))
