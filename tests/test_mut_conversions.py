@@ -109,3 +109,38 @@ def test_linear_rho_for_an_enormous_target(eps, delta):
     assert C.linear_rdp_epsilon(rho, delta)[0] <= eps
     assert _gaussian_log_delta_mp(eps, rho) <= math.log(delta)
     # (not >= Mironov's closed form here: its optimal order 1 + sqrt(log(1/delta) / rho) is not a float)
+
+
+@pytest.mark.parametrize("eps,delta", [(1.0, 0.9), (0.5, 0.99), (2.0, 1 - 1e-6), (0.5, 1 - 1e-12)])
+def test_linear_rho_far_above_mironov(eps, delta):
+    # delta near 1: the CKS rho is 5x to 50x Mironov's closed form (the bracket's start) and above e,
+    # so the bracket is widened several times; safe (the Gaussian mechanism with this curve is
+    # (eps, delta)-DP, exactly) and tight (1e-7 more rho is not)
+    rho = C.linear_rdp_rho(eps, delta)
+    assert rho > 5 * C.zcdp_rho_for_epsilon_mironov(eps, delta) and rho > math.e
+    assert C.linear_rdp_epsilon(rho, delta)[0] <= eps
+    assert C.linear_rdp_epsilon(rho * (1 + 1e-7), delta)[0] > eps
+    assert _gaussian_log_delta_mp(eps, rho) <= math.log(delta)
+
+
+# --------------------------------------------------------------------------- Gaussian profile, extended precision
+
+
+def _gdp_log_delta_reference(eps, mu):
+    with mp.workdps(400):
+        e, m = mp.mpf(eps), mp.mpf(mu)
+        return float(mp.log(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2)))
+
+
+@pytest.mark.parametrize("mu", [c * 10.0**-k for k in range(36, 46) for c in (1.0, 2.3, 5.7)]
+                         + [1e-305, 1e-310, 5e-311, 3e-313, 1e-316, 1e-320])
+def test_gdp_log_delta_where_the_first_extended_pass_is_all_rounding(mu):
+    # delta_mu(eps) / Phi(a) = 1 - e^x ~ mu: at mu ~ 1e-40 the first 40-digit pass of the extended
+    # evaluation leaves x as a rounding residue (0 or one ulp of either sign); only an x resolved to 20
+    # digits may be used (one ulp taken as x makes delta up to several times too small or too large);
+    # for subnormal mu the 20 digits are reached only after the precision has been doubled several times
+    # (at mu = 5e-311 a pass with 10 digits of x is already 2e-14 low)
+    for eps in (0.0, mu, 3.0 * mu):
+        ref = _gdp_log_delta_reference(eps, mu)
+        ours = C.gdp_log_delta(eps, mu)
+        assert ref - 1e-15 * abs(ref) <= ours <= ref + 1e-10 * abs(ref), (eps, mu)
