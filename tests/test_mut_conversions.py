@@ -144,3 +144,13 @@ def test_gdp_log_delta_where_the_first_extended_pass_is_all_rounding(mu):
         ref = _gdp_log_delta_reference(eps, mu)
         ours = C.gdp_log_delta(eps, mu)
         assert ref - 1e-15 * abs(ref) <= ours <= ref + 1e-10 * abs(ref), (eps, mu)
+
+
+@pytest.mark.parametrize("mu", [12.0, 40.0, 1e3, 1e150])
+def test_gdp_log_delta_near_one_is_never_positive(mu):
+    # delta_mu(eps) ~ 1 for large mu: log delta is a tiny negative number, and the rounding bound that
+    # raises the float result must not lift it above log 1 = 0 (delta is a probability)
+    for eps in (0.0, 1.0, mu):
+        ref = _gdp_log_delta_reference(eps, mu)
+        ours = C.gdp_log_delta(eps, mu)
+        assert ref <= ours <= 0.0
