@@ -103,6 +103,18 @@ def test_linear_epsilon_of_an_enormous_rho(rho, delta):
     assert _gaussian_log_delta_mp(e, rho) <= math.log(delta)
 
 
+def test_linear_epsilon_where_the_optimal_order_is_beyond_float():
+    # Mironov's optimal order 1 + sqrt(log(1/delta) / rho) ~ 4e311 (rho = 5e-324, log delta = -1e300):
+    # the search around it overflowed e^u; the answer is the CKS eps at a float order
+    rho, ld = 5e-324, -1e300
+    e, a = C.linear_rdp_epsilon(rho, log_delta=ld)
+    assert 1.0 < a < math.inf and 0.0 < e < 1.0
+    with mp.workdps(60):
+        am = mp.mpf(a)
+        cks = rho * am + mp.log(1 - 1 / am) - (ld + mp.log(am)) / (am - 1)
+    assert e == pytest.approx(float(cks), rel=1e-12, abs=0)
+
+
 @pytest.mark.parametrize("eps,delta", [(1e26, 0.9), (1e30, 0.5), (1e300, 1e-300)])
 def test_linear_rho_for_an_enormous_target(eps, delta):
     rho = C.linear_rdp_rho(eps, delta)
