@@ -272,6 +272,12 @@ def rdp_log_delta(orders: Any, values: Any, eps: float) -> tuple[float, float]:
     return float(ld[i]), float(a[i])
 
 
+# orders searched for a linear curve: alpha - 1 = e^u in [1e-12, e^700]. Below, alpha = 1 + e^u rounds to 1
+# (log1p(-1/alpha) fails: linear_rdp_epsilon crashed for rho / log(1/delta) > ~1e25); above, e^u overflows
+# (linear_rdp_log_delta crashed for eps / rho > ~e^703). Every order gives a valid bound.
+_U_MIN, _U_MAX = math.log(1e-12), 700.0
+
+
 def _cks_eps_linear(u: float, rho: float, ld: float) -> float:
     a = 1.0 + math.exp(u)
     return rho * a + math.log1p(-1.0 / a) - (ld + math.log(a)) / (a - 1.0)
@@ -291,7 +297,7 @@ def linear_rdp_epsilon(rho: float, delta: float | None = None, *, log_delta: flo
         return 0.0, 1.0
     # Mironov's optimum alpha* = 1 + sqrt(log(1/delta)/rho) is a good starting bracket.
     u0 = 0.5 * (math.log(-ld) - math.log(rho))
-    grid = u0 + np.linspace(-8.0, 8.0, 321)
+    grid = np.unique(np.clip(u0 + np.linspace(-8.0, 8.0, 321), _U_MIN, _U_MAX))
     vals = np.array([_cks_eps_linear(u, rho, ld) for u in grid])
     j = int(np.argmin(vals))
     lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]
@@ -313,12 +319,15 @@ def linear_rdp_log_delta(rho: float, eps: float) -> tuple[float, float]:
         a = 1.0 + math.exp(u)
         return (a - 1.0) * (rho * a - eps + math.log1p(-1.0 / a)) - math.log(a)
 
-    # unconstrained optimum of the Mironov form: alpha - 1 ~ eps/(2 rho); near eps = 0 the CKS
-    # optimum is elsewhere (alpha ~ 1/sqrt(rho)), so a wide grid is searched too. alpha - 1 >= 1e-12
-    # keeps alpha > 1 representable (at eps = 0 the old grid reached alpha == 1.0: log1p(-1) failed).
+    # f is convex in alpha (f'(alpha) = rho (2 alpha - 1) - eps + log(1 - 1/alpha) increases), with its
+    # minimum at alpha - 1 <= eps/(2 rho) + 1/sqrt(2 rho). Near alpha - 1 ~ eps/(2 rho) (the Mironov
+    # form's optimum) a fine grid; near eps = 0 the optimum is at alpha ~ 1/sqrt(2 rho), so a wide grid
+    # up to e^4/sqrt(rho) (at least 1e7; the old fixed end 1e7 missed it for rho < ~1e-14: delta 14%
+    # loose at rho = 1e-16). alpha - 1 >= 1e-12 keeps alpha > 1 representable (at eps = 0 the old grid
+    # reached alpha == 1.0: log1p(-1) failed).
     u0 = math.log(max(eps / (2.0 * rho), 1e-12))
-    wide = np.linspace(math.log(1e-12), math.log(1e7), 241)
-    grid = np.unique(np.maximum(np.concatenate([u0 + np.linspace(-10.0, 6.0, 321), wide]), math.log(1e-12)))
+    wide = np.linspace(_U_MIN, max(math.log(1e7), 4.0 - 0.5 * math.log(rho)), 241)
+    grid = np.unique(np.clip(np.concatenate([u0 + np.linspace(-10.0, 6.0, 321), wide]), _U_MIN, _U_MAX))
     vals = np.array([f(u) for u in grid])
     j = int(np.argmin(vals))
     lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]
