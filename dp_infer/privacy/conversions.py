@@ -20,21 +20,9 @@ from scipy import optimize, special
 from .._validation import check_delta, check_epsilon, check_nonnegative
 
 __all__ = [
-    "gdp_log_delta",
-    "gdp_delta",
-    "gdp_epsilon",
-    "gdp_mu",
-    "gdp_tradeoff",
-    "zcdp_epsilon_mironov",
-    "zcdp_rho_for_epsilon_mironov",
-    "rdp_epsilon",
-    "rdp_log_delta",
-    "linear_rdp_epsilon",
-    "linear_rdp_log_delta",
-    "linear_rdp_rho",
-    "pure_dp_rdp",
-    "tv_delta_slack",
-    "resolve_log_delta",
+    "gdp_log_delta", "gdp_delta", "gdp_epsilon", "gdp_mu", "gdp_tradeoff", "zcdp_epsilon_mironov",
+    "zcdp_rho_for_epsilon_mironov", "rdp_epsilon", "rdp_log_delta", "linear_rdp_epsilon",
+    "linear_rdp_log_delta", "linear_rdp_rho", "pure_dp_rdp", "tv_delta_slack", "resolve_log_delta",
 ]
 
 _LOG_TINY = math.log(1e-300)  # below this a delta is passed around as a log only
@@ -272,11 +260,9 @@ def rdp_log_delta(orders: Any, values: Any, eps: float) -> tuple[float, float]:
     return float(ld[i]), float(a[i])
 
 
-# orders searched for a linear curve: alpha - 1 = e^u in [1e-12, e^700]. Below, alpha = 1 + e^u rounds to 1
-# (log1p(-1/alpha) fails: linear_rdp_epsilon crashed for rho / log(1/delta) > ~1e25); above, e^u overflows
-# (linear_rdp_log_delta crashed for eps / rho > ~e^703). Every order gives a valid bound.
+# orders searched for a linear curve, alpha - 1 = e^u in [1e-12, e^700]: below, alpha rounds to 1; above,
+# e^u overflows (both crashed at extreme rho). Every order gives a valid bound.
 _U_MIN, _U_MAX = math.log(1e-12), 700.0
-
 
 def _cks_eps_linear(u: float, rho: float, ld: float) -> float:
     a = 1.0 + math.exp(u)
@@ -319,12 +305,8 @@ def linear_rdp_log_delta(rho: float, eps: float) -> tuple[float, float]:
         a = 1.0 + math.exp(u)
         return (a - 1.0) * (rho * a - eps + math.log1p(-1.0 / a)) - math.log(a)
 
-    # f is convex in alpha (f'(alpha) = rho (2 alpha - 1) - eps + log(1 - 1/alpha) increases), with its
-    # minimum at alpha - 1 <= eps/(2 rho) + 1/sqrt(2 rho). Near alpha - 1 ~ eps/(2 rho) (the Mironov
-    # form's optimum) a fine grid; near eps = 0 the optimum is at alpha ~ 1/sqrt(2 rho), so a wide grid
-    # up to e^4/sqrt(rho) (at least 1e7; the old fixed end 1e7 missed it for rho < ~1e-14: delta 14%
-    # loose at rho = 1e-16). alpha - 1 >= 1e-12 keeps alpha > 1 representable (at eps = 0 the old grid
-    # reached alpha == 1.0: log1p(-1) failed).
+    # f is convex in alpha, minimal at alpha - 1 <= eps/(2 rho) + 1/sqrt(2 rho): a fine grid near the
+    # Mironov optimum eps/(2 rho), and a wide one up to e^4/sqrt(rho) (near eps = 0, alpha ~ 1/sqrt(2 rho)).
     u0 = math.log(max(eps / (2.0 * rho), 1e-12))
     wide = np.linspace(_U_MIN, max(math.log(1e7), 4.0 - 0.5 * math.log(rho)), 241)
     grid = np.unique(np.clip(np.concatenate([u0 + np.linspace(-10.0, 6.0, 321), wide]), _U_MIN, _U_MAX))
