@@ -9,7 +9,9 @@ reviewer would. Every refusal is checked to leave the file unchanged.
 import datetime as dt
 import math
 import os
+import re
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -147,3 +149,43 @@ def test_the_file_is_durable_and_a_reviewer_reads_the_same_numbers(tmp_path):
     assert r.eps_run == Accountant([GdpEvent(0.5)]).get_epsilon(DELTA)
     assert repr(led) == f"Ledger({str(tmp_path / 'l.sqlite')!r})"
     assert math.isfinite(r.eps_spent)
+
+
+def test_status_counts_are_zero_for_a_status_no_run_has(tmp_path):
+    led = _ledger(tmp_path)
+    assert (led.spent("d")["n_charged"], led.spent("d")["n_completed"], led.spent("d")["eps"]) == (0, 0, 0.0)
+    led.charge("d", GdpEvent(0.2))
+    assert (led.spent("d")["n_charged"], led.spent("d")["n_completed"]) == (1, 0)
+
+
+def test_a_ledger_in_a_new_nested_directory_is_created_and_errors_name_the_file(tmp_path):
+    nested = tmp_path / "a" / "b" / "c" / "l.sqlite"
+    Ledger(nested).register_dataset("d", eps_budget=1.0, delta_budget=DELTA)
+    assert nested.exists() and Ledger(nested).datasets()[0]["dataset_id"] == "d"
+    with pytest.raises(ValueError, match=re.escape(repr(str(tmp_path)))):
+        Ledger(tmp_path)  # a directory
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not an sqlite database" * 100)
+    with pytest.raises(ValueError, match=re.escape(repr(str(junk)))):
+        Ledger(junk)
+    with sqlite3.connect(nested) as con:
+        con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    with pytest.raises(ValueError, match=re.escape(f"ledger at {str(nested)!r} has schema_version 7")):
+        Ledger(nested)
+
+
+def test_a_charge_waits_for_another_writer_instead_of_failing(tmp_path):
+    # another process holds the write lock for 6 s (sqlite3's default busy timeout is 5 s): the charge
+    # waits for it (the ledger's timeout is 120 s) and then succeeds, it does not fail with "locked"
+    led = _ledger(tmp_path)
+    holder = sqlite3.connect(tmp_path / "l.sqlite", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(6.0, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        t0 = time.monotonic()
+        r = led.charge("d", GdpEvent(0.1))
+        assert time.monotonic() - t0 >= 5.5 and r.run_id >= 1
+    finally:
+        release.join()
+        holder.close()
