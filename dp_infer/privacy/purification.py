@@ -189,10 +189,14 @@ def corollary4_log_delta(n: int, dim: int, diameter: float) -> tuple[float, floa
 def _as_jax_key(key: Any):
     import jax
 
+    from ..randomness import secret_key
+
+    # jax.random.key(int) keeps only the low 32 bits of a seed (without jax_enable_x64): a Generator gets
+    # 64 bits of key material directly, and an int seed the same key words as secret_key (hi, lo)
     if isinstance(key, np.random.Generator):
-        return jax.random.key(int(key.integers(0, 2**63 - 1)))
+        return jax.random.wrap_key_data(key.integers(0, 2**32, size=2, dtype=np.uint32))
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-        return jax.random.key(int(key))
+        return secret_key(int(key))[0]
     try:
         if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
             return key
