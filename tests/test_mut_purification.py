@@ -1,6 +1,10 @@
 """Oracle tests for survivors of purification.py's mutation run (issue 19)."""
 
+import json
 import math
+
+import numpy as np
+import pytest
 
 from dp_infer.domains import L2Ball
 from dp_infer.privacy import purification as PF
@@ -33,3 +37,81 @@ def test_the_purified_event_states_its_assumptions_and_adds_eps_prime():
     assert len(ev.assumptions) == 4
     assert "(eps, delta)-DP" in text and "lies in the domain" in text and "independent" in text
     assert ev.metadata["route"] == "purification" and ev.metadata["upstream_epsilon"] == 0.8
+
+
+def _box(d, lo, hi):
+    from dp_infer.domains import Box
+
+    return Box([lo] * d, [hi] * d)
+
+
+def test_required_log_delta_inverts_the_laplace_scale_for_both_variants():
+    # required_log_delta(b) is the upstream delta at which Algorithm 1's (uncapped) scale is b; the
+    # conservative variant (TV <= delta) needs half the delta: exactly log 2 less
+    for dom in (L2Ball(3, 1.0), _box(2, 1.0, 3.0)):
+        for omega in (1.0, 0.25):
+            for cons in (False, True):
+                ld = PF.required_log_delta(dom, 1.0, omega, 1e-3, conservative=cons)
+                p = PF.purification_parameters(dom, 1.0, omega, log_delta=ld, cap=False, conservative=cons)
+                assert math.isclose(p.laplace_scale, 1e-3, rel_tol=1e-9)
+                assert p.log_delta == ld and p.conservative is cons and p.omega == omega
+                assert math.isclose(p.log_wasserstein_uncapped, math.log(p.wasserstein_l1), rel_tol=1e-12)
+            ld_c = PF.required_log_delta(dom, 1.0, omega, 1e-3, conservative=True)
+            ld_n = PF.required_log_delta(dom, 1.0, omega, 1e-3)
+            assert math.isclose(ld_n - ld_c, math.log(2.0), rel_tol=1e-12)
+    for bad in (1.5, 2.5):
+        with pytest.raises(ValueError, match=r"omega must lie in \(0, 1\]"):
+            PF.required_log_delta(L2Ball(3, 1.0), 1.0, bad, 1e-3)
+        with pytest.raises(ValueError, match=r"omega must lie in \(0, 1\]"):
+            PF.purification_parameters(L2Ball(3, 1.0), 1.0, bad, delta=1e-6)
+
+
+def test_domain_geometry_reads_the_domain_itself():
+    # l2 ball: q = 2, R = its l2 diameter 2 r; a cube [1, 3]^d: q = inf, R = its width 2 (not 1 + 3)
+    p = PF.purification_parameters(L2Ball(4, 1.5), 1.0, 0.5, delta=1e-8)
+    assert (p.q, p.lq_diameter, p.dim) == (2.0, 3.0, 4)
+    p = PF.purification_parameters(_box(3, 1.0, 3.0), 1.0, 0.5, delta=1e-8)
+    assert (p.q, p.lq_diameter, p.l1_diameter) == (math.inf, 2.0, 6.0)
+    d = p.to_dict()
+    assert d["q"] == "inf" and json.loads(json.dumps(d, allow_nan=False))["q"] == "inf"
+    assert PF.purification_parameters(L2Ball(4, 1.5), 1.0, 0.5, delta=1e-8).to_dict()["q"] == 2.0
+    from dp_infer.domains import Euclidean
+
+    with pytest.raises(ValueError, match=r"domain must be bounded \(L2Ball or Box\) to purify"):
+        PF.purification_parameters(Euclidean(3), 1.0, 0.5, delta=1e-8)
+
+
+def test_purify_takes_a_single_draw_or_any_batch_shape_and_counts_draws_outside():
+    dom = L2Ball(3, 1.0)
+    p = PF.purification_parameters(dom, 1.0, 0.5, delta=1e-8)
+    one = PF.purify(0, np.zeros(3), p, dom)
+    assert one.shape == (3,) and one.dtype == np.float64
+    many = PF.purify(1, np.zeros((2, 4, 3)), p, dom)
+    assert many.shape == (2, 4, 3)
+    x = np.zeros((5, 3))
+    x[[1, 3], 0] = 2.0  # two draws outside the unit ball
+    with pytest.raises(ValueError, match=r"x_apx has 2 draw\(s\) outside the domain"):
+        PF.purify(2, x, p, dom)
+
+
+def test_keys_of_every_accepted_form_and_refusals():
+    import jax
+
+    k = jax.random.key(7)
+    raw = np.asarray(jax.random.key_data(k), dtype=np.uint32)  # a raw uint32[2] key
+    assert raw.shape == (2,)
+    assert np.array_equal(jax.random.key_data(PF._as_jax_key(raw)), raw)
+    assert np.array_equal(jax.random.key_data(PF._as_jax_key(7)), raw)
+    assert PF._as_jax_key(k) is k
+    for bad in (np.asarray([7, 1], dtype=np.int64), np.zeros(3, dtype=np.uint32), "seed", 1.5, True):
+        with pytest.raises(ValueError, match="key must be a JAX PRNG key, a raw uint32"):
+            PF._as_jax_key(bad)
+    # 64 bits of key material, never fewer: a numpy Generator fills both key words (the high word of 20
+    # draws is 0 with probability 20 x 2^-32), and an int seed beyond 2^32 keeps its high bits (JAX's
+    # jax.random.key(int) without x64 keeps only the low 32: seeds 5 and 2^40 + 5 gave the same noise)
+    highs = [int(jax.random.key_data(PF._as_jax_key(np.random.default_rng(i)))[0]) for i in range(20)]
+    assert all(h > 0 for h in highs) and len(set(highs)) == 20
+    assert jax.random.key_data(PF._as_jax_key(2**40 + 5)).tolist() == [2**8, 5]
+    dom = L2Ball(2, 1.0)
+    p = PF.purification_parameters(dom, 1.0, 0.5, delta=1e-8)
+    assert not np.array_equal(PF.purify(5, np.zeros((4, 2)), p, dom), PF.purify(2**40 + 5, np.zeros((4, 2)), p, dom))
