@@ -115,3 +115,31 @@ def test_keys_of_every_accepted_form_and_refusals():
     dom = L2Ball(2, 1.0)
     p = PF.purification_parameters(dom, 1.0, 0.5, delta=1e-8)
     assert not np.array_equal(PF.purify(5, np.zeros((4, 2)), p, dom), PF.purify(2**40 + 5, np.zeros((4, 2)), p, dom))
+
+
+def test_edges_of_the_parameters_uncapped_capped_and_beyond_float_range():
+    dom = L2Ball(3, 1.0)
+    p = PF.purification_parameters(dom, 1.0, 0.5, delta=1e-12)
+    assert p.capped is False and p.wasserstein_l1 < p.l1_diameter
+    # a cube of width 1e308 in 2 dimensions: log W ~ 709.9 > log(max float); uncapped W is inf, not an error
+    from dp_infer.domains import Box
+
+    huge = Box([0.0, 0.0], [1e308, 1e308])
+    with np.errstate(over="ignore"):  # its l1 diameter, 2e308, is inf in float64 (numpy warns)
+        p = PF.purification_parameters(huge, 1.0, 1.0, delta=0.5, cap=False)
+    assert p.log_wasserstein_uncapped > 709.8 and p.wasserstein_l1 == math.inf and p.capped is False
+    # required_log_delta refuses a scale that any delta < 1 already gives: for L2Ball(1, 1), omega = 1,
+    # eps' = 1 the inverse is log delta = log(b / 4), so b = 6.6 asks for delta = 1.65 > 1
+    with pytest.raises(ValueError, match="laplace_scale is so large"):
+        PF.required_log_delta(L2Ball(1, 1.0), 1.0, 1.0, 6.6)
+    assert math.isclose(PF.required_log_delta(L2Ball(1, 1.0), 1.0, 1.0, 2.0), math.log(0.5), rel_tol=1e-12)
+
+
+def test_draws_projected_onto_the_boundary_are_inside():
+    dom = L2Ball(3, 1.0)
+    p = PF.purification_parameters(dom, 1.0, 0.5, delta=1e-8)
+    rng = np.random.default_rng(3)
+    edge = rng.normal(size=(50, 3))
+    edge /= np.linalg.norm(edge, axis=1, keepdims=True)  # on the sphere, up to rounding
+    out = PF.purify(4, edge, p, dom)
+    assert out.shape == (50, 3)
