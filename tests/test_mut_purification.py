@@ -143,3 +143,27 @@ def test_draws_projected_onto_the_boundary_are_inside():
     edge /= np.linalg.norm(edge, axis=1, keepdims=True)  # on the sphere, up to rounding
     out = PF.purify(4, edge, p, dom)
     assert out.shape == (50, 3)
+
+
+def test_a_box_that_is_not_a_cube_uses_its_widths_and_purify_checks_the_dimension():
+    from dp_infer.domains import Box
+
+    box = Box([0.0, 1.0], [2.0, 2.0])  # widths 2 and 1: the general convex formula, R = 2, r = 1/2
+    p = PF.purification_parameters(box, 1.0, 0.5, delta=1e-8)
+    assert (p.formula, p.lq_diameter, p.q) == ("general_convex", 2.0, math.inf)
+    p3 = PF.purification_parameters(L2Ball(3, 1.0), 1.0, 0.5, delta=1e-8)
+    with pytest.raises(ValueError, match=r"^domain dim 2 does not match params.dim 3$"):
+        PF.purify(0, np.zeros((1, 3)), p3, L2Ball(2, 1.0))
+
+
+def test_purify_draws_in_float64_without_any_warning():
+    import warnings
+
+    dom = L2Ball(3, 1.0)
+    p = PF.purification_parameters(dom, 1.0, 0.5, delta=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. JAX truncating a float64 request to float32
+        out = PF.purify(11, np.zeros((64, 3)), p, dom)
+    assert out.dtype == np.float64
+    # float64 noise: the released values are not all float32-representable
+    assert np.mean(out.astype(np.float32).astype(np.float64) != out) > 0.5
