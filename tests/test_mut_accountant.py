@@ -1,7 +1,7 @@
 """Oracle tests for dp_infer.privacy.accountant (mutation testing, issue 19).
 
 Oracles that do not share the accountant's code:
-* the exact Gaussian privacy profile in 60-digit mpmath, plus the TV slack ``(1 + e^eps) tau``;
+* the exact Gaussian privacy profile in 200-digit mpmath (tests/mp_oracles.py), plus the TV slack ``(1 + e^eps) tau``;
 * randomized response: a pure eps0 event's delta at eps = 0 is at least ``tanh(eps0 / 2)``;
 * the CKS conversion in closed form at a single Renyi order;
 * the zCDP curve ``alpha rho`` at any order.
@@ -9,20 +9,12 @@ Oracles that do not share the accountant's code:
 
 import math
 
-import mpmath
 import numpy as np
 import pytest
 
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PureDpEvent, ZcdpEvent
-
-
-def _mp_total_delta(eps, mu, tau):
-    """delta_mu(eps) + (1 + e^eps) tau for mu-GDP with TV error tau, 60 digits."""
-    with mpmath.workdps(60):
-        e, m = mpmath.mpf(eps), mpmath.mpf(mu)
-        prof = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
-        return prof + (1 + mpmath.exp(e)) * mpmath.mpf(tau)
+from mp_oracles import gdp_total_delta_mp
 
 
 def _cks_epsilon(rho, alpha, delta):
@@ -75,7 +67,7 @@ def test_eps_zero_is_found_when_delta_lies_between_two_and_three_tv_errors():
     # total delta at eps = 0 is delta_mu(0) + 2 tau = 4e-7 + 2e-5 <= 2.5e-5: eps = 0 is feasible,
     # although 3 tau > delta (the infeasibility test is (1 + e^0) tau >= delta, nothing looser)
     mu, tau, delta = 1e-6, 1e-5, 2.5e-5
-    assert _mp_total_delta(0.0, mu, tau) <= delta
+    assert gdp_total_delta_mp(0.0, mu, tau) <= delta
     acc = Accountant([GdpEvent(mu, tv_error=tau)])
     assert acc.get_epsilon(delta) == 0.0
 
@@ -108,7 +100,7 @@ def test_a_narrow_feasible_set_in_the_second_to_last_grid_cell_is_found(tau):
     mu, delta = 10.0, 1e-5
     e = Accountant([GdpEvent(mu, tv_error=tau)]).get_epsilon(delta)
     assert 92.0 < e < 93.0
-    assert _mp_total_delta(e, mu, tau) <= delta < _mp_total_delta(e * (1 - 1e-7), mu, tau)
+    assert gdp_total_delta_mp(e, mu, tau) <= delta < gdp_total_delta_mp(e * (1 - 1e-7), mu, tau)
 
 
 def test_a_sampling_slack_just_beyond_float_range_is_infinite_not_an_error():
@@ -127,7 +119,7 @@ def test_an_infeasible_target_reports_infinite_eps_and_no_route(mu, tau):
     # search refines and gives up. Either way no route gave a figure.
     delta = 1e-5
     grid = np.linspace(0.0, math.log(delta / tau), 2001) if delta > 2 * tau else np.array([0.0])
-    assert min(_mp_total_delta(float(e), mu, tau) for e in grid[::50]) > delta
+    assert min(gdp_total_delta_mp(float(e), mu, tau) for e in grid[::50]) > delta
     rep = Accountant([GdpEvent(mu, tv_error=tau)]).report(delta)
     assert rep["epsilon"] == "inf" or rep["epsilon"] == math.inf
     assert rep["route"] == "none" and rep["delta_sampling"] is None

@@ -16,16 +16,8 @@ import pytest
 
 from dp_infer.privacy import stationary as S
 from dp_infer.privacy.events import GdpEvent
+from mp_oracles import gdp_delta_mp
 from strict_tolerance import approx
-
-
-def _mp_delta(eps, mu):
-    """Exact delta(eps) of mu-GDP, 60 digits."""
-    with mpmath.workdps(60):
-        eps, mu = mpmath.mpf(eps), mpmath.mpf(mu)
-        if mu == 0:
-            return mpmath.mpf(0)
-        return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
 
 
 # --------------------------------------------------------------------------- the constants
@@ -101,7 +93,7 @@ def test_beta_max_meets_its_target_exactly_and_is_tight(eps, delta, s, m, nd, tv
     def total(beta):
         with mpmath.workdps(60):
             mu = mpmath.mpf(s) * mpmath.sqrt(mpmath.mpf(beta) / m) * mpmath.sqrt(nd)
-            return _mp_delta(eps, mu) + slack
+            return gdp_delta_mp(eps, mu) + slack
 
     assert 0 < b < math.inf
     assert total(b) <= delta  # exact: no tolerance
@@ -118,8 +110,8 @@ def test_beta_max_with_a_tiny_log_delta_and_no_sampling_error():
     assert 0 < b < math.inf
     with mpmath.workdps(60):
         mu = lambda beta: mpmath.mpf(s) * mpmath.sqrt(mpmath.mpf(beta) / m)  # noqa: E731
-        assert mpmath.log(_mp_delta(eps, mu(b))) <= ld
-        assert mpmath.log(_mp_delta(eps, mu(b * (1 + 1e-9)))) > ld
+        assert mpmath.log(gdp_delta_mp(eps, mu(b))) <= ld
+        assert mpmath.log(gdp_delta_mp(eps, mu(b * (1 + 1e-9)))) > ld
 
 
 @pytest.mark.parametrize("m", [1.0, 1.5, 1e100, 0.5, 1e-3])
@@ -130,7 +122,7 @@ def test_beta_max_where_every_float_beta_meets_the_target(m):
     b = S.stationary_beta_max(eps, delta, sensitivity=s, strong_convexity=m)
     assert 1e300 < b < math.inf
     with mpmath.workdps(60):
-        assert _mp_delta(eps, mpmath.mpf(s) * mpmath.sqrt(mpmath.mpf(b) / m)) <= delta
+        assert gdp_delta_mp(eps, mpmath.mpf(s) * mpmath.sqrt(mpmath.mpf(b) / m)) <= delta
 
 
 def test_beta_max_refuses_a_sampling_slack_that_uses_up_delta():

@@ -18,6 +18,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rpa
 from dp_infer.privacy import conversions as C
 from dp_infer.privacy.accountant import Accountant, compose
 from dp_infer.privacy.events import ApproxDpEvent, GdpEvent, PureDpEvent, RdpCurveEvent, ZcdpEvent
+from mp_oracles import gdp_log_delta_mp, gdp_total_delta_mp
 
 DP_ORDERS = np.asarray(rpa.DEFAULT_RDP_ORDERS, dtype=np.float64)
 
@@ -164,22 +165,13 @@ def test_gdp_and_linear_summaries_refuse_other_kinds():
     assert Accountant().gdp_mu() == 0.0 and Accountant().linear_rho() == 0.0 and Accountant().tv_error == 0.0
 
 
-def _gdp_log_delta_mp(eps, mu):
-    """The exact Gaussian privacy profile in 200-digit arithmetic (an oracle independent of log_ndtr)."""
-    import mpmath as mp
-
-    with mp.workdps(200):
-        e, m = mp.mpf(eps), mp.mpf(mu)
-        return mp.log(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2))
-
-
 def test_report_at_a_log_delta_target_beyond_float_delta():
     # delta = e^-3000 is not a float: the target is given as log_delta, and the reported eps must
     # satisfy the exact profile there (safe side, no tolerance) and be tight to 1e-9 relative
     rep = Accountant([GdpEvent(1.0)]).report(log_delta=-3000.0)
     e = rep["epsilon"]
     assert rep["log_delta"] == -3000.0 and rep["route"] == "gdp"
-    assert _gdp_log_delta_mp(e, 1.0) <= -3000.0 < _gdp_log_delta_mp(e * (1 - 1e-9), 1.0)
+    assert gdp_log_delta_mp(e, 1.0) <= -3000.0 < gdp_log_delta_mp(e * (1 - 1e-9), 1.0)
 
 
 def test_report_without_sampling_error_at_an_eps_beyond_exp_range():
@@ -187,7 +179,7 @@ def test_report_without_sampling_error_at_an_eps_beyond_exp_range():
     rep = _json(Accountant([GdpEvent(100.0)]).report(1e-10))
     e = rep["epsilon"]
     assert e > 709.8 and rep["delta_sampling"] == 0.0 and rep["tv_error"] == 0.0
-    assert _gdp_log_delta_mp(e, 100.0) <= math.log(1e-10) < _gdp_log_delta_mp(e * (1 - 1e-9), 100.0)
+    assert gdp_log_delta_mp(e, 100.0) <= math.log(1e-10) < gdp_log_delta_mp(e * (1 - 1e-9), 100.0)
 
 
 def test_report_at_a_huge_eps_with_sampling_error_is_vacuous_not_an_error():
@@ -220,14 +212,6 @@ def test_total_delta_is_a_probability_when_the_sampling_slack_exceeds_one():
     assert acc.get_delta(1.0) == pytest.approx(C.gdp_delta(1.0, 1.0) + (1 + math.e) * 1e-3, rel=1e-12)
 
 
-def _total_delta_mp(eps, mu, tau):
-    import mpmath as mp
-
-    with mp.workdps(200):
-        e = mp.mpf(eps)
-        return mp.exp(_gdp_log_delta_mp(eps, mu)) + (1 + mp.exp(e)) * mp.mpf(tau)
-
-
 # (mu, tau): tau well inside the feasible range, and within 0.1% / 1e-6 of the largest tau for
 # which any eps is feasible at delta = 1e-5 (there the feasible eps form a narrow interval that
 # the 128-point grid can miss: the search must still find it)
@@ -243,7 +227,7 @@ def test_epsilon_with_sampling_error_is_the_smallest_feasible_eps(mu, tau):
     acc = Accountant([GdpEvent(mu, tv_error=tau)])
     e = acc.get_epsilon(delta)
     assert 0 < e < math.inf
-    assert _total_delta_mp(e, mu, tau) <= delta < _total_delta_mp(e * (1 - 1e-7), mu, tau)
+    assert gdp_total_delta_mp(e, mu, tau) <= delta < gdp_total_delta_mp(e * (1 - 1e-7), mu, tau)
     assert acc.get_log_delta(e) <= math.log(delta)
 
 
@@ -263,5 +247,5 @@ def test_epsilon_with_sampling_error_is_infinite_when_no_eps_is_feasible(mu, tau
 def test_epsilon_with_sampling_error_is_zero_when_eps_zero_is_feasible():
     # delta_mu(0) = 2 Phi(mu / 2) - 1 ~ 4e-7 for mu = 1e-6, plus 2 tau: below 1e-5
     acc = Accountant([GdpEvent(1e-6, tv_error=1e-9)])
-    assert _total_delta_mp(0.0, 1e-6, 1e-9) <= 1e-5
+    assert gdp_total_delta_mp(0.0, 1e-6, 1e-9) <= 1e-5
     assert acc.get_epsilon(1e-5) == 0.0 and acc.report(1e-5)["epsilon"] == 0.0
