@@ -3,9 +3,11 @@
 Oracles: an independent Accountant composition of the same events (the ledger's spend is never a
 running sum); the arithmetic the records document (remaining = budget - spent, exactly); the
 process id and the wall clock around a charge; a second SQLite connection reading the file as a
-reviewer would. Every refusal is checked to leave the file unchanged.
+reviewer would; a charge that lands exactly on the budget is within it (the refusal is for
+eps > budget). Every refusal is checked to leave the file unchanged.
 """
 
+import dataclasses
 import datetime as dt
 import math
 import os
@@ -60,25 +62,50 @@ def test_a_charge_that_exactly_fills_the_budget_is_accepted_and_its_receipt_is_t
     assert led.spent("d")["n_runs"] == 1
 
 
+def test_receipt_fields_follow_their_definitions_over_several_charges(tmp_path):
+    led = _ledger(tmp_path, budget=4.0)
+    e1, e2 = GdpEvent(0.3), GdpEvent(0.5)
+    led.charge("d", e1, run_label="a")
+    t0 = time.time()
+    r = led.charge("d", e2, run_label="b", count=2)
+    t1 = time.time()
+    assert r.eps_spent == pytest.approx(Accountant([e1, (e2, 2)]).get_epsilon(DELTA), rel=1e-12)
+    assert r.eps_remaining == 4.0 - r.eps_spent  # exactly the documented difference
+    assert r.eps_run == pytest.approx(Accountant([(e2, 2)]).get_epsilon(DELTA), rel=1e-12)
+    assert r.eps_budget == 4.0 and r.delta == DELTA and r.run_label == "b" and r.dataset_id == "d"
+    assert r.ledger_path == str(led.path) and t0 <= r.charged_at <= t1
+    assert led.history("d")[-1]["time"] == r.charged_at and led.history("d")[-1]["run_id"] == r.run_id
+
+
 def test_history_and_plot_rows_are_the_recorded_runs(tmp_path):
+    from dp_infer.privacy.ledger_records import _iso
+
     led = _ledger(tmp_path)
     a, b = PureDpEvent(0.4), ZcdpEvent(0.01)
     r1 = led.charge("d", a, run_label="first", count=2)
     r2 = led.charge("d", b)  # unlabelled
     led.complete(r1.run_id)  # an integer run id works as well as the receipt
     hist = led.history("d")
+    assert [set(h) for h in hist] == [{"run_id", "run_label", "status", "time", "charged_at", "completed_at", "event",
+                                       "count", "eps_run", "eps_after", "delta", "pid"}] * 2
     assert [h["run_id"] for h in hist] == [r1.run_id, r2.run_id]
     assert [(h["count"], h["status"], h["delta"], h["pid"]) for h in hist] == \
         [(2, "completed", DELTA, os.getpid()), (1, "charged", DELTA, os.getpid())]
+    assert [h["event"] for h in hist] == [a.to_dict(), b.to_dict()]
+    assert [h["time"] for h in hist] == [r1.charged_at, r2.charged_at]
+    assert [h["charged_at"] for h in hist] == [_iso(r1.charged_at), _iso(r2.charged_at)]
+    assert [h["eps_run"] for h in hist] == [r1.eps_run, r2.eps_run]
+    assert [h["eps_after"] for h in hist] == [r1.eps_spent, r2.eps_spent]
     assert hist[0]["eps_run"] == Accountant([(a, 2)]).get_epsilon(DELTA)
     assert hist[1]["eps_after"] == Accountant([(a, 2), b]).get_epsilon(DELTA)
     assert hist[1]["completed_at"] is None
     assert dt.datetime.fromisoformat(hist[0]["completed_at"]) >= dt.datetime.fromisoformat(hist[0]["charged_at"])
     assert abs(hist[0]["time"] - dt.datetime.fromisoformat(hist[0]["charged_at"]).timestamp()) <= 1e-6  # ISO keeps microseconds
-    plot = led.records_for_plot("d")
-    assert [p["run"] for p in plot] == ["first", f"run {r2.run_id}"]
-    assert [p["status"] for p in plot] == ["completed", "charged"] and [p["run_id"] for p in plot] == [r1.run_id, r2.run_id]
-    assert all(p["eps_budget"] == 5.0 and p["eps_remaining"] == 5.0 - p["eps_cumulative"] for p in plot)
+    assert led.records_for_plot("d") == [
+        {"run": "first", "run_id": r1.run_id, "status": "completed", "eps_run": r1.eps_run,
+         "eps_cumulative": r1.eps_spent, "eps_remaining": 5.0 - r1.eps_spent, "eps_budget": 5.0},
+        {"run": f"run {r2.run_id}", "run_id": r2.run_id, "status": "charged", "eps_run": r2.eps_run,
+         "eps_cumulative": r2.eps_spent, "eps_remaining": 5.0 - r2.eps_spent, "eps_budget": 5.0}]
     s = led.spent("d")
     assert (s["n_runs"], s["n_charged"], s["n_completed"], s["eps_budget"], s["delta_budget"]) == (2, 1, 1, 5.0, DELTA)
     assert s["eps"] == Accountant([(a, 2), b]).get_epsilon(DELTA) and s["remaining_eps"] == 5.0 - s["eps"]
@@ -90,11 +117,13 @@ def test_the_accountant_of_a_dataset_holds_exactly_its_events(tmp_path):
     led.charge("d", GdpEvent(0.3), count=3)
     led.charge("other", GdpEvent(1.1))
     acc = led.accountant("d")
-    assert acc.ledger == ((GdpEvent(0.3), 3),)
+    assert isinstance(acc, Accountant) and acc.ledger == ((GdpEvent(0.3), 3),)
     assert acc.get_epsilon(DELTA) == led.spent("d")["eps"]
     assert led.accountant("other").gdp_mu() == 1.1
-    with pytest.raises(UnknownDatasetError, match="known: \\['d', 'other'\\]"):
+    with pytest.raises(UnknownDatasetError, match="dataset_id 'nope'.*known: \\['d', 'other'\\]"):
         led.accountant("nope")
+    with pytest.raises(ValueError, match="dataset_id"):
+        led.accountant("")
     with pytest.raises(UnknownDatasetError):
         led.history("nope")
 
@@ -106,7 +135,7 @@ def test_complete_refuses_what_is_not_a_run_of_this_ledger(tmp_path):
     for bad in (True, "1", 1.0, None):
         with pytest.raises(ValueError, match="^receipt must be a ChargeReceipt or an integer run_id"):
             led.complete(bad)
-    with pytest.raises(ValueError, match=f"run_id {r.run_id + 7}"):
+    with pytest.raises(ValueError, match=re.escape(f"run_id {r.run_id + 7}) is not in the ledger at {str(led.path)!r}")):
         led.complete(r.run_id + 7)
     other = led.charge("e", GdpEvent(0.2))
     forged = type(r)(**{**r.to_dict(), "run_id": other.run_id})  # a receipt of "d" naming e's run
@@ -117,6 +146,22 @@ def test_complete_refuses_what_is_not_a_run_of_this_ledger(tmp_path):
     first = led.history("d")[0]["completed_at"]
     led.complete(r)  # idempotent: the completion time is not moved
     assert led.history("d")[0]["completed_at"] == first
+
+
+def test_refusals_name_the_dataset_run_and_ledger(tmp_path):
+    led = _ledger(tmp_path, budget=1.0)
+    led.register_dataset("e", eps_budget=1.0, delta_budget=DELTA)
+    with pytest.raises(BudgetExceededError) as info:
+        led.charge("d", GdpEvent(5.0), run_label="big-run")
+    err = info.value
+    assert err.dataset_id == "d" and err.run_label == "big-run"
+    assert err.eps_budget == 1.0 and err.delta_budget == DELTA and err.eps_spent == 0.0
+    assert err.eps_run == Accountant([GdpEvent(5.0)]).get_epsilon(DELTA) == err.eps_requested_total
+    # a receipt of dataset "d" presented as if of "e" is refused, and the row stays charged
+    r = led.charge("d", GdpEvent(0.1), run_label="small")
+    with pytest.raises(ValueError, match="belongs to dataset 'd'"):
+        led.complete(dataclasses.replace(r, dataset_id="e"))
+    assert led.history("d")[0]["status"] == "charged"
 
 
 def test_a_file_that_is_not_a_ledger_is_refused_by_name(tmp_path):
