@@ -205,7 +205,9 @@ def path_epsilon(beta: float, sensitivity: float, time: float, delta: float | No
     orders = np.asarray(dp_accounting.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS, dtype=np.float64)
     if ld < math.log(1e-300):
         return rdp_epsilon(orders, rho * orders, log_delta=ld)[0]
-    return float(dp_accounting.rdp.compute_epsilon(orders, rho * orders, math.exp(ld))[0])
+    # the caller's delta itself when given (exp(log(delta)) can be an ulp above it: eps an ulp low)
+    d = delta if delta is not None else math.exp(ld)
+    return float(dp_accounting.rdp.compute_epsilon(orders, rho * orders, d)[0])
 
 
 def path_delta(beta: float, sensitivity: float, time: float, eps: float, *, friction: float | None = None,
@@ -270,7 +272,8 @@ def beta_max(eps: float, delta: float | None = None, *, sensitivity: float, time
     k = check_positive_int("num_chains", num_chains)
     b = _mu_target(eps, ld, method) / (s * math.sqrt(k * t / (2.0 * gamma)))
     # guard the last ulp of the division: the returned beta must meet (eps, delta)
-    return _nudge(b, lambda x: path_epsilon(x, s, t, log_delta=ld, friction=friction, num_chains=k,
+    # (the caller's delta or log_delta as given: the grid method converts at that delta exactly)
+    return _nudge(b, lambda x: path_epsilon(x, s, t, delta, log_delta=log_delta, friction=friction, num_chains=k,
                                             method=method) <= eps, up=False)
 
 
@@ -287,7 +290,7 @@ def time_max(eps: float, delta: float | None = None, *, sensitivity: float, beta
     k = check_positive_int("num_chains", num_chains)
     mu = _mu_target(eps, ld, method)
     tm = 2.0 * gamma * (mu / (b * s)) ** 2 / k
-    return _nudge(tm, lambda x: path_epsilon(b, s, x, log_delta=ld, friction=friction, num_chains=k,
+    return _nudge(tm, lambda x: path_epsilon(b, s, x, delta, log_delta=log_delta, friction=friction, num_chains=k,
                                              method=method) <= eps, up=False)
 
 
