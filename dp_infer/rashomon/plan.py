@@ -240,9 +240,10 @@ def plan_rashomon(loss: PerExampleLoss | LossConstants, n: int, dim: int, psi: f
                             assumptions=plan.assumptions, **common)
     M_U = beta * M_eff
     h = min(step_safety / M_U, horizon / min_steps)
-    num_steps = _check_steps(int(math.ceil(horizon / h)), f"beta = {beta:.4g}")
+    num_steps = int(math.ceil(horizon / h))
     thinning = max(1, num_steps // num_draws)
-    num_steps = thinning * int(math.ceil(num_steps / thinning))  # round up: h stays <= the stable step
+    # round up (h stays <= the stable step), then refuse: the plan run is the rounded one
+    num_steps = _check_steps(thinning * int(math.ceil(num_steps / thinning)), f"beta = {beta:.4g}")
     return RashomonPlan(beta=beta, step_size=horizon / num_steps, num_steps=num_steps,
                         thinning=thinning, burn_in=int(burn_in_fraction * (num_steps // thinning)),
                         assumptions=("NON-PRIVATE reference run", shape), **common)

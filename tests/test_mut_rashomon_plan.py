@@ -1,0 +1,174 @@
+"""Oracle tests for dp_infer.rashomon.plan (mutation testing, issue 19).
+
+Oracles from the documented closed forms (dp_infer/rashomon/threshold.py's module docstring and
+plan_rashomon's): the smoothed sensitivity ``G/n + min(L, sqrt(2M) E sqrt(a + tau))`` with
+``a = psi + tol + float_slack`` and ``E sqrt(a + tau) = (2 / (3w)) ((a + w)^{3/2} - a^{3/2})``,
+the ramp's curvature ``M + min(L^2, 2M (psi + tol + w)) / w`` (w = psi / 20 by default), the
+Gaussian smoothing's ``M + sqrt(2/pi) sqrt(2 M psi) / lambda``; beta from the exact Gaussian
+profile in 60-digit mpmath; the step rule h beta M_eff <= safety; Lemma D.5's mixing horizon.
+"""
+
+import math
+
+import mpmath
+import pytest
+
+from dp_infer.domains import Box, L2Ball
+from dp_infer.losses import LossConstants
+from dp_infer.rashomon.plan import plan_rashomon, mixing_time
+from mp_oracles import gdp_delta_mp
+
+C = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.2)
+SLACK, TOL = 1e-5, 1e-6  # the documented defaults (float_slack, tol)
+
+
+def _mu_star(eps, delta):
+    lo, hi = mpmath.mpf("0.01"), mpmath.mpf(20)
+    for _ in range(120):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gdp_delta_mp(eps, mid, dps=60) <= delta else (lo, mid)
+    return float(lo)
+
+
+def _sens(c, n, psi, w, tol):
+    a = psi + tol
+    mean_sqrt = 2 / (3 * w) * ((a + w) ** 1.5 - a ** 1.5)
+    return c.grad_diff / n + min(c.lipschitz, math.sqrt(2 * c.smoothness) * mean_sqrt)
+
+
+def _curv(c, psi, w, tol):
+    return c.smoothness + min(c.lipschitz ** 2, 2 * c.smoothness * (psi + tol + w)) / w
+
+
+@pytest.mark.parametrize("psi,shift,k", [(0.1, False, 1), (0.1, True, 2), (2.0, False, 1)])
+def test_path_plan_is_the_exact_calibration_at_the_smoothed_sensitivity(psi, shift, k):
+    n, dim, eps, delta, t = 1000, 3, 1.0, 1e-5, 2.0
+    p = plan_rashomon(C, n, dim, psi, eps=eps, delta=delta, horizon=t, num_chains=k, shift_threshold=shift,
+                      num_draws=100)
+    w = psi / 20
+    tol_s = SLACK + (0.0 if shift else TOL)
+    assert p.threshold_width == pytest.approx(w, rel=1e-15) and p.tol_sensitivity == pytest.approx(tol_s, rel=1e-15)
+    assert p.sensitivity == pytest.approx(_sens(C, n, psi, w, tol_s), rel=1e-13)
+    assert p.curvature == pytest.approx(_curv(C, psi, w, tol_s), rel=1e-13)
+    assert p.beta == pytest.approx(_mu_star(eps, delta) / (p.sensitivity * math.sqrt(k * t / 2)), rel=1e-10)
+    assert p.step_size * p.beta * p.curvature <= 0.5 * (1 + 1e-15)
+    assert p.num_steps * p.step_size == pytest.approx(t, rel=1e-15) and p.num_steps >= 200
+    sp = p.sampling_plan
+    assert sp.route == "rashomon_path" and sp.excess_risk_bound == pytest.approx(psi + dim / p.beta, rel=1e-15)
+    assert sp.spent()["eps"] <= eps and p.charges() == [(sp.event, 1)] and p.event is sp.event
+    assert (p.mode, p.psi, p.num_chains, p.n, p.dim, p.tol, p.shift_threshold) == ("path", psi, k, n, dim, TOL, shift)
+    assert (p.thinning, p.burn_in) == (sp.thinning, sp.burn_in) and p.num_steps // p.thinning >= 100
+    assert "thresholded gradient sensitivity" in p.assumptions[0] and p.assumptions == sp.assumptions
+    assert "replace-one" in " ".join(p.assumptions) and "threshold smoothed" in p.assumptions[3]
+    d = p.as_dict()
+    assert d["thresholded_sensitivity"] == p.sensitivity and d["horizon"] == p.num_steps * p.step_size
+    assert d["shell_factor_bound"] == pytest.approx(math.exp(p.beta * w / 2), rel=1e-14)
+    assert d["eps"] == eps and d["mode"] == "path" and d["threshold_curvature"] == p.curvature
+
+
+def test_nonprivate_plan_follows_the_step_rule_and_charges_nothing():
+    beta, t, psi = 40.0, 1.5, 0.3
+    p = plan_rashomon(C, 500, 2, psi, mode="nonprivate", beta=beta, horizon=t, num_draws=30, step_safety=0.8,
+                      burn_in_fraction=0.25, min_steps=10)
+    w = psi / 20
+    h0 = min(0.8 / (beta * _curv(C, psi, w, SLACK + TOL)), t / 10)
+    steps0 = math.ceil(t / h0)
+    thin = max(1, steps0 // 30)
+    steps = thin * math.ceil(steps0 / thin)
+    assert (p.num_steps, p.thinning) == (steps, thin) and p.step_size == pytest.approx(t / steps, rel=1e-15)
+    assert p.burn_in == int(0.25 * (steps // thin)) and p.beta == beta
+    assert p.sampling_plan is None and p.event is None and p.charges() == []
+    assert p.assumptions[0] == "NON-PRIVATE reference run" and "eps" not in p.as_dict()
+    # few steps: min_steps binds
+    q = plan_rashomon(C, 500, 2, psi, mode="nonprivate", beta=1e-3, horizon=t, min_steps=300, num_draws=1000)
+    assert (q.num_steps, q.thinning, q.burn_in) == (300, 1, 150)
+
+
+def test_pure_plan_splits_eps_over_chains_and_charges_each():
+    dom = L2Ball(2, 3.0)
+    p = plan_rashomon(C, 2000, 2, 0.2, mode="pure", eps=2.0, domain=dom, num_chains=4, num_draws=5)
+    assert p.sampling_plan.route == "rashomon_pure" and p.charges() == [(p.sampling_plan.event, 4)]
+    assert p.sampling_plan.eps == pytest.approx(0.5, rel=1e-15) and p.sampling_plan.spent()["eps"] <= 0.5
+    assert p.thinning == p.num_steps and p.burn_in == 0
+    box = plan_rashomon(C, 2000, 2, 0.2, mode="pure", eps=2.0, domain=Box([-1, -1], [1, 1]), delta=0)
+    assert box.charges()[0][1] == 1
+    for bad in (None, L2Ball(3, 1.0)):
+        with pytest.raises(ValueError, match="domain"):
+            plan_rashomon(C, 2000, 2, 0.2, mode="pure", eps=2.0, domain=bad)
+    with pytest.raises(ValueError, match="delta=None"):
+        plan_rashomon(C, 2000, 2, 0.2, mode="pure", eps=2.0, domain=dom, delta=1e-5)
+
+
+def test_gaussian_smoothing_uses_its_own_curvature_and_the_plain_thresholded_sensitivity():
+    psi, lam, n = 0.5, 0.2, 1000
+    p = plan_rashomon(C, n, 2, psi, eps=1.0, delta=1e-5, smoothing=lam, smoothing_samples=7)
+    M = C.smoothness
+    assert p.curvature == pytest.approx(M + math.sqrt(2 / math.pi) * math.sqrt(2 * M * psi) / lam, rel=1e-14)
+    want = C.grad_diff / n + min(C.lipschitz, math.sqrt(2 * M * (psi + SLACK + TOL)))
+    assert p.sensitivity == pytest.approx(want, rel=1e-14)
+    assert (p.threshold_width, p.smoothing, p.smoothing_samples) == (0.0, lam, 7)
+    assert "NOT flat" in p.assumptions[3] and "7 fixed" in p.assumptions[3]
+    with pytest.raises(ValueError, match="threshold_width and smoothing"):
+        plan_rashomon(C, n, 2, psi, eps=1.0, delta=1e-5, smoothing=lam, threshold_width=0.1)
+
+
+def test_psi_zero_is_the_unsmoothed_threshold_and_widths_are_checked():
+    p = plan_rashomon(C, 1000, 2, 0.0, eps=1.0, delta=1e-5)
+    assert p.threshold_width == 0.0 and p.curvature == C.smoothness and "unsmoothed" in p.assumptions[3]
+    assert plan_rashomon(C, 1000, 2, 0.0, eps=1.0, delta=1e-5, threshold_width=0.0).threshold_width == 0.0
+    q = plan_rashomon(C, 1000, 2, 0.4, eps=1.0, delta=1e-5, threshold_width=0.1)
+    assert q.threshold_width == 0.1 and q.curvature == pytest.approx(_curv(C, 0.4, 0.1, SLACK + TOL), rel=1e-13)
+    with pytest.raises(ValueError, match="threshold_width"):
+        plan_rashomon(C, 1000, 2, 0.4, eps=1.0, delta=1e-5, threshold_width=0.0)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(mode="mcmc"), "mode"), (dict(horizon=0.0), "horizon"), (dict(num_chains=0), "num_chains"),
+    (dict(num_draws=0), "num_draws"), (dict(max_steps=0), "max_steps"), (dict(tol=-1.0), "tol"),
+    (dict(float_slack=-1.0), "float_slack"), (dict(burn_in_fraction=1.0), "burn_in_fraction"),
+    (dict(step_safety=2.0), "step_safety"), (dict(step_safety=0.0), "step_safety"), (dict(min_steps=0), "min_steps"),
+    (dict(smoothing=0.0), "smoothing"), (dict(smoothing=0.1, smoothing_samples=0), "smoothing_samples"),
+    (dict(beta=3.0), "beta"), (dict(eps=None), "eps"), (dict(delta=None), "delta"),
+    (dict(mode="nonprivate", beta=3.0), "eps/delta"), (dict(mode="nonprivate", eps=None, delta=None), "beta is required"),
+    (dict(mode="nonprivate", eps=None, delta=None, beta=-1.0), "beta"), (dict(domain=Box([0.0], [1.0])), "domain.dim"),
+    (dict(max_steps=100), "max_steps = 100"),
+])
+def test_bad_inputs_are_refused_by_name(kwargs, name):
+    args = dict(eps=1.0, delta=1e-5)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        plan_rashomon(C, 1000, 2, 0.3, **args)
+
+
+def test_bad_loss_n_dim_psi_and_smoothness_are_refused():
+    with pytest.raises(ValueError, match="PerExampleLoss or LossConstants"):
+        plan_rashomon({"G": 1}, 1000, 2, 0.3, eps=1.0, delta=1e-5)
+    for args, name in (((C, 0, 2, 0.3), "n"), ((C, 10, 0, 0.3), "dim"), ((C, 10, 2, -0.1), "psi")):
+        with pytest.raises(ValueError, match=name):
+            plan_rashomon(*args, eps=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match="smoothness"):
+        plan_rashomon(LossConstants(lipschitz=1.0, grad_diff=1.0, strong_convexity=0.1), 10, 2, 0.3,
+                      eps=1.0, delta=1e-5, smoothing=0.1)
+    # the largest allowed step count is accepted
+    p = plan_rashomon(C, 1000, 2, 0.3, eps=1.0, delta=1e-5)
+    assert plan_rashomon(C, 1000, 2, 0.3, eps=1.0, delta=1e-5, max_steps=p.num_steps).num_steps == p.num_steps
+    with pytest.raises(ValueError, match="max_steps"):
+        plan_rashomon(C, 1000, 2, 0.3, eps=1.0, delta=1e-5, max_steps=p.num_steps - 1)
+    q = plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=50.0)
+    with pytest.raises(ValueError, match="max_steps"):
+        plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=50.0, max_steps=q.num_steps - 1)
+
+
+@pytest.mark.parametrize("beta,psi", [(2.0, 0.1), (2.0, 0.5), (30.0, 0.5), (1.0, 0.0)])
+def test_mixing_time_is_lemma_d5(beta, psi):
+    m, lip, diam, tv = 0.3, 2.0, 4.0, 0.01
+    c = beta * m * math.exp(-beta * psi) if beta * psi <= 1 else m / (math.e * psi)
+    want = math.log(beta * lip * diam / (2 * tv * tv)) / (2 * c)
+    assert mixing_time(beta, m, psi, lip, diam, tv) == pytest.approx(want, rel=1e-14)
+    assert mixing_time(1e-6, m, psi, 1e-3, 1e-3, 0.5) == 0.0  # already within tv: no time needed
+    for bad in (dict(beta=0.0), dict(strong_convexity=0.0), dict(psi=-1.0), dict(lipschitz=0.0),
+                dict(diameter=0.0), dict(tv=0.0)):
+        args = dict(beta=beta, strong_convexity=m, psi=psi, lipschitz=lip, diameter=diam, tv=tv)
+        args.update(bad)
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            mixing_time(**args)
