@@ -1,0 +1,170 @@
+"""Oracle tests for dp_infer.calibrate (mutation testing, issue 19).
+
+Oracles from the documented formulas of each route (module and function docstrings):
+* default_regulariser: lam* = (Delta / R) sqrt(p / (2 rho)), Delta = G / n;
+* last_iterate: h = 1 / (beta (m + M)), ceil(relaxations / (h beta m)) steps, lam = beta lam_rel,
+  risk bound p / beta + lam_rel R^2 / 2, and the event's eps within the target (the accountant)
+  and within 1e-6 of it (the closed-form beta spends the whole target);
+* stationary: tau = 0.1 delta / (1 + e^eps) by default, Vempala-Wibisono's step and step count,
+  the start law N(0, I / M_U);
+* pure: eps' = f eps, the Laplace scale 1e-3 diam by default, the exponential mechanism's
+  beta = eps n / (2 L diam) for reference;
+* calibrate: every option reported, the feasible one with the smallest risk bound chosen.
+"""
+
+import math
+
+import pytest
+
+from dp_infer.calibrate import ROUTES, calibrate, default_regulariser
+from dp_infer.domains import Box, L2Ball
+from dp_infer.losses import LossConstants
+from dp_infer.privacy.accountant import Accountant
+from dp_infer.privacy.conversions import linear_rdp_rho
+
+C = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.0)
+N, DIM = 5000, 4
+
+
+def _opt(plan, route):
+    return next(o for o in plan.options if o.route == route)
+
+
+def test_default_regulariser_is_the_closed_form():
+    rho = 0.3
+    assert default_regulariser(C, N, DIM, rho, 7.0) == pytest.approx(2.0 / N / 7.0 * math.sqrt(DIM / (2 * rho)),
+                                                                      rel=1e-15)
+
+
+@pytest.mark.parametrize("lam_rel,k,relax", [(0.01, 1, 10.0), (0.2, 3, 4.0)])
+def test_last_iterate_plan_follows_its_formulas(lam_rel, k, relax):
+    eps, delta, R = 1.0, 1e-6, 5.0
+    p = calibrate(C, N, DIM, eps=eps, delta=delta, route="last_iterate", lam_rel=lam_rel, num_chains=k,
+                  relaxations=relax, theta_scale=R)
+    m, M = C.strong_convexity + lam_rel, C.smoothness + lam_rel
+    s = C.grad_diff / N
+    assert p.sensitivity == s and p.num_chains == k and p.route == p.release == "last_iterate"
+    want_beta = 4 * m * linear_rdp_rho(eps, delta) / (k * s * s * (2 - m / (m + M)))
+    assert p.beta == pytest.approx(want_beta, rel=2e-9) and p.beta <= want_beta
+    assert p.step_size == pytest.approx(1 / (p.beta * (m + M)), rel=1e-15)
+    assert p.num_steps == math.ceil(relax / (p.step_size * p.beta * m)) == p.thinning and p.burn_in == 0
+    assert p.lam == pytest.approx(p.beta * lam_rel, rel=1e-15)
+    assert p.excess_risk_bound == pytest.approx(DIM / p.beta + lam_rel * R * R / 2, rel=1e-14)
+    assert p.relaxation_time == pytest.approx(1 / (p.step_size * p.beta * m), rel=1e-14)
+    # the beta is the K -> inf bound's: a finite run spends a little less (stated slack 2% at 4 relaxations)
+    spent = Accountant([p.event]).get_epsilon(delta)
+    assert eps * 0.98 <= spent <= eps * (1 + 1e-9)
+    o = _opt(p, "last_iterate")
+    assert o.feasible and o.beta == p.beta and o.details["lam_rel"] == lam_rel and o.details["num_steps"] == p.num_steps
+    assert p.notes[-1] == "chosen: forced by the caller" and f"{relax:g} relaxation times" in p.notes[0]
+
+
+def test_routes_that_need_a_contraction_refuse_clipped_losses_and_missing_constants():
+    clipped = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.1, clipped=True)
+    p = calibrate(clipped, N, DIM, eps=1.0, delta=1e-5)
+    assert p.route == "trajectory"
+    assert "clips per-example gradients" in _opt(p, "last_iterate").reason
+    assert "drift is the loss gradient" in _opt(p, "stationary").reason
+    for route in ("last_iterate", "stationary"):
+        with pytest.raises(ValueError, match="clips"):
+            calibrate(clipped, N, DIM, eps=1.0, delta=1e-5, route=route)
+    no_m = calibrate(C, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0)
+    assert "strong convexity" in _opt(no_m, "last_iterate").reason and "strong convexity" in _opt(no_m, "stationary").reason
+    assert [o.route for o in no_m.options] == ["trajectory", "last_iterate", "stationary", "pure"]
+    no_M = LossConstants(lipschitz=1.0, grad_diff=2.0, strong_convexity=0.1)
+    with pytest.raises(ValueError, match="smoothness M"):
+        calibrate(no_M, N, DIM, eps=1.0, delta=1e-5, route="last_iterate")
+    with pytest.raises(ValueError, match="smoothness M"):
+        calibrate(no_M, N, DIM, eps=1.0, delta=1e-5, route="stationary")
+
+
+def test_stationary_route_follows_the_vempala_wibisono_bound():
+    # a loose target (delta = 0.1, tau = 5e-3): the bound needs ~8 log(KL0 / tau^2) / tau^2 steps
+    eps, delta, lam_rel, R, tau = 2.0, 0.1, 0.5, 1.0, 5e-3
+    big = LossConstants(lipschitz=1.0, grad_diff=1.0, smoothness=2.0, strong_convexity=1.0)
+    p = calibrate(big, 10, 1, eps=eps, delta=delta, route="stationary", lam_rel=lam_rel, theta_scale=R,
+                  tv_target=tau, max_steps=1e8)
+    m = 1.0 + lam_rel
+    M_U, c = p.beta * (2.0 + lam_rel), p.beta * m
+    h = min(c / (4 * M_U ** 2), c * tau ** 2 / (8 * 1 * M_U ** 2))
+    kl0 = 0.5 * math.log(M_U / c) + 0.5 * M_U * R * R
+    steps = math.log(max(kl0, tau ** 2) / tau ** 2) / (c * h)
+    assert p.step_size == pytest.approx(h, rel=1e-14) and p.num_steps == math.ceil(steps)
+    assert p.sampling_error_tv == tau and p.event.tv_error == tau
+    assert p.init_law == "gaussian" and p.init_scale == pytest.approx(1 / math.sqrt(M_U), rel=1e-15)
+    assert p.lam == pytest.approx(p.beta * lam_rel) and p.num_chains == 1 and p.thinning == p.num_steps
+    assert p.excess_risk_bound == pytest.approx(1 / p.beta + lam_rel * R * R / 2, rel=1e-14)
+    assert p.accountant().get_delta(eps) <= delta  # the target met, delta side, no tolerance
+    # without tv_target: tau = 0.1 delta / (1 + e^eps); too many steps: infeasible, with the count
+    q = calibrate(big, 10, 1, eps=eps, delta=delta, lam_rel=lam_rel, max_steps=10)
+    o = _opt(q, "stationary")
+    assert not o.feasible and o.details["tv_target"] == pytest.approx(0.1 * delta / (1 + math.exp(eps)), rel=1e-15)
+    assert "max_steps = 10" in o.reason and o.details["num_steps_needed"] > 10
+    with pytest.raises(ValueError, match="unprojected"):
+        calibrate(big, 10, 1, eps=eps, delta=delta, route="stationary", lam_rel=lam_rel, domain=Box([-1.0], [1.0]))
+
+
+def test_pure_route_splits_eps_and_reports_the_exponential_mechanism():
+    dom = L2Ball(DIM, 3.0)
+    p = calibrate(C, N, DIM, eps=2.0, delta=None, domain=dom, eps_prime_fraction=0.25, omega=0.05)
+    o = _opt(p, "pure")
+    assert p.route == "pure" and p.delta == 0.0 and p.eps == 2.0 and p.spent()["eps"] == pytest.approx(2.0, rel=1e-12)
+    assert o.details["eps_prime"] == pytest.approx(0.5) and o.details["upstream_eps"] == pytest.approx(1.5)
+    assert o.details["laplace_scale"] == pytest.approx(1e-3 * dom.diameter, rel=1e-12) and o.details["omega"] == 0.05
+    assert o.details["exponential_mechanism_beta_exact_sampler_only"] == pytest.approx(2.0 * N / (2 * 2.0 * 6.0))
+    assert p.purification["omega"] == 0.05 and p.release == "purified_mean"
+    assert [x.route for x in p.options] == ["pure", "trajectory", "last_iterate", "stationary"]
+    assert all("pure eps" in x.reason for x in p.options[1:])
+    s = calibrate(C, N, DIM, eps=2.0, delta=0, domain=dom, purification_scale=0.5)
+    assert _opt(s, "pure").details["laplace_scale"] == pytest.approx(0.5, rel=1e-12)
+    inf_l = LossConstants(lipschitz=math.inf, grad_diff=2.0, smoothness=0.5)
+    assert _opt(calibrate(inf_l, N, DIM, eps=2.0, domain=dom), "pure").details[
+        "exponential_mechanism_beta_exact_sampler_only"] is None
+    with pytest.raises(ValueError, match="bounded domain"):
+        calibrate(C, N, DIM, eps=2.0)
+
+
+def test_auto_chooses_the_smallest_risk_bound_and_the_trajectory_regulariser_is_opt_in():
+    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.05)
+    p = calibrate(strong, N, DIM, eps=1.0, delta=1e-5)
+    feasible = [o for o in p.options if o.feasible]
+    assert p.route == min(feasible, key=lambda o: o.excess_risk_bound).route
+    assert p.notes[-1].startswith("chosen: the feasible route with the smallest excess-risk bound")
+    assert _opt(p, "trajectory").plan.lam == 0.0
+    assert [o.route for o in p.options] == ["trajectory", "last_iterate", "stationary", "pure", "discretised_renyi"]
+    t = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, route="trajectory", lam_rel=0.1)
+    assert t.lam == pytest.approx(0.1 * t.beta, rel=1e-15)
+    rho = linear_rdp_rho(1.0, 1e-5) / 2
+    two = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, num_chains=2, route="last_iterate")
+    assert _opt(two, "last_iterate").details["lam_rel"] == pytest.approx(default_regulariser(strong, N, DIM, rho, 10.0))
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(eps=0.0), "eps"), (dict(delta=1.5), "delta"), (dict(n=0), "n"), (dict(dim=0), "dim"),
+    (dict(domain="ball"), "domain"), (dict(domain=Box([0.0], [1.0])), "domain.dim"),
+    (dict(theta_scale=0.0), "theta_scale"), (dict(horizon=0.0), "horizon"), (dict(num_chains=0), "num_chains"),
+    (dict(num_draws=0), "num_draws"), (dict(relaxations=0.0), "relaxations"), (dict(max_steps=0.0), "max_steps"),
+    (dict(tv_target=0.0), "tv_target"), (dict(tv_target=1.0), "tv_target"), (dict(lam_rel=-1.0), "lam_rel"),
+    (dict(kernel="hmc"), "kernel"), (dict(friction=1.0), "friction"), (dict(kernel="underdamped", friction=0.0), "friction"),
+    (dict(purification_scale=0.0), "purification_scale"), (dict(route="fast"), "route"),
+    (dict(delta=None, route="trajectory"), "needs route 'pure'"), (dict(route="pure"), "delta=None"),
+    (dict(eps_prime_fraction=1.0), "eps_prime_fraction"), (dict(eps_prime_fraction=0.0), "eps_prime_fraction"),
+    (dict(omega=0.0), "omega"), (dict(omega=1.5), "omega"),
+])
+def test_bad_inputs_are_refused_by_name_before_any_route(kwargs, name):
+    args = dict(n=N, dim=DIM, eps=1.0, delta=1e-5)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        calibrate(C, **args)
+
+
+def test_edges_and_loss_types():
+    assert ROUTES == ("trajectory", "last_iterate", "stationary", "pure")
+    with pytest.raises(ValueError, match="PerExampleLoss or LossConstants"):
+        calibrate({"G": 2.0}, N, DIM, eps=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match="grad_diff"):
+        calibrate(LossConstants(lipschitz=1.0, grad_diff=math.inf, smoothness=1.0), N, DIM, eps=1.0, delta=1e-5)
+    p = calibrate(C, N, DIM, eps=1.0, delta=1e-5, omega=1.0, tv_target=0.5, kernel="underdamped")
+    assert p.kernel == "underdamped" and p.friction == 1.0
+    with pytest.raises(ValueError, match="no feasible route"):
+        calibrate(LossConstants(lipschitz=1.0, grad_diff=2.0), N, DIM, eps=1.0, delta=1e-5)
