@@ -21,6 +21,7 @@ from dp_infer.domains import Box, L2Ball
 from dp_infer.losses import LossConstants
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.conversions import linear_rdp_rho
+from mp_oracles import gdp_total_delta_mp
 
 C = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.0)
 N, DIM = 5000, 4
@@ -94,7 +95,8 @@ def test_stationary_route_follows_the_vempala_wibisono_bound():
     assert p.init_law == "gaussian" and p.init_scale == pytest.approx(1 / math.sqrt(M_U), rel=1e-15)
     assert p.lam == pytest.approx(p.beta * lam_rel) and p.num_chains == 1 and p.thinning == p.num_steps
     assert p.excess_risk_bound == pytest.approx(1 / p.beta + lam_rel * R * R / 2, rel=1e-14)
-    assert p.accountant().get_delta(eps) <= delta  # the target met, delta side, no tolerance
+    # the target met exactly: delta_mu(eps) + (1 + e^eps) tau in 200-digit arithmetic, no tolerance
+    assert gdp_total_delta_mp(eps, p.event.mu, tau) <= delta
     # without tv_target: tau = 0.1 delta / (1 + e^eps); too many steps: infeasible, with the count
     q = calibrate(big, 10, 1, eps=eps, delta=delta, lam_rel=lam_rel, max_steps=10)
     o = _opt(q, "stationary")
