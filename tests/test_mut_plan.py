@@ -182,3 +182,31 @@ def test_explain_marks_the_chosen_route_and_gives_reasons_for_the_others():
     assert lines[3].startswith(" stationary") and lines[3].split()[1:4] == ["False", "-", "-"]
     assert lines[3].endswith("needs strong convexity") and lines[4] == "note: careful" and len(lines) == 5
     assert p.explain() == explain_options(p)
+
+
+def test_documented_defaults_and_assumptions():
+    # the signature's documented defaults: horizon 1, one chain, 1000 draws, at least 200 steps
+    default = plan_trajectory(CONSTS, 500, 2, eps=1.0, delta=1e-5)
+    explicit = plan_trajectory(CONSTS, 500, 2, eps=1.0, delta=1e-5, horizon=1.0, num_chains=1, num_draws=1000,
+                               min_steps=200, kernel="langevin", lam=0.0, burn_in_fraction=0.5, step_safety=0.5)
+    assert default == explicit
+    tiny = plan_trajectory(LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=1e-9), 500, 2, eps=1.0,
+                           delta=1e-5, num_draws=10**6)
+    assert tiny.num_steps == 200 and tiny.num_draws == 200  # min_steps binds, every step a draw
+    # the report states what the guarantee assumes, as a reviewer reads it
+    assert default.assumptions[2:] == ("initial point, beta, step size, horizon and chains are data independent",
+                                       "no Metropolis correction and no warmup adaptation")
+    flat = plan_trajectory(LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.25), 500, 2, eps=1.0, delta=1e-5)
+    assert flat.notes == ("no strong convexity declared (lam = 0, loss m = 0): the privacy guarantee holds, but "
+                          "there is no mixing guarantee; check R-hat/ESS",)
+
+
+def test_as_dict_copies_every_field_but_the_event_and_options():
+    opt = RouteOption("pure", True, "")
+    p = _pure_plan(options=(opt,))
+    d = p.as_dict()
+    names = {f for f in SamplingPlan.__dataclass_fields__} - {"event", "options"}
+    assert names <= set(d) and "options" not in d
+    assert set(d) - names == {"horizon", "num_draws", "event", "mu", "eps_spent", "routes_considered"}
+    assert (d["route"], d["beta"], d["num_steps"], d["thinning"], d["kernel"], d["friction"]) == \
+        ("pure", 2.0, 30, 4, "langevin", None)
