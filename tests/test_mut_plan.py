@@ -190,9 +190,10 @@ def test_documented_defaults_and_assumptions():
     explicit = plan_trajectory(CONSTS, 500, 2, eps=1.0, delta=1e-5, horizon=1.0, num_chains=1, num_draws=1000,
                                min_steps=200, kernel="langevin", lam=0.0, burn_in_fraction=0.5, step_safety=0.5)
     assert default == explicit
-    long = plan_trajectory(CONSTS, 500, 2, eps=1.0, delta=1e-5, horizon=5000.0)  # ~46000 steps: thinning 46
-    assert long == plan_trajectory(CONSTS, 500, 2, eps=1.0, delta=1e-5, horizon=5000.0, num_draws=1000)
-    assert long.thinning == max(1, math.ceil(5000.0 / min(0.5 / (long.beta * 0.25), 25.0)) // 1000) > 1
+    # 2000 steps (min_steps binds): the default 1000 draws thin by exactly 2
+    soft = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=1e-9)
+    long = plan_trajectory(soft, 500, 2, eps=1.0, delta=1e-5, min_steps=2000)
+    assert (long.num_steps, long.thinning, long.num_draws) == (2000, 2, 1000)
     tiny = plan_trajectory(LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=1e-9), 500, 2, eps=1.0,
                            delta=1e-5, num_draws=10**6)
     assert tiny.num_steps == 200 and tiny.num_draws == 200  # min_steps binds, every step a draw
