@@ -251,3 +251,52 @@ def test_projection_after_the_noise():
 def test_sample_chain_needs_a_potential_or_a_gradient():
     with pytest.raises(ValueError):
         langevin.sample_chain(jax.random.key(0), None, X0, H, 1)
+
+
+def test_sample_chain_flags_from_its_radius_at_init_and_at_every_step():
+    key = jax.random.key(12)
+    # starts outside the radius (10), steps back inside: the sticky flag keeps the initial state's
+    back = lambda x: x / H  # noqa: E731  # x - h grad = 0: the next position is the noise alone
+    ch = langevin.sample_chain(key, None, np.array([20.0, 0.0, 0.0], np.float32), H, 1, grad_fn=back,
+                               divergence_radius=10.0)
+    assert float(jnp.linalg.norm(ch.z[0])) < 10.0 and bool(ch.diverging[0])
+    # starts inside, a finite step leaves the radius: flagged by the step's own check
+    push = lambda x: jnp.full_like(x, -100.0 / H)  # noqa: E731  # x -> x + 100 + noise
+    ch = langevin.sample_chain(key, None, np.zeros(3, np.float32), H, 1, grad_fn=push, divergence_radius=5.0)
+    assert np.all(np.isfinite(np.asarray(ch.z))) and bool(ch.diverging[0])
+    # the same for the NumPyro kernel's steps
+    kernel = Langevin(potential_fn=lambda x: -100.0 / H * jnp.sum(x), step_size=H, divergence_radius=5.0)
+    st = kernel.init(key, 0, init_params=np.zeros(3, np.float32))
+    assert not bool(st.diverging) and bool(kernel.sample(st, (), {}).diverging)
+
+
+def test_thinning_keeps_every_thinning_th_state_of_the_same_chain():
+    key = jax.random.key(13)
+    full = langevin.sample_chain(key, potential, X0, H, 6)
+    for thin in (1, 2, 3, 6):
+        ch = langevin.sample_chain(key, potential, X0, H, 6, thinning=thin)
+        np.testing.assert_allclose(np.asarray(ch.z), np.asarray(full.z[thin - 1 :: thin]), rtol=1e-6)
+        assert int(ch.last_state.i) == 6 and ch.z.shape == (6 // thin, 3)
+    with pytest.raises(ValueError, match="multiple"):
+        langevin.sample_chain(key, potential, X0, H, 6, thinning=4)
+
+
+def test_a_traced_step_size_gives_the_same_step():
+    key = jax.random.key(14)
+    st = langevin.init(X0)
+    eager = langevin.build_kernel(grad_u, H)(key, st)[0].z
+    traced = jax.jit(lambda h: langevin.build_kernel(grad_u, h)(key, st)[0].z)(H)
+    np.testing.assert_allclose(np.asarray(traced), np.asarray(eager), rtol=1e-6)
+
+
+def test_dtypes_are_kept_under_x64():
+    # a float32 chain stays float32 when x64 is on and the gradient comes back in float64 (the
+    # scan carry must keep its dtype); a float64 chain draws float64 noise
+    with jax.enable_x64(True):
+        g64 = lambda x: jnp.asarray(grad_u(x), jnp.float64)  # noqa: E731
+        ch = langevin.sample_chain(jax.random.key(15), None, X0, H, 3, grad_fn=g64)
+        assert ch.z.dtype == jnp.float32
+        new, _ = langevin.build_kernel(g64, H)(jax.random.key(15), langevin.init(X0))
+        assert new.z.dtype == jnp.float32
+        new, _ = langevin.build_kernel(g64, H)(jax.random.key(15), langevin.init(X0.astype(np.float64)))
+        assert new.z.dtype == jnp.float64

@@ -230,3 +230,48 @@ def test_only_the_position_is_projected_after_the_move():
     assert np.all(z[:, 0] == 1.0) and np.all(z[:, 1] == 0.0)
     _check_gaussian(v, np.array([100.0, -100.0, 0.0]) * (1.0 - H * G), V_VAR)
     np.testing.assert_allclose(z[:, 2], np.clip(0.5 + H * v[:, 2], 0.0, 1.0), atol=1e-6)
+
+
+def test_sample_chain_flags_from_its_radius_at_init_and_at_every_step():
+    key = jax.random.key(11)
+    back = lambda x: x / H**2  # noqa: E731  # with v = 0: x' = h * noise
+    ch = underdamped.sample_chain(key, None, np.array([20.0, 0.0, 0.0], np.float32), H, G, 1, v0=np.zeros(3, np.float32),
+                                  grad_fn=back, divergence_radius=10.0)
+    assert float(jnp.linalg.norm(ch.z[0])) < 10.0 and bool(ch.diverging[0])
+    push = lambda x: jnp.full_like(x, -1000.0 / H**2)  # noqa: E731  # x' = x + 1000 + h^2 (...) noise
+    ch = underdamped.sample_chain(key, None, np.zeros(3, np.float32), H, G, 1, v0=np.zeros(3, np.float32),
+                                  grad_fn=push, divergence_radius=5.0)
+    assert np.all(np.isfinite(np.asarray(ch.z))) and bool(ch.diverging[0])
+    kernel = UnderdampedLangevin(potential_fn=lambda x: -1000.0 / H**2 * jnp.sum(x), step_size=H, friction=G,
+                                 divergence_radius=5.0)
+    st = kernel.init(key, 0, init_params=np.zeros(3, np.float32))
+    assert not bool(st.diverging) and bool(kernel.sample(st, (), {}).diverging)
+
+
+def test_thinning_and_a_traced_step_size_and_friction():
+    key = jax.random.key(12)
+    full = underdamped.sample_chain(key, potential, X0, H, G, 6)
+    for thin in (2, 3):
+        ch = underdamped.sample_chain(key, potential, X0, H, G, 6, thinning=thin)
+        np.testing.assert_allclose(np.asarray(ch.z), np.asarray(full.z[thin - 1 :: thin]), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(ch.v), np.asarray(full.v[thin - 1 :: thin]), rtol=1e-6)
+        assert int(ch.last_state.i) == 6
+    st = underdamped.init(X0, velocity=V0)
+    eager = underdamped.build_kernel(grad_u, H, G)(key, st)[0]
+    traced = jax.jit(lambda h, g: underdamped.build_kernel(grad_u, h, g)(key, st)[0])(H, G)
+    np.testing.assert_allclose(np.asarray(traced.v), np.asarray(eager.v), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(traced.z), np.asarray(eager.z), rtol=1e-6)
+
+
+def test_dtypes_are_kept_under_x64():
+    with jax.enable_x64(True):
+        g64 = lambda x: jnp.asarray(grad_u(x), jnp.float64)  # noqa: E731
+        ch = underdamped.sample_chain(jax.random.key(13), None, X0, H, G, 3, v0=V0, grad_fn=g64)
+        assert ch.z.dtype == jnp.float32 and ch.v.dtype == jnp.float32
+        st = underdamped.init(X0, jax.random.key(13))
+        assert st.v.dtype == jnp.float32
+        new, _ = underdamped.build_kernel(g64, H, G)(jax.random.key(13), st)
+        assert new.z.dtype == jnp.float32 and new.v.dtype == jnp.float32
+        st = underdamped.init(X0.astype(np.float64), jax.random.key(13))
+        new, _ = underdamped.build_kernel(g64, H, G)(jax.random.key(13), st)
+        assert st.v.dtype == jnp.float64 and new.z.dtype == jnp.float64
