@@ -222,3 +222,49 @@ def test_validation():
         sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C).init(jax.random.key(0), 5)
     with pytest.raises(ValueError, match="init_params"):
         sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C).init(jax.random.key(0), 0)
+
+
+def test_clipping_at_other_norms_and_one_dimensional_rows():
+    norms = np.linalg.norm(X, axis=1)
+    for c in (0.25, 0.7, 4.0):
+        G = np.asarray(sgld.clipped_per_example_grads(linear, X0, X, Y, c), np.float64)
+        np.testing.assert_allclose(np.linalg.norm(G, axis=1), np.minimum(norms, c), rtol=1e-6)
+        np.testing.assert_allclose(G * np.maximum(norms, 1e-30)[:, None] / np.maximum(np.minimum(norms, c), 1e-30)[:, None],
+                                   X, rtol=1e-6, atol=1e-7)  # same directions
+    # rows of scalars (X of shape (n,)): allowed, "rows on axis 0"
+    xs = np.array([0.5, -3.0, 1.0], np.float32)
+    step = sgld.build_kernel(lambda t, x, y: t[0] * x, xs, np.zeros(3), 1.0, H, 1.0, 1.0)
+    new, _ = step(jax.random.key(0), sgld.init(np.zeros(1, np.float32)))
+    xi = float(jax.random.normal(jax.random.key(0), (1,))[0])
+    assert float(new.z[0]) == pytest.approx(-H * (0.5 - 1.0 + 1.0) / 3 + math.sqrt(2 * H) * xi, rel=1e-5)
+
+
+def test_traced_parameters_give_the_same_step():
+    key = jax.random.key(9)
+    st = sgld.init(X0)
+    eager = sgld.build_kernel(linear, X, Y, BETA, H, Q, C)(key, st)[0].z
+    traced = jax.jit(lambda b, h, q, c: sgld.build_kernel(linear, X, Y, b, h, q, c)(key, st)[0].z)(BETA, H, Q, C)
+    np.testing.assert_allclose(np.asarray(traced), np.asarray(eager), rtol=1e-5)
+
+
+def test_a_per_example_loss_is_the_loss_in_every_entry_point():
+    from dp_infer import losses
+
+    loss = losses.logistic()
+    Xl = np.array([[1.0, 0.5], [-0.5, 2.0], [0.3, -1.0]], np.float32)
+    yl = np.array([1.0, 0.0, 1.0], np.float32)
+    key = jax.random.key(10)
+    th = np.array([0.2, -0.1], np.float32)
+    ref = sgld.build_kernel(loss.example, Xl, yl, 2.0, H, 1.0, 10.0)(key, sgld.init(th))[0].z
+    algo = sgld.as_top_level_api(loss, Xl, yl, beta=2.0, step_size=H, q=1.0, clip_norm=10.0)
+    np.testing.assert_allclose(np.asarray(algo.step(key, algo.init(th))[0].z), np.asarray(ref), rtol=1e-6)
+    algo = sgld.as_top_level_api(lambda t, x, y: -loss.example(t, x, y), Xl, yl, beta=2.0, step_size=H, q=1.0,
+                                 clip_norm=10.0)
+    np.testing.assert_allclose(np.asarray(algo.step(key, algo.init(th))[0].z), np.asarray(ref), rtol=1e-6)
+    ch = sgld.sample_chain(key, loss, Xl, yl, 2.0, H, 1, 1.0, 10.0, th)
+    ch2 = sgld.sample_chain(key, loss.example, Xl, yl, 2.0, H, 1, 1.0, 10.0, th)
+    np.testing.assert_array_equal(np.asarray(ch.z), np.asarray(ch2.z))
+    kern = sgld.MinibatchSGLD(loss, Xl, yl, beta=2.0, step_size=H, q=1.0, clip_norm=10.0)
+    st = kern.init(key, 0, init_params=th)
+    ch3 = sgld.sample_chain(jax.random.split(key)[0], loss, Xl, yl, 2.0, H, 1, 1.0, 10.0, th)
+    np.testing.assert_allclose(np.asarray(kern.sample(st, (), {}).z), np.asarray(ch3.z[0]), rtol=1e-6)

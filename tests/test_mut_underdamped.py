@@ -275,3 +275,15 @@ def test_dtypes_are_kept_under_x64():
         st = underdamped.init(X0.astype(np.float64), jax.random.key(13))
         new, _ = underdamped.build_kernel(g64, H, G)(jax.random.key(13), st)
         assert st.v.dtype == jnp.float64 and new.z.dtype == jnp.float64
+
+
+def test_every_entry_point_projects_the_position_only():
+    box = Box([0.0] * 3, [1.0] * 3)
+    flat = lambda x: 0.0 * jnp.sum(x)  # noqa: E731
+    key = jax.random.key(14)
+    vel = np.array([100.0, -100.0, 0.0], np.float32)
+    algo = underdamped.as_top_level_api(flat, step_size=H, friction=G, domain=box)
+    new, _ = algo.step(key, algo.init(np.full(3, 0.5, np.float32), velocity=vel))
+    assert float(new.z[0]) == 1.0 and float(new.z[1]) == 0.0 and abs(float(new.v[0]) - 100.0 * (1 - H * G)) < 5.0
+    ch = underdamped.sample_chain(key, flat, np.full(3, 0.5, np.float32), H, G, 1, v0=vel, project=box)
+    assert float(ch.z[0, 0]) == 1.0 and float(ch.z[0, 1]) == 0.0 and float(ch.v[0, 0]) > 50.0
