@@ -287,3 +287,21 @@ def test_every_entry_point_projects_the_position_only():
     assert float(new.z[0]) == 1.0 and float(new.z[1]) == 0.0 and abs(float(new.v[0]) - 100.0 * (1 - H * G)) < 5.0
     ch = underdamped.sample_chain(key, flat, np.full(3, 0.5, np.float32), H, G, 1, v0=vel, project=box)
     assert float(ch.z[0, 0]) == 1.0 and float(ch.z[0, 1]) == 0.0 and float(ch.v[0, 0]) > 50.0
+
+
+def test_the_init_strategy_and_debug_flag_are_passed_on():
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import init_to_value
+
+    def model():
+        numpyro.sample("theta", dist.Normal(0.0, 10.0).expand([2]).to_event(1))
+
+    value = np.array([3.0, -2.0], np.float32)
+    kern = UnderdampedLangevin(model, step_size=H, friction=G, init_strategy=init_to_value(values={"theta": value}))
+    st = kern.init(jax.random.key(15), 0, None, (), {})
+    np.testing.assert_allclose(np.asarray(st.z["theta"]), value)
+    assert "potential_energy" not in st._fields
+    with pytest.warns(UserWarning, match="NOT covered"):
+        kern = UnderdampedLangevin(model, step_size=H, friction=G, debug=True)
+    assert "potential_energy" in kern.init(jax.random.key(15), 0, None, (), {})._fields
