@@ -305,3 +305,12 @@ def test_the_init_strategy_and_debug_flag_are_passed_on():
     with pytest.warns(UserWarning, match="NOT covered"):
         kern = UnderdampedLangevin(model, step_size=H, friction=G, debug=True)
     assert "potential_energy" in kern.init(jax.random.key(15), 0, None, (), {})._fields
+
+
+def test_build_kernels_step_leaves_the_states_key_untouched():
+    key = jax.random.key(16)
+    st = underdamped.init(X0, key, velocity=V0)
+    new, _ = underdamped.build_kernel(grad_u, H, G)(jax.random.key(17), st)
+    np.testing.assert_array_equal(jax.random.key_data(new.rng_key), jax.random.key_data(key))
+    new, _ = underdamped.keyed_transition(underdamped.build_kernel(grad_u, H, G))(st)
+    np.testing.assert_array_equal(jax.random.key_data(new.rng_key), jax.random.key_data(jax.random.split(key)[0]))
