@@ -268,3 +268,14 @@ def test_a_per_example_loss_is_the_loss_in_every_entry_point():
     st = kern.init(key, 0, init_params=th)
     ch3 = sgld.sample_chain(jax.random.split(key)[0], loss, Xl, yl, 2.0, H, 1, 1.0, 10.0, th)
     np.testing.assert_allclose(np.asarray(kern.sample(st, (), {}).z), np.asarray(ch3.z[0]), rtol=1e-6)
+
+
+def test_the_top_level_api_projects_onto_its_domain_and_uses_its_radius():
+    key = jax.random.key(11)
+    algo = sgld.as_top_level_api(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, domain=Box([-0.1] * 3, [0.1] * 3))
+    new, _ = algo.step(key, algo.init(np.zeros(3, np.float32)))
+    assert np.all(np.abs(np.asarray(new.z)) <= 0.1)
+    far = np.array([2e6, 0.0, 0.0], np.float32)
+    algo = sgld.as_top_level_api(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, domain=Box.cube(3, 1e7))
+    assert not bool(algo.init(far).diverging)  # a bounded domain: radius inf
+    assert bool(sgld.as_top_level_api(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C).init(far).diverging)
