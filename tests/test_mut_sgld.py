@@ -279,3 +279,12 @@ def test_the_top_level_api_projects_onto_its_domain_and_uses_its_radius():
     algo = sgld.as_top_level_api(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, domain=Box.cube(3, 1e7))
     assert not bool(algo.init(far).diverging)  # a bounded domain: radius inf
     assert bool(sgld.as_top_level_api(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C).init(far).diverging)
+
+
+def test_batched_chains_consume_the_documented_chain_keys():
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C)
+    keys = jax.random.split(jax.random.key(12), 3)
+    st = kern.init(keys, 0, init_params=np.broadcast_to(X0, (3, 3)))
+    for i in range(3):
+        np.testing.assert_array_equal(jax.random.key_data(st.rng_key[i]),
+                                      jax.random.key_data(jax.random.split(keys[i])[0]))
