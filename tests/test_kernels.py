@@ -32,7 +32,7 @@ from dp_infer.kernels import (
     underdamped,
 )
 
-MU = jnp.array([1.0, -2.0])
+MU = np.array([1.0, -2.0], dtype=np.float32)  # numpy: no JAX backend at import (forked mutmut workers)
 M = 2.0  # curvature of the Gaussian test potential
 
 
