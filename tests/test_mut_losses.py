@@ -58,9 +58,9 @@ def test_link_values_against_closed_forms():
         for y, want in [(1.5, 0.125), (1.3, 0.245), (2.7, 0.245), (0.0, 0.7 * (2.0 - 0.35)),
                         (4.0, 0.7 * (2.0 - 0.35))]:
             assert _e(hb, th, x, y) == approx(want, rel=1e-14)
-        sh = losses.smoothed_hinge(smoothing=0.5)
-        for s, y, want in [(1.2, 1.0, 0.0), (0.5, 1.0, 0.25), (0.8, 1.0, 0.04), (0.1, 1.0, 0.65),
-                           (-0.8, 0.0, 0.04), (0.1, 0.0, 0.85), (-1.5, 0.0, 0.0), (-2.0, 1.0, 2.75)]:
+        sh = losses.smoothed_hinge(smoothing=0.25)  # 0 above 1, 2 (1 - z)^2 down to 0.75, 0.875 - z below
+        for s, y, want in [(1.2, 1.0, 0.0), (0.75, 1.0, 0.125), (0.8, 1.0, 0.08), (0.1, 1.0, 0.775),
+                           (-0.8, 0.0, 0.08), (0.1, 0.0, 0.975), (-1.5, 0.0, 0.0), (-2.0, 1.0, 2.875)]:
             t = np.array([s / 0.75, 0.0])  # <t, x> = s, margin (2y - 1) s
             assert _e(sh, t, x, y) == approx(want, rel=1e-14, abs=1e-16), (s, y)
         mn = losses.multinomial_logistic(3)
@@ -92,6 +92,13 @@ def test_per_example_mean_and_sums_are_the_documented_sums(make):
         assert float(loss.mean(th, X, y, block_rows=3)) == approx(per.mean(), rel=1e-12)
         w = np.array([1, 0, 1, 1, 0, 0, 1.0])
         assert float(loss.sum(th, X, y, w, block_rows=2)) == approx(float(per @ w), rel=1e-12)
+        if loss.clip_norm is not None:  # the blocked gradient is the sum of clipped per-example gradients
+            g = np.stack([_g(loss, th, X[i], y[i]) for i in range(7)])
+            g *= np.minimum(1.0, loss.clip_norm / np.linalg.norm(g, axis=1, keepdims=True))
+            np.testing.assert_allclose(jax.grad(lambda t: loss.sum(t, X, y, w, block_rows=2))(th), w @ g,
+                                       rtol=1e-12)
+            np.testing.assert_allclose(jax.grad(lambda t: loss.mean(t, X, y, block_rows=3))(th), g.mean(0),
+                                       rtol=1e-12)
     if loss.index_fn is None:
         with pytest.raises(ValueError, match="generalised linear"):
             loss.index_losses(jnp.zeros(7), jnp.zeros(7), jnp.zeros(2))
@@ -238,7 +245,7 @@ def test_huber_constants_attained():
 
 
 def test_smoothed_hinge_constants_attained():
-    g, R = 0.5, 2.0
+    g, R = 0.25, 2.0
     dom = _box(3.0, 4.0)
     loss = losses.smoothed_hinge(smoothing=g, row_norm=R, domain=dom)
     c = loss.constants
@@ -247,7 +254,7 @@ def test_smoothed_hinge_constants_attained():
         g1, g0 = _g(loss, np.zeros(2), x, 1.0), _g(loss, np.zeros(2), x, 0.0)  # margin 0 <= 1 - g
         assert np.linalg.norm(g1) == approx(c.lipschitz, rel=1e-15)
         assert np.linalg.norm(g1 - g0) == approx(c.grad_diff, rel=1e-15)
-        th = np.array([0.75 / R, 0.0])  # margin 0.75, in the quadratic piece
+        th = np.array([0.875 / R, 0.0])  # margin 0.875, in the quadratic piece
         assert _top_eig(loss, th, x, 1.0).max() == approx(c.smoothness, rel=1e-14)
         th = np.array([3.0, 4.0])
         xx = R * th / 5.0
@@ -324,6 +331,12 @@ def test_with_l2_on_an_unbounded_domain():
     assert c.grad_diff == 4.0 and c.value_range is None
     with pytest.raises(ValueError, match="l2"):
         losses.with_l2(got, -1.0)
+    # an unbounded L from the old L2 term stays inf (never NaN); no L2 term keeps the bare L
+    assert losses.with_l2(losses.logistic(row_norm=2.0, l2=0.5), 0.2).constants.lipschitz == math.inf
+    assert losses.with_l2(losses.logistic(row_norm=2.0), 0.0).constants.lipschitz == 2.0
+    # a loss without a declared M keeps none
+    clipped = losses.with_l2(losses.clipped_loss(lambda t, x, y: jnp.sum(t * x), 1.0), 0.3)
+    assert clipped.constants.smoothness is None and clipped.constants.strong_convexity == 0.3
     assert losses.logistic(l2=0.5, domain=domains.Euclidean(2)).constants.lipschitz == math.inf
 
 
@@ -356,10 +369,16 @@ def test_check_data_edges():
     assert X.shape == (3, 2) and y.shape == (3,)
     with pytest.raises(ValueError, match="1 row"):
         loss.check_data([[2.0, 0.0], [3.0, 0.0]], [0.0, 1.0])
-    with pytest.raises(ValueError, match="same number of rows"):
-        loss.check_data(np.zeros((3, 2)), np.zeros(2))
+    with pytest.raises(ValueError, match="same number of rows, got 3 and 2"):
+        loss.check_data(np.zeros((3, 4)), np.zeros(2))
+    with pytest.raises(ValueError, match="y"):
+        loss.check_data(np.zeros((3, 2)), np.zeros((3, 1)))
     with pytest.raises(ValueError, match="0/1"):
         loss.check_data(np.zeros((2, 2)), np.array([1.0, 0.5]))
+    with pytest.raises(ValueError, match="0/1"):
+        losses.smoothed_hinge().check_data(np.zeros((2, 2)), np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="bounded"):
+        losses.squared(1.0, "L2Ball(2, 1.0)")
     mn = losses.multinomial_logistic(2)
     mn.check_data(np.zeros((2, 2)), np.array([0.0, 1.0]))
     for bad in (2.0, -1.0, 0.5):
@@ -370,3 +389,17 @@ def test_check_data_edges():
     for make in (lambda: losses.squared(1.0, domains.Euclidean(2)), lambda: losses.squared(1.0, None)):
         with pytest.raises(ValueError, match="bounded"):
             make()
+
+
+def test_names_and_plain_glm_loss():
+    box = _box(1.0, 1.0)
+    made = [losses.logistic(), losses.multinomial_logistic(2), losses.squared(1.0, box), losses.huber(),
+            losses.smoothed_hinge(), losses.clipped_loss(lambda t, x, y: 0.0, 1.0)]
+    assert [m.name for m in made] == ["logistic", "multinomial_logistic", "squared", "huber",
+                                      "smoothed_hinge", "clipped"]
+    mine = losses.clipped_loss(lambda t, x, y: 0.0, 1.0, name="mine", domain=box)
+    assert mine.name == "mine" and mine.describe()["name"] == "mine" and mine.domain is box
+    c = losses.LossConstants(1.0, 2.0)
+    g = losses.glm_loss("g", lambda z, y: (z - y) ** 2, c, 1.0)
+    assert g.l2 == 0.0 and g.domain is None and g.label_check is None and g.constants is c
+    assert float(g.example(jnp.array([1.0, 2.0]), jnp.array([0.5, 0.25]), jnp.array(0.0))) == 1.0
