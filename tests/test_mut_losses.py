@@ -193,7 +193,7 @@ def test_multinomial_constants_attained():
 def test_multinomial_value_range_bounds_and_is_approached(K):
     """ell = lse(l) - l_y with l = x W: its range over ||W|| <= r, ||x|| <= R is about
     2 r R sqrt(1 - 1/K) for small r R (theta along +-(mean - e_y)), never above 2 r R."""
-    R, r = 1.0, 1e-3
+    R, r = 2.0, 5e-4
     loss = losses.multinomial_logistic(K, row_norm=R, domain=_box(*([r / math.sqrt(2)] * 2)))
     assert loss.constants.value_range == approx(2 * r * R, rel=1e-15)
     with jax.enable_x64(True):
