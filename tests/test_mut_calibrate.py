@@ -170,3 +170,60 @@ def test_edges_and_loss_types():
     assert p.kernel == "underdamped" and p.friction == 1.0
     with pytest.raises(ValueError, match="no feasible route"):
         calibrate(LossConstants(lipschitz=1.0, grad_diff=2.0), N, DIM, eps=1.0, delta=1e-5)
+
+
+def test_every_option_reports_its_feasibility_reason_and_numbers():
+    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.05)
+    p = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, num_draws=7)
+    t = _opt(p, "trajectory")
+    assert t.feasible and t.reason == "anytime guarantee for the whole path; no convexity needed for privacy"
+    assert t.beta == t.plan.beta and t.excess_risk_bound == t.plan.excess_risk_bound
+    assert t.details == {"mu": t.plan.event.mu, "horizon": t.plan.horizon, "num_steps": t.plan.num_steps}
+    assert t.releases == f"the full trajectory of 1 chain(s) ({t.plan.num_draws} draws each)"
+    assert t.assumptions == ("convexity only for the p/beta bound and mixing (not for privacy)",)
+    assert t.plan.num_draws == t.plan.num_steps // t.plan.thinning and t.plan.thinning > 1  # 7 draws asked
+    li = _opt(p, "last_iterate")
+    assert li.plan.eps == 1.0 and li.plan.delta == 1e-5
+    # no smoothness: every route infeasible, each saying why
+    none = LossConstants(lipschitz=1.0, grad_diff=2.0, strong_convexity=0.1)
+    with pytest.raises(ValueError) as info:
+        calibrate(none, N, DIM, eps=1.0, delta=1e-5)
+    msg = str(info.value)
+    assert "trajectory: the loss declares no smoothness M" in msg
+    assert "last_iterate: needs a declared smoothness M (step-size condition)" in msg
+    assert "stationary: needs a declared smoothness M for the sampler's TV bound" in msg
+    clipped = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.1, clipped=True)
+    o = _opt(calibrate(clipped, N, DIM, eps=1.0, delta=1e-5), "last_iterate")
+    assert (o.route, o.feasible, o.plan) == ("last_iterate", False, None)
+    flat = _opt(calibrate(C, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0), "last_iterate")
+    assert (flat.feasible, flat.reason) == (False, "needs strong convexity: declare an L2 regulariser (lam_rel > 0)")
+
+
+def test_pure_options_report_what_they_release_and_pass_the_run_choices_on():
+    dom = L2Ball(DIM, 3.0)
+    p = calibrate(C, N, DIM, eps=2.0, domain=dom, horizon=2.0, num_chains=2, num_draws=5)
+    o = _opt(p, "pure")
+    assert (p.horizon, p.num_chains) == (pytest.approx(2.0, rel=1e-15), 2) and p.num_draws >= 5
+    assert p.num_draws == p.num_steps // p.thinning and p.thinning > 1
+    assert o.reason == "pure eps-DP on a bounded domain via purification of an (eps, delta) trajectory"
+    assert o.releases == "one purified posterior-mean estimate (draws themselves are not released)"
+    assert o.beta == p.beta and o.assumptions == p.event.assumptions
+    assert set(o.details) == {"upstream_eps", "upstream_log_delta", "eps_prime", "laplace_scale", "omega",
+                              "exponential_mechanism_beta_exact_sampler_only"}
+    assert o.details["upstream_log_delta"] == p.upstream_log_delta
+    assert p.notes[-2].startswith("upstream trajectory at (1.8, exp(")
+    assert calibrate(C, N, DIM, eps=2.0, domain=dom, route="pure").route == "pure"
+    with pytest.raises(ValueError, match=r"pure: needs a bounded domain \(L2Ball or Box\) for purification"):
+        calibrate(C, N, DIM, eps=2.0)
+    with pytest.raises(ValueError, match="pure: the loss declares no smoothness M"):
+        calibrate(LossConstants(lipschitz=1.0, grad_diff=2.0), N, DIM, eps=2.0, domain=dom)
+
+
+def test_underdamped_trajectory_keeps_its_friction_and_a_long_last_iterate_run_spends_its_target():
+    t = calibrate(C, N, DIM, eps=1.0, delta=1e-5, route="trajectory", kernel="underdamped", friction=3.0)
+    assert t.kernel == "underdamped" and t.friction == 3.0
+    assert _opt(t, "trajectory").details["mu"] == pytest.approx(t.event.mu)
+    # many relaxation times: the finite run's spend approaches the K -> inf bound from below
+    p = calibrate(C, N, DIM, eps=1.0, delta=1e-6, route="last_iterate", lam_rel=0.05, relaxations=60.0)
+    spent = Accountant([p.event]).get_epsilon(1e-6)
+    assert 1.0 - 1e-8 <= spent <= 1.0 + 1e-9
