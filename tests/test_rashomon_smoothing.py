@@ -20,7 +20,14 @@ from dp_infer.losses import LossConstants
 from dp_infer.potentials import thresholded_sensitivity
 from dp_infer.rashomon.sampler import _smoothed_potential
 
-XI_KEY = jax.random.PRNGKey(7919)  # the perturbations are part of the function (data independent)
+# the perturbations are part of the function (data independent); a seed, not a key, at import: a JAX
+# array built when the module is imported starts XLA's CPU backend in mutmut's forkserver, and
+# every forked worker then deadlocks (docs/mutation-testing.md)
+XI_SEED = 7919
+
+
+def _xi_key():
+    return jax.random.PRNGKey(XI_SEED)
 
 N, PSI, LAM_S, K = 100, 0.01, 0.1, 64
 
@@ -42,8 +49,8 @@ def test_smoothed_gradient_difference_never_exceeds_delta_psi():
     y = np.zeros(N)
     # thresholds: each dataset's own L* + psi (L* of the quadratic = its variance term)
     thr = [0.5 * float(np.mean((X[:, 0] - X[:, 0].mean()) ** 2)) + PSI for X in (XD, XD2)]
-    U1 = _smoothed_potential(loss, XD, y, 1.0, thr[0], LAM_S, K, XI_KEY, 1)
-    U2 = _smoothed_potential(loss, XD2, y, 1.0, thr[1], LAM_S, K, XI_KEY, 1)
+    U1 = _smoothed_potential(loss, XD, y, 1.0, thr[0], LAM_S, K, _xi_key(), 1)
+    U2 = _smoothed_potential(loss, XD2, y, 1.0, thr[1], LAM_S, K, _xi_key(), 1)
     grid = jnp.linspace(-1.5, 1.5, 3001)[:, None]
     g1 = jax.vmap(jax.grad(U1))(grid)[:, 0]
     g2 = jax.vmap(jax.grad(U2))(grid)[:, 0]
@@ -62,7 +69,7 @@ def test_smoothed_loss_matches_quadrature_within_mc_error_and_the_bias_bound():
     m = X[:, 0].mean()
     c0 = 0.5 * float(np.mean((X[:, 0] - m) ** 2))
     thr = c0 + PSI
-    U = _smoothed_potential(loss, X, y, 1.0, thr, LAM_S, K, XI_KEY, 1)
+    U = _smoothed_potential(loss, X, y, 1.0, thr, LAM_S, K, _xi_key(), 1)
     for t in (m - 0.3, m - 0.1, m, m + 0.14, m + 0.5):
         f = lambda e: max(c0 + 0.5 * (t + e - m) ** 2, thr) * math.exp(-e * e / (2 * LAM_S**2)) / (
             LAM_S * math.sqrt(2 * math.pi))
