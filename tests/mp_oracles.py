@@ -32,3 +32,14 @@ def gdp_total_delta_mp(eps, mu, tau, dps: int = 200):
     """delta_mu(eps) + (1 + e^eps) tau: mu-GDP with a sampler whose law is within TV tau of the target."""
     with mpmath.workdps(dps):
         return gdp_delta_mp(eps, mu, dps) + (1 + mpmath.exp(mpmath.mpf(eps))) * mpmath.mpf(tau)
+
+
+def gdp_mu_for_delta_mp(eps, delta, lo="0.01", hi=20, dps: int = 60) -> float:
+    """The largest mu whose Gaussian profile meets ``delta`` at ``eps``: bisection in ``dps`` digits
+    on [lo, hi] (delta(eps) grows with mu), returned as the float at the safe end of the bracket."""
+    with mpmath.workdps(dps):
+        a, b = mpmath.mpf(lo), mpmath.mpf(hi)
+        for _ in range(4 * dps):
+            mid = (a + b) / 2
+            a, b = (mid, b) if gdp_delta_mp(eps, mid, dps) <= delta else (a, mid)
+        return float(a)

@@ -11,25 +11,19 @@ documented arithmetic (draws, burn-in, excess-risk bound p / beta, relaxation ti
 import json
 import math
 
-import mpmath
 import numpy as np
 import pytest
 
 from dp_infer.losses import LossConstants
 from dp_infer.plan import RouteOption, SamplingPlan, explain_options, plan_trajectory
 from dp_infer.privacy.events import GdpEvent, PureDpEvent
-from mp_oracles import gdp_delta_mp
+from mp_oracles import gdp_mu_for_delta_mp
 
 CONSTS = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.25, strong_convexity=0.1)
 
 
 def _mu_star(eps, delta):
-    """The largest mu whose Gaussian profile meets delta at eps: bisection in 60-digit arithmetic."""
-    lo, hi = mpmath.mpf("0.01"), mpmath.mpf(20)
-    for _ in range(120):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if gdp_delta_mp(eps, mid, dps=60) <= delta else (lo, mid)
-    return float(lo)
+    return gdp_mu_for_delta_mp(eps, delta)
 
 
 @pytest.mark.parametrize("kernel,friction,k,t", [("langevin", None, 1, 1.0), ("langevin", None, 3, 2.5),

@@ -10,24 +10,19 @@ profile in 60-digit mpmath; the step rule h beta M_eff <= safety; Lemma D.5's mi
 
 import math
 
-import mpmath
 import pytest
 
 from dp_infer.domains import Box, L2Ball
 from dp_infer.losses import LossConstants
 from dp_infer.rashomon.plan import plan_rashomon, mixing_time
-from mp_oracles import gdp_delta_mp
+from mp_oracles import gdp_mu_for_delta_mp
 
 C = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.2)
 SLACK, TOL = 1e-5, 1e-6  # the documented defaults (float_slack, tol)
 
 
 def _mu_star(eps, delta):
-    lo, hi = mpmath.mpf("0.01"), mpmath.mpf(20)
-    for _ in range(120):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if gdp_delta_mp(eps, mid, dps=60) <= delta else (lo, mid)
-    return float(lo)
+    return gdp_mu_for_delta_mp(eps, delta)
 
 
 def _sens(c, n, psi, w, tol):

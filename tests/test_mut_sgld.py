@@ -29,6 +29,7 @@ import pytest
 
 from dp_infer.domains import Box
 from dp_infer.kernels import sgld
+from noise_checks import assert_fresh_and_independent
 
 # rows of norm 0.5, 2, 3, 1 and 0: clipped at C = 1 to norm 0.5, 1, 1, 1 and 0 (no NaN)
 X = np.array([[0.5, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [0.6, 0.8, 0.0], [0.0, 0.0, 0.0]], np.float32)
@@ -145,12 +146,7 @@ def test_noise_is_fresh_across_steps_and_chains():
     path = np.concatenate([np.zeros((2, 1, 2)), np.asarray(ch.z, np.float64)], axis=1)
     xi = np.diff(path, axis=1) / math.sqrt(2 * H)
     _check_moments(xi.reshape(-1, 2), np.zeros(2), np.eye(2))
-    tol = Z / math.sqrt(T)
-    for c in range(2):
-        for j in range(2):
-            assert abs(np.corrcoef(xi[c, :-1, j], xi[c, 1:, j])[0, 1]) < tol
-    for j in range(2):
-        assert abs(np.corrcoef(xi[0, :, j], xi[1, :, j])[0, 1]) < tol
+    assert_fresh_and_independent(xi, Z)
 
 
 def test_projection_thinning_and_divergence():

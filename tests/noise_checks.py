@@ -1,0 +1,24 @@
+"""Shared statistical checks of a kernel's injected noise (used by the kernels' oracle tests)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def assert_fresh_and_independent(xi: np.ndarray, z: float = 5.0) -> None:
+    """Standardised noise ``xi`` of shape (chains, steps, dim): no lag-1 correlation within a chain
+    (fresh noise at every step) and none between the first two chains (independent chains).
+
+    The tolerance is ``z`` standard deviations of a sample correlation of independent series,
+    1 / sqrt(steps).
+    """
+    chains, steps, dim = xi.shape
+    tol = z / math.sqrt(steps)
+    for c in range(chains):
+        for j in range(dim):
+            s = xi[c, :, j]
+            assert abs(np.corrcoef(s[:-1], s[1:])[0, 1]) < tol, ("lag-1 correlation", c, j)
+    for j in range(dim):
+        assert abs(np.corrcoef(xi[0, :, j], xi[1, :, j])[0, 1]) < tol, ("chains 0 and 1 correlated", j)
