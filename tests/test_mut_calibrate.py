@@ -58,6 +58,9 @@ def test_last_iterate_plan_follows_its_formulas(lam_rel, k, relax):
     o = _opt(p, "last_iterate")
     assert o.feasible and o.beta == p.beta and o.details["lam_rel"] == lam_rel and o.details["num_steps"] == p.num_steps
     assert p.notes[-1] == "chosen: forced by the caller" and f"{relax:g} relaxation times" in p.notes[0]
+    assert p.assumptions == (f"loss-level strong convexity m = {m:g} from the L2 regulariser lam_rel = {lam_rel:g} "
+                             "(U = beta (L + lam_rel/2 |theta|^2))", f"loss-level smoothness M = {M:g} (declared)")
+    assert o.assumptions == p.assumptions and p.sampling_error_tv is None
 
 
 def test_routes_that_need_a_contraction_refuse_clipped_losses_and_missing_constants():
