@@ -152,6 +152,9 @@ def test_bad_loss_n_dim_psi_and_smoothness_are_refused():
     q = plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=50.0)
     with pytest.raises(ValueError, match="max_steps"):
         plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=50.0, max_steps=q.num_steps - 1)
+    # beta * curvature beyond float: refused by name, not a ZeroDivisionError
+    with pytest.raises(ValueError, match="needs inf Langevin steps"):
+        plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=1e308)
 
 
 @pytest.mark.parametrize("beta,psi", [(2.0, 0.1), (2.0, 0.5), (30.0, 0.5), (1.0, 0.0)])

@@ -240,6 +240,8 @@ def plan_rashomon(loss: PerExampleLoss | LossConstants, n: int, dim: int, psi: f
                             assumptions=plan.assumptions, **common)
     M_U = beta * M_eff
     h = min(step_safety / M_U, horizon / min_steps)
+    if h == 0:  # beta * curvature overflows float: no finite number of steps
+        _check_steps(math.inf, f"beta = {beta:.4g}")
     num_steps = int(math.ceil(horizon / h))
     thinning = max(1, num_steps // num_draws)
     # round up (h stays <= the stable step), then refuse: the plan run is the rounded one
