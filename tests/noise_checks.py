@@ -22,3 +22,15 @@ def assert_fresh_and_independent(xi: np.ndarray, z: float = 5.0) -> None:
             assert abs(np.corrcoef(s[:-1], s[1:])[0, 1]) < tol, ("lag-1 correlation", c, j)
     for j in range(dim):
         assert abs(np.corrcoef(xi[0, :, j], xi[1, :, j])[0, 1]) < tol, ("chains 0 and 1 correlated", j)
+
+
+def assert_iid_gaussian(draws, mean, var: float, z: float = 5.0, n_eff: int | None = None) -> None:
+    """Draws (n, d) against N(mean, var I) with independent coordinates: the mean, the variances and
+    the covariances, each within ``z`` standard errors (``n_eff`` replaces n for correlated draws)."""
+    x = np.asarray(draws, dtype=np.float64)
+    n, d = x.shape
+    n = n if n_eff is None else n_eff
+    np.testing.assert_array_less(np.abs(x.mean(axis=0) - np.asarray(mean, dtype=np.float64)), z * math.sqrt(var / n))
+    cov = np.cov(x, rowvar=False)
+    np.testing.assert_array_less(np.abs(np.diag(cov) - var), z * var * math.sqrt(2.0 / (n - 1)))
+    np.testing.assert_array_less(np.abs(cov[~np.eye(d, dtype=bool)]), z * var / math.sqrt(n))

@@ -31,7 +31,7 @@ import pytest
 
 from dp_infer.domains import Box
 from dp_infer.kernels import Langevin, langevin
-from noise_checks import assert_fresh_and_independent
+from noise_checks import assert_fresh_and_independent, assert_iid_gaussian
 
 A = np.array([1.0, 2.0, 4.0], dtype=np.float32)  # curvatures of the quadratic test potential
 C = np.array([0.5, -1.0, 2.0], dtype=np.float32)  # its minimiser
@@ -50,16 +50,7 @@ def grad_u(x):
 
 
 def _check_gaussian(draws, mean, var, n_eff=None):
-    """draws (n, d) against N(mean, var I) with coordinates independent: mean, variances, covariances."""
-    x = np.asarray(draws, dtype=np.float64)
-    n, d = x.shape
-    n = n if n_eff is None else n_eff
-    m_hat = x.mean(axis=0)
-    np.testing.assert_array_less(np.abs(m_hat - np.asarray(mean, dtype=np.float64)), Z * math.sqrt(var / n))
-    cov = np.cov(x, rowvar=False)
-    np.testing.assert_array_less(np.abs(np.diag(cov) - var), Z * var * math.sqrt(2.0 / (n - 1)))
-    off = cov[~np.eye(d, dtype=bool)]
-    np.testing.assert_array_less(np.abs(off), Z * var / math.sqrt(n))
+    assert_iid_gaussian(draws, mean, var, Z, n_eff)
 
 
 ULA_MEAN = X0 - H * A * (X0 - C)  # the exact one-step mean

@@ -22,10 +22,6 @@ from mp_oracles import gdp_mu_for_delta_mp
 CONSTS = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.25, strong_convexity=0.1)
 
 
-def _mu_star(eps, delta):
-    return gdp_mu_for_delta_mp(eps, delta)
-
-
 @pytest.mark.parametrize("kernel,friction,k,t", [("langevin", None, 1, 1.0), ("langevin", None, 3, 2.5),
                                                  ("underdamped", 4.0, 2, 1.0), ("underdamped", None, 1, 3.0)])
 def test_beta_is_the_exact_gdp_calibration(kernel, friction, k, t):
@@ -33,11 +29,11 @@ def test_beta_is_the_exact_gdp_calibration(kernel, friction, k, t):
     plan = plan_trajectory(CONSTS, n, 3, eps=eps, delta=delta, horizon=t, num_chains=k, kernel=kernel,
                            friction=friction)
     gamma = 1.0 if kernel == "langevin" else (1.0 if friction is None else friction)
-    want = _mu_star(eps, delta) / (CONSTS.grad_diff / n * math.sqrt(k * t / (2 * gamma)))
+    want = gdp_mu_for_delta_mp(eps, delta) / (CONSTS.grad_diff / n * math.sqrt(k * t / (2 * gamma)))
     assert plan.beta == pytest.approx(want, rel=1e-10)
     assert plan.sensitivity == CONSTS.grad_diff / n
     assert plan.friction == (None if kernel == "langevin" else gamma)
-    assert plan.event.mu == pytest.approx(_mu_star(eps, delta), rel=1e-10)
+    assert plan.event.mu == pytest.approx(gdp_mu_for_delta_mp(eps, delta), rel=1e-10)
     assert plan.spent()["eps"] <= eps and plan.spent()["delta"] == delta
     assert plan.route == "trajectory" and plan.num_chains == k and plan.kernel == kernel
 

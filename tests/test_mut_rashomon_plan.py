@@ -21,10 +21,6 @@ C = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=0.5, strong_convexity
 SLACK, TOL = 1e-5, 1e-6  # the documented defaults (float_slack, tol)
 
 
-def _mu_star(eps, delta):
-    return gdp_mu_for_delta_mp(eps, delta)
-
-
 def _sens(c, n, psi, w, tol):
     a = psi + tol
     mean_sqrt = 2 / (3 * w) * ((a + w) ** 1.5 - a ** 1.5)
@@ -45,7 +41,7 @@ def test_path_plan_is_the_exact_calibration_at_the_smoothed_sensitivity(psi, shi
     assert p.threshold_width == pytest.approx(w, rel=1e-15) and p.tol_sensitivity == pytest.approx(tol_s, rel=1e-15)
     assert p.sensitivity == pytest.approx(_sens(C, n, psi, w, tol_s), rel=1e-13)
     assert p.curvature == pytest.approx(_curv(C, psi, w, tol_s), rel=1e-13)
-    assert p.beta == pytest.approx(_mu_star(eps, delta) / (p.sensitivity * math.sqrt(k * t / 2)), rel=1e-10)
+    assert p.beta == pytest.approx(gdp_mu_for_delta_mp(eps, delta) / (p.sensitivity * math.sqrt(k * t / 2)), rel=1e-10)
     assert p.step_size * p.beta * p.curvature <= 0.5 * (1 + 1e-15)
     assert p.num_steps * p.step_size == pytest.approx(t, rel=1e-15) and p.num_steps >= 200
     sp = p.sampling_plan
