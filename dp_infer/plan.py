@@ -20,7 +20,7 @@ from .privacy import path as path_privacy
 from .privacy.accountant import Accountant
 from .privacy.events import PrivacyEvent
 
-__all__ = ["SamplingPlan", "RouteOption", "plan_trajectory", "explain_options"]
+__all__ = ["SamplingPlan", "RouteOption", "plan_trajectory", "step_schedule", "explain_options"]
 
 KERNELS = ("langevin", "underdamped")
 
@@ -161,6 +161,27 @@ def _stable_step(M_U: float, friction: float | None, safety: float) -> float:
     return min(safety / math.sqrt(M_U), safety / friction)
 
 
+def step_schedule(M_U: float, *, horizon: float, num_draws: int, friction: float | None = None,
+                  safety: float = 0.5, min_steps: int = 200) -> tuple[float, float, int]:
+    """``(step_size, num_steps, thinning)`` for integrated time ``horizon`` on a potential of
+    smoothness ``M_U`` (the largest Hessian eigenvalue of U, in U's own units).
+
+    The step is the stable one of :func:`_stable_step`, and at most ``horizon / min_steps``; the
+    step count is rounded UP to a whole number of thinnings (``thinning = num_steps //
+    num_draws``, at least 1), so the step only shrinks, and then set to hit the horizon exactly.
+    Data independent: M_U comes from declared constants. When M_U is so large that no finite
+    float step count exists (M_U overflows, or horizon / step does), ``num_steps`` is
+    ``math.inf`` (with step 0.0 and thinning 1): the caller refuses by name.
+    """
+    h = min(_stable_step(M_U, friction, safety), horizon / min_steps)
+    if not h > 0 or not math.isfinite(horizon / h):
+        return 0.0, math.inf, 1
+    num_steps = int(math.ceil(horizon / h))
+    thinning = max(1, num_steps // num_draws)
+    num_steps = thinning * int(math.ceil(num_steps / thinning))
+    return horizon / num_steps, num_steps, thinning
+
+
 def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
                     delta: float | None = None, log_delta: float | None = None,
                     horizon: float = 1.0, num_chains: int = 1, kernel: str = "langevin",
@@ -209,11 +230,12 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
     beta = path_privacy.beta_max(eps, log_delta=log_delta, sensitivity=sensitivity, time=horizon,
                                  friction=friction, num_chains=num_chains)
     M_U = beta * constants.smoothness + lam
-    h = min(_stable_step(M_U, friction, step_safety), horizon / min_steps)
-    num_steps = int(math.ceil(horizon / h))
-    thinning = max(1, num_steps // num_draws)
-    num_steps = thinning * int(math.ceil(num_steps / thinning))  # round up: h stays <= the stable step
-    h = horizon / num_steps  # exact horizon
+    h, num_steps, thinning = step_schedule(M_U, horizon=horizon, num_draws=num_draws, friction=friction,
+                                           safety=step_safety, min_steps=min_steps)
+    if num_steps == math.inf:
+        raise ValueError(f"the potential's curvature beta * M + lam = {beta:.4g} * {constants.smoothness:g} "
+                         f"+ {lam:g} is too large: horizon * M_U / step_safety steps overflow float; lower lam "
+                         "or the declared smoothness M")
     event = path_privacy.path_event(beta, sensitivity, horizon, friction, num_chains)
     m_U = beta * constants.strong_convexity + lam
     assumptions = (

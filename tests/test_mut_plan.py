@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dp_infer.losses import LossConstants
-from dp_infer.plan import RouteOption, SamplingPlan, explain_options, plan_trajectory
+from dp_infer.plan import RouteOption, SamplingPlan, explain_options, plan_trajectory, step_schedule
 from dp_infer.privacy.events import GdpEvent, PureDpEvent
 from mp_oracles import gdp_mu_for_delta_mp
 
@@ -68,6 +68,36 @@ def test_step_size_steps_and_thinning_follow_the_stated_rules(kernel, friction, 
     m_U = plan.beta * CONSTS.strong_convexity + lam
     assert plan.relaxation_time == pytest.approx(1 / (m_U * plan.step_size), rel=1e-14)
     assert plan.lam == lam and plan.n == 500 and plan.dim == 2 and plan.notes == ()
+
+
+@pytest.mark.parametrize("M_U,friction,safety,draws,min_steps", [
+    (3.0, None, 0.5, 10, 200), (1e4, None, 1.9, 1000, 1), (1e4, 2.0, 0.5, 7, 1), (0.01, 50.0, 0.5, 1, 3),
+    (2e5, None, 0.5, 3, 5)])
+def test_step_schedule_is_the_documented_rule(M_U, friction, safety, draws, min_steps):
+    horizon = 2.0
+    stable = safety / M_U if friction is None else min(safety / math.sqrt(M_U), safety / friction)
+    h0 = min(stable, horizon / min_steps)
+    thinning = max(1, math.ceil(horizon / h0) // draws)
+    steps, h = _coarsest_step(h0, horizon, thinning)
+    got = step_schedule(M_U, horizon=horizon, num_draws=draws, friction=friction, safety=safety,
+                        min_steps=min_steps)
+    assert got[1:] == (steps, thinning) and got[0] == pytest.approx(h, rel=1e-15)
+    assert got[0] <= h0 * (1 + 1e-15) and got[0] * got[1] == pytest.approx(horizon, rel=1e-15)
+
+
+@pytest.mark.parametrize("M_U", [math.inf, 1.7e308, 1e308])
+def test_step_schedule_without_a_finite_step_count_says_inf(M_U):
+    # 1e308: the step 5e-309 is subnormal and horizon / step overflows; inf: no step at all
+    assert step_schedule(M_U, horizon=1.0, num_draws=10) == (0.0, math.inf, 1)
+    big = step_schedule(1e300, horizon=1.0, num_draws=10)[1]  # still finite: an int
+    assert isinstance(big, int) and big == pytest.approx(2e300, rel=1e-15)
+
+
+@pytest.mark.parametrize("lam,consts", [(1e308, CONSTS), (0.0, LossConstants(lipschitz=1.0, grad_diff=2.0,
+                                                                              smoothness=1e308))])
+def test_a_curvature_that_overflows_is_refused_by_name(lam, consts):
+    with pytest.raises(ValueError, match="beta \\* M \\+ lam .* lower lam or the declared smoothness M"):
+        plan_trajectory(consts, 500, 2, eps=1.0, delta=1e-5, lam=lam)
 
 
 def test_a_plan_without_strong_convexity_says_it_has_no_mixing_guarantee():

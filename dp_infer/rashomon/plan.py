@@ -15,7 +15,7 @@ from .._validation import (
 )
 from ..domains import Box, Domain, L2Ball
 from ..losses import LossConstants, PerExampleLoss
-from ..plan import plan_trajectory
+from ..plan import plan_trajectory, step_schedule
 from ..potentials import thresholded_sensitivity
 from .threshold import default_width, shell_factor, smoothed_curvature, smoothed_sensitivity
 
@@ -238,15 +238,11 @@ def plan_rashomon(loss: PerExampleLoss | LossConstants, n: int, dim: int, psi: f
         return RashomonPlan(beta=plan.beta, step_size=plan.step_size, num_steps=plan.num_steps,
                             thinning=plan.num_steps, burn_in=0, sampling_plan=plan,
                             assumptions=plan.assumptions, **common)
-    M_U = beta * M_eff
-    h = min(step_safety / M_U, horizon / min_steps)
-    if h == 0:  # beta * curvature overflows float: no finite number of steps
-        _check_steps(math.inf, f"beta = {beta:.4g}")
-    num_steps = int(math.ceil(horizon / h))
-    thinning = max(1, num_steps // num_draws)
-    # round up (h stays <= the stable step), then refuse: the plan run is the rounded one
-    num_steps = _check_steps(thinning * int(math.ceil(num_steps / thinning)), f"beta = {beta:.4g}")
-    return RashomonPlan(beta=beta, step_size=horizon / num_steps, num_steps=num_steps,
+    # the schedule is rounded up to whole thinnings before the refusal: the plan run is the rounded one
+    h, num_steps, thinning = step_schedule(beta * M_eff, horizon=horizon, num_draws=num_draws,
+                                           safety=step_safety, min_steps=min_steps)
+    _check_steps(num_steps, f"beta = {beta:.4g}")
+    return RashomonPlan(beta=beta, step_size=h, num_steps=num_steps,
                         thinning=thinning, burn_in=int(burn_in_fraction * (num_steps // thinning)),
                         assumptions=("NON-PRIVATE reference run", shape), **common)
 
