@@ -58,7 +58,8 @@ def thresholded_sensitivity(constants: LossConstants, n: int, psi: float, tol: f
         inner = min(lip, math.sqrt(2.0 * constants.smoothness * (psi + tol)))
     if not math.isfinite(base + inner):
         raise ValueError(
-            "the thresholded loss has no finite gradient sensitivity: without strong convexity "
+            f"the thresholded loss has no finite gradient sensitivity (G/n = {base:g} plus {inner:g} is "
+            "not a finite float): without strong convexity "
             "(m > 0, which certifies L*) and a declared smoothness M, the bound is G/n + L and the "
             "loss declares L = inf; use a bounded domain or an L2 regulariser (l2 > 0)")
     return base + inner
@@ -220,6 +221,10 @@ def gibbs_model(potential: GibbsPotential, prior: dist.Distribution | None = Non
     term of the potential (if any) is kept as a factor, so the model's potential equals U.
     A user prior (a NumPyro distribution on R^dim) replaces that quadratic term: its gradient is
     data independent, so it adds nothing to the sensitivity.
+
+    Sites: ``site`` (theta), the factor ``"gibbs_loss"`` (= -beta * loss'(theta)) and, with the
+    flat prior and lam > 0, the factor ``"regulariser"`` (= -(lam/2)||theta - theta0||^2);
+    NumPyro's ``log_likelihood`` (and ArviZ's log_likelihood group) reports both factors by name.
     """
     d = potential.dim
 

@@ -206,3 +206,89 @@ def test_describe_and_refusals():
         potentials.gibbs_potential(loss, X * 2, y, beta=1.0)
     U0 = potentials.gibbs_potential(loss, X, y, beta=1.0, theta0=[1.0, 2.0])
     assert isinstance(U0.theta0, jax.Array) and np.asarray(U0.theta0).tolist() == [1.0, 2.0]
+
+
+def test_rashomon_potential_defaults_and_theta0_against_the_closed_form():
+    """U(theta) = beta max{L, L* + psi} + (lam/2)||theta - theta0||^2 with L = loss.mean (a separate
+    code path), and, without L_star_tol, the sensitivity G/n + sqrt(2 M psi) (tol = 0)."""
+    M, B, n, psi, beta, lam = 2.0, 1.0, 8, 0.05, 3.0, 0.7
+    loss = _quadratic(M, B)
+    X = np.linspace(-B, B, n)[:, None]
+    with jax.enable_x64(True):
+        R = potentials.rashomon_potential(loss, X, np.zeros(n), beta=beta, psi=psi, L_star=0.1, lam=lam,
+                                          theta0=[0.4])
+        assert R.L_star_tol == 0.0
+        assert R.loss_sensitivity() == approx(2 * M * B / n + math.sqrt(2 * M * psi), rel=1e-15)
+        for th in (-1.5, 0.0, 0.3, 2.0):
+            L = float(loss.mean(jnp.asarray([th]), jnp.asarray(X), jnp.zeros(n)))
+            want = beta * max(L, 0.1 + psi) + 0.5 * lam * (th - 0.4) ** 2
+            assert float(R(jnp.asarray([th]))) == approx(want, rel=1e-14)
+
+
+def test_the_model_names_its_factor_sites_for_log_likelihood():
+    """gibbs_model's documented sites: ``gibbs_loss`` = -beta L(theta) and ``regulariser`` =
+    -(lam/2)||theta - theta0||^2, as NumPyro's log_likelihood (and ArviZ's log_likelihood group)
+    sees them."""
+    from numpyro.infer.util import log_likelihood
+
+    X, y = _data(n=7, d=2, seed=3)
+    loss = losses.logistic()
+    with jax.enable_x64(True):
+        U = potentials.gibbs_potential(loss, X, y, beta=5.0, lam=0.6, theta0=[0.2, -0.1])
+        draws = jnp.asarray(np.random.default_rng(4).normal(size=(3, 2)))
+        ll = log_likelihood(potentials.gibbs_model(U), {"theta": draws})
+        assert set(ll) == {"gibbs_loss", "regulariser"}
+        for i, th in enumerate(np.asarray(draws)):
+            L = float(loss.mean(jnp.asarray(th), jnp.asarray(X), jnp.asarray(y)))
+            assert float(ll["gibbs_loss"][i]) == approx(-5.0 * L, rel=1e-13)
+            reg = -0.3 * float(np.sum((th - np.array([0.2, -0.1])) ** 2))
+            assert float(ll["regulariser"][i]) == approx(reg, rel=1e-13)
+
+
+def test_reparametrised_clips_a_clipped_generalised_linear_loss():
+    """A generalised linear loss with clipping (``clip_norm`` set) must keep its clipped gradient:
+    grad V(phi) = C^T grad U(C phi) (chain rule), with U's per-example gradients clipped."""
+    from dataclasses import replace
+
+    X, y = _data(n=9, d=3, seed=5)
+    loss = replace(losses.logistic(), clip_norm=0.05)  # clipping active: rows have norm ~1
+    with jax.enable_x64(True):
+        U = potentials.gibbs_potential(loss, X, y, beta=4.0)
+        rng = np.random.default_rng(6)
+        C = jnp.asarray(rng.normal(size=(3, 3)))
+        V = U.reparametrised(C)
+        for _ in range(3):
+            phi = jnp.asarray(rng.normal(size=3))
+            np.testing.assert_allclose(np.asarray(jax.grad(V)(phi)), np.asarray(C.T @ jax.grad(U)(C @ phi)),
+                                       rtol=1e-10)
+
+
+def test_reparametrised_computes_in_at_least_float32():
+    """C is taken in at least float32 (the docstring's rounding promise): with half-precision C
+    and phi the value agrees with the float64 closed form to float32 accuracy (half precision
+    would err by ~1e-3 in the regulariser)."""
+    X, y = _data(n=6, d=2, seed=7)
+    U = potentials.gibbs_potential(losses.logistic(), X, y, beta=2.0, lam=3.0, theta0=[0.1, 0.2])
+    C16 = np.array([[1.1, 0.3], [-0.2, 0.9]], dtype=np.float16)
+    phi16 = jnp.asarray([0.7, -1.3], dtype=jnp.float16)
+    theta = C16.astype(np.float64) @ np.asarray(phi16, dtype=np.float64)
+    with jax.enable_x64(True):
+        U64 = potentials.gibbs_potential(losses.logistic(), X, y, beta=2.0, lam=3.0, theta0=[0.1, 0.2])
+        want = float(U64(jnp.asarray(theta)))
+    got = U.reparametrised(C16)(phi16)
+    assert got.dtype == jnp.float32 and float(got) == pytest.approx(want, rel=2e-6)
+
+
+@pytest.mark.parametrize("call", [lambda: potentials.gibbs_potential("logistic", np.zeros((2, 1)), np.zeros(2), 1.0),
+                                  lambda: potentials.thresholded_sensitivity({"G": 1.0}, 10, 0.1)])
+def test_type_errors_name_the_type_passed(call):
+    with pytest.raises(ValueError, match="got (str|dict)$"):
+        call()
+
+
+def test_a_sensitivity_that_overflows_float_is_refused():
+    """G/n and L each finite but their sum beyond float: no finite bound, so refused (never inf)."""
+    c = losses.LossConstants(lipschitz=1e308, grad_diff=1e308)
+    with pytest.raises(ValueError, match="no finite gradient sensitivity"):
+        potentials.thresholded_sensitivity(c, 1, 0.1)
+    assert potentials.thresholded_sensitivity(c, 2, 0.1) == 1.5e308  # still a float
