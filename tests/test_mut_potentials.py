@@ -292,3 +292,17 @@ def test_a_sensitivity_that_overflows_float_is_refused():
     with pytest.raises(ValueError, match="no finite gradient sensitivity"):
         potentials.thresholded_sensitivity(c, 1, 0.1)
     assert potentials.thresholded_sensitivity(c, 2, 0.1) == 1.5e308  # still a float
+
+
+def test_reparametrised_keeps_float32_data_in_float32_under_x64():
+    """C takes the data's dtype (at least float32): float32 data with a float64 C under x64 stay
+    float32 (X C is formed once: an n x d copy, never silently widened to float64)."""
+    X, y = _data(n=6, d=2, seed=8)
+    with jax.enable_x64(True):
+        U = potentials.GibbsPotential(losses.logistic(), jnp.asarray(X, dtype=jnp.float32),
+                                      jnp.asarray(y, dtype=jnp.float32), 2.0, lam=0.5)
+        C = np.array([[1.1, 0.3], [-0.2, 0.9]])  # float64
+        phi = jnp.asarray([0.7, -1.3], dtype=jnp.float32)
+        got = U.reparametrised(C)(phi)
+        want = float(U(jnp.asarray(C, dtype=jnp.float32) @ phi))
+        assert got.dtype == jnp.float32 and float(got) == pytest.approx(want, rel=1e-6)
