@@ -234,8 +234,8 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
                                            safety=step_safety, min_steps=min_steps)
     if num_steps == math.inf:
         raise ValueError(f"the potential's curvature beta * M + lam = {beta:.4g} * {constants.smoothness:g} "
-                         f"+ {lam:g} is too large: horizon * M_U / step_safety steps overflow float; lower lam "
-                         "or the declared smoothness M")
+                         f"+ {lam:g} is too large: the number of steps overflows float; lower lam or the "
+                         "declared smoothness M")
     event = path_privacy.path_event(beta, sensitivity, horizon, friction, num_chains)
     m_U = beta * constants.strong_convexity + lam
     assumptions = (

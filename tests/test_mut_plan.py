@@ -89,6 +89,9 @@ def test_step_schedule_is_the_documented_rule(M_U, friction, safety, draws, min_
 def test_step_schedule_without_a_finite_step_count_says_inf(M_U):
     # 1e308: the step 5e-309 is subnormal and horizon / step overflows; inf: no step at all
     assert step_schedule(M_U, horizon=1.0, num_draws=10) == (0.0, math.inf, 1)
+    # the documented defaults: safety 0.5 and at least 200 steps
+    assert step_schedule(1e-3, horizon=1.0, num_draws=1000) == (1 / 200, 200, 1)
+    assert step_schedule(1e3, horizon=1.0, num_draws=1000) == (1 / 2000, 2000, 2)
     big = step_schedule(1e300, horizon=1.0, num_draws=10)[1]  # still finite: an int
     assert isinstance(big, int) and big == pytest.approx(2e300, rel=1e-15)
 
