@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from dp_infer.calibrate import calibrate
 from dp_infer.kernels import langevin
 from dp_infer.losses import LossConstants
-from dp_infer.plan import plan_trajectory
+from dp_infer.plan import plan_trajectory, step_schedule
 from dp_infer.privacy import last_iterate as LI
 from dp_infer.privacy import minibatch as mb
 from dp_infer.privacy import path as P
@@ -68,6 +68,23 @@ def test_trajectory_plan_is_stable_and_round_trips(consts, n, dim, eps, delta, h
     # the event is the path accountant's for the plan's own numbers (not the target's)
     assert plan.event.mu == pytest.approx(P.path_mu(plan.beta, consts.grad_diff / n, plan.horizon, plan.friction,
                                                     chains), rel=1e-12)
+
+
+@SETTINGS
+@given(st.one_of(log_uniform(1e-300, 1e300), st.floats(1e300, math.inf)), log_uniform(1e-3, 1e3),
+       st.integers(1, 10**6), st.one_of(st.none(), log_uniform(1e-3, 1e3)), log_uniform(0.05, 1.9),
+       st.integers(1, 10**4))
+def test_step_schedule_is_stable_or_says_inf(M_U, horizon, draws, friction, safety, min_steps):
+    h, steps, thinning = step_schedule(M_U, horizon=horizon, num_draws=draws, friction=friction, safety=safety,
+                                       min_steps=min_steps)
+    stable = safety / M_U if friction is None else min(safety / math.sqrt(M_U), safety / friction)
+    if steps == math.inf:  # only when the step count is beyond float
+        h0 = min(stable, horizon / min_steps)
+        assert (h, thinning) == (0.0, 1) and (h0 == 0 or horizon / h0 > 1.7e308)
+        return
+    assert h <= min(stable, horizon / min_steps) * (1 + 1e-12) and steps >= min_steps
+    assert steps % thinning == 0 and h * steps == pytest.approx(horizon, rel=1e-12)
+    assert steps // thinning >= min(draws, steps)  # the asked-for draws, or every step
 
 
 @SETTINGS
