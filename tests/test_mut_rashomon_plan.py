@@ -166,3 +166,38 @@ def test_mixing_time_is_lemma_d5(beta, psi):
         args.update(bad)
         with pytest.raises(ValueError, match=next(iter(bad))):
             mixing_time(**args)
+
+
+def test_path_plan_sensitivity_by_quadrature_and_jensen():
+    # the plan-only checks of tests/test_rashomon.py's path-mode sampling test, without sampling:
+    # Delta_psi = G/n + (1/w) int_0^w sqrt(2 M (a + t)) dt (scipy quadrature, not the closed form),
+    # strictly between its value at the ramp's start and at its mean (Jensen)
+    from scipy import integrate
+
+    from dp_infer.privacy.conversions import gdp_epsilon
+
+    c = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)
+    n, psi, eps, delta, t, k = 100, 0.01, 1.0, 1e-5, 1.0, 4
+    p = plan_rashomon(c, n, 1, psi, eps=eps, delta=delta, horizon=t, num_chains=k, num_draws=200)
+    w = p.threshold_width
+    a = psi + TOL + SLACK
+    avg = integrate.quad(lambda s: math.sqrt(2 * (a + s)), 0, w, epsabs=1e-14)[0] / w
+    assert p.sensitivity == pytest.approx(2 / n + avg, rel=1e-10)
+    assert 2 / n + math.sqrt(2 * a) < p.sensitivity <= 2 / n + math.sqrt(2 * (a + w / 2))
+    mu = p.beta * p.sensitivity * math.sqrt(k * t / 2)
+    assert p.as_dict()["mu"] == pytest.approx(mu, rel=1e-9)
+    assert gdp_epsilon(mu, delta) == pytest.approx(eps, rel=1e-6) and p.sampling_plan.spent()["eps"] <= eps
+
+
+def test_pure_plan_upstream_trajectory_fits_the_per_chain_budget():
+    # each chain: a trajectory at ((1 - eps_prime_fraction) eps / K, exp(log_delta)) purified to eps / K
+    from dp_infer.privacy.conversions import gdp_epsilon
+
+    c = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)
+    n, psi, eps, k = 100, 0.05, 1.0, 4
+    p = plan_rashomon(c, n, 1, psi, mode="pure", eps=eps, num_chains=k, domain=Box.cube(1, 2.0))
+    d = p.as_dict()
+    assert d["eps"] == pytest.approx(eps / k, rel=1e-15) and d["delta"] == 0.0
+    mu_up = p.beta * p.sensitivity * math.sqrt(d["horizon"] / 2)
+    assert gdp_epsilon(mu_up, log_delta=d["upstream_log_delta"]) <= 0.9 * eps / k * (1 + 1e-9)
+    assert "tv_error" not in d and d.get("sampling_error_tv") is None
