@@ -201,3 +201,18 @@ def test_pure_plan_upstream_trajectory_fits_the_per_chain_budget():
     mu_up = p.beta * p.sensitivity * math.sqrt(d["horizon"] / 2)
     assert gdp_epsilon(mu_up, log_delta=d["upstream_log_delta"]) <= 0.9 * eps / k * (1 + 1e-9)
     assert "tv_error" not in d and d.get("sampling_error_tv") is None
+
+
+@pytest.mark.parametrize("mode", ["path", "pure"])
+def test_accounted_sensitivity_is_never_below_delta_psi(mode):
+    # the plan's event is calibrated from the sensitivity it is given (G / n with G = Delta_psi n):
+    # G / n must not round below Delta_psi, or the event's mu is below the sampler's real one
+    # (n = 100, psi = 0.1: 0.34016545525820147 < 0.3401654552582015 before the fix)
+    from dp_infer.privacy.path import path_mu
+
+    kw = dict(eps=1.0, delta=1e-5) if mode == "path" else dict(eps=1.0, domain=L2Ball(2, 3.0))
+    for n in (100, 110, 123, 250, 333, 1000, 4097):
+        p = plan_rashomon(C, n, 2, 0.1, mode=mode, num_draws=10, **kw)
+        assert p.sampling_plan.sensitivity >= p.sensitivity
+        if mode == "path":  # the event's mu at least the path accountant's at the reported Delta_psi
+            assert p.event.mu >= path_mu(p.beta, p.sensitivity, 1.0)
