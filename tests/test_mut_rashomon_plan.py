@@ -216,3 +216,31 @@ def test_accounted_sensitivity_is_never_below_delta_psi(mode):
         assert p.sampling_plan.sensitivity >= p.sensitivity
         if mode == "path":  # the event's mu at least the path accountant's at the reported Delta_psi
             assert p.event.mu >= path_mu(p.beta, p.sensitivity, 1.0)
+
+
+def test_documented_defaults():
+    # every default of plan_rashomon as documented: horizon 1, one chain, 1000 draws, h beta M_eff = 0.5,
+    # >= 200 steps, half the draws burn-in, w = psi / 20, tol 1e-6, float slack 1e-5, 16 smoothing
+    # offsets; the pure route's eps' fraction 0.1 and omega 0.01
+    explicit = dict(horizon=1.0, num_chains=1, num_draws=1000, step_safety=0.5, min_steps=200, burn_in_fraction=0.5,
+                    tol=1e-6, float_slack=1e-5, shift_threshold=False, max_steps=10_000_000)
+    for mode, kw in (("path", dict(eps=1.0, delta=1e-5)), ("nonprivate", dict(beta=300.0)),
+                     ("pure", dict(eps=1.0, domain=L2Ball(2, 3.0)))):
+        extra = dict(eps_prime_fraction=0.1, omega=0.01) if mode == "pure" else {}
+        a = plan_rashomon(C, 1000, 2, 0.4, mode=mode, **kw)
+        b = plan_rashomon(C, 1000, 2, 0.4, mode=mode, threshold_width=a.threshold_width, **explicit, **extra, **kw)
+        assert a.as_dict() == b.as_dict() and a.threshold_width == pytest.approx(0.02, rel=1e-15)
+    s = plan_rashomon(C, 1000, 2, 0.4, eps=1.0, delta=1e-5, smoothing=0.1)
+    assert s.smoothing_samples == 16 and s.mode == "path"
+    assert s.as_dict() == plan_rashomon(C, 1000, 2, 0.4, eps=1.0, delta=1e-5, smoothing=0.1, smoothing_samples=16,
+                                        **explicit).as_dict()
+
+
+def test_default_max_steps_is_ten_million():
+    # thinning 1 (num_draws above the step count): the count is ceil(horizon / h), h = 0.5 / (beta M_eff)
+    beta = 1.0
+    h = 0.5 / (beta * plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=beta).curvature)
+    ok = plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=beta, horizon=(1e7 - 0.5) * h, num_draws=10 ** 8)
+    assert ok.num_steps == 10_000_000 and ok.thinning == 1
+    with pytest.raises(ValueError, match="more than max_steps = 1e"):
+        plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=beta, horizon=(1e7 + 0.5) * h, num_draws=10 ** 8)
