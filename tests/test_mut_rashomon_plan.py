@@ -153,7 +153,7 @@ def test_bad_loss_n_dim_psi_and_smoothness_are_refused():
         plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=1e308)
 
 
-@pytest.mark.parametrize("beta,psi", [(2.0, 0.1), (2.0, 0.5), (30.0, 0.5), (1.0, 0.0)])
+@pytest.mark.parametrize("beta,psi", [(2.0, 0.1), (2.0, 0.5), (3.0, 0.5), (30.0, 0.5), (1.0, 0.0)])
 def test_mixing_time_is_lemma_d5(beta, psi):
     m, lip, diam, tv = 0.3, 2.0, 4.0, 0.01
     c = beta * m * math.exp(-beta * psi) if beta * psi <= 1 else m / (math.e * psi)
@@ -244,3 +244,22 @@ def test_default_max_steps_is_ten_million():
     assert ok.num_steps == 10_000_000 and ok.thinning == 1
     with pytest.raises(ValueError, match="more than max_steps = 1e"):
         plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=beta, horizon=(1e7 + 0.5) * h, num_draws=10 ** 8)
+
+
+@pytest.mark.parametrize("mode", ["path", "nonprivate", "pure"])
+def test_as_dict_reports_every_plan_field(mode):
+    kw = {"path": dict(eps=1.0, delta=1e-5), "nonprivate": dict(beta=30.0),
+          "pure": dict(eps=1.0, domain=L2Ball(2, 3.0))}[mode]
+    p = plan_rashomon(C, 1000, 2, 0.4, mode=mode, num_chains=2, horizon=1.5, num_draws=50, **kw)
+    d = p.as_dict()
+    want = {"mode": mode, "psi": 0.4, "beta": p.beta, "step_size": p.step_size, "num_steps": p.num_steps,
+            "thinning": p.thinning, "num_chains": 2, "n": 1000, "dim": 2, "thresholded_sensitivity": p.sensitivity,
+            "declared_tol": TOL, "smoothing": None, "threshold_width": p.threshold_width,
+            "threshold_curvature": p.curvature, "shell_factor_bound": math.exp(p.beta * p.threshold_width / 2),
+            "horizon": p.num_steps * p.step_size, "assumptions": p.assumptions}
+    for k, v in want.items():
+        assert d[k] == pytest.approx(v, rel=1e-15) if isinstance(v, float) else d[k] == v, k
+    assert d["horizon"] == pytest.approx(1.5, rel=1e-14) and p.shell_factor_bound == d["shell_factor_bound"]
+    if p.sampling_plan is not None:  # the accounted plan's own fields are kept
+        sd = p.sampling_plan.as_dict()
+        assert all(d[k] == sd[k] for k in ("route", "eps", "delta", "event", "eps_spent") if k in sd)
