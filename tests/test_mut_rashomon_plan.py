@@ -263,3 +263,14 @@ def test_as_dict_reports_every_plan_field(mode):
     if p.sampling_plan is not None:  # the accounted plan's own fields are kept
         sd = p.sampling_plan.as_dict()
         assert all(d[k] == sd[k] for k in ("route", "eps", "delta", "event", "eps_spent") if k in sd)
+
+
+def test_the_loss_domain_is_used_when_no_domain_is_passed():
+    from dp_infer import losses
+
+    loss = losses.logistic(row_norm=1.0, domain=L2Ball(2, 3.0))
+    a = plan_rashomon(loss, 1000, 2, 0.3, mode="pure", eps=1.0)
+    b = plan_rashomon(loss.constants, 1000, 2, 0.3, mode="pure", eps=1.0, domain=L2Ball(2, 3.0))
+    assert a.as_dict() == b.as_dict()
+    with pytest.raises(ValueError, match="domain.dim = 2 does not match the parameter dimension 3"):
+        plan_rashomon(loss, 1000, 3, 0.3, eps=1.0, delta=1e-5)
