@@ -22,7 +22,7 @@ from dp_infer.losses import LossConstants, PerExampleLoss
 from dp_infer.posterior_plan import (DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior,
                                      preconditioner_chol)
 from dp_infer.preconditioning import SecondMoment, prior_second_moment, public_second_moment
-from dp_infer.privacy.conversions import gdp_epsilon
+from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
 from dp_infer.privacy.events import GdpEvent
 from dp_infer.schema.admissible import AdmissibleRows, ConstantBlock, IntervalBlock, OneOfBlock
 from mp_oracles import gdp_delta_mp, gdp_mu_for_delta_mp
@@ -51,6 +51,8 @@ def _steps(t, h0, draws):
     dict(kernel="underdamped"),  # default friction 2
     dict(kernel="underdamped", friction=0.7, ess=120, num_chains=3, num_draws=25, step_safety=0.3),
     dict(kernel="underdamped", friction=5.0, ess=30, num_chains=1, step_safety=1.9),
+    dict(ess=1, burn_in_time=0.1, step_safety=1.9),  # short horizon: t / 200 binds, thinning 1
+    dict(kernel="underdamped", friction=0.5, ess=1, burn_in_time=0.05, step_safety=1.9, num_draws=150),
 ])
 @pytest.mark.parametrize("lam", [1.0, (0.5, 2.0, 4.0)])
 def test_prior_preconditioner_plan_is_the_closed_form(kw, lam):
@@ -186,7 +188,7 @@ def test_private_second_moment_composes_in_gdp_and_matches_dp_accounting(mu_sm):
 def test_a_second_moment_spending_the_whole_budget_is_refused():
     mu = gdp_mu_for_delta_mp(1.0, 1e-5)
     S = np.eye(2)
-    for m in (mu * (1 + 1e-9), 10.0):
+    for m in (gdp_mu(1.0, 1e-5), mu * (1 + 1e-9), 10.0):  # the library's own target mu: nothing left
         with pytest.raises(ValueError, match="already spends"):
             plan_posterior(_logistic(), 400, 2, eps=1.0, delta=1e-5, prior_precision=1.0, second_moment=_private_sm(S, m, 0.0))
     # just below: a (tiny) path budget remains and is used
@@ -288,6 +290,7 @@ def test_the_inverse_temperature_search_range():
     (dict(friction=1.0), "friction applies to kernel='underdamped' only"),
     (dict(kernel="underdamped", friction=0.0), "friction must"),
     (dict(prior_precision=None), "needs a proper prior"), (dict(prior_precision=-1.0), "must lie in (0, inf)"),
+    (dict(prior_precision=0.0), "must lie in (0, inf)"),
     (dict(prior_precision=(1.0, math.inf)), "must lie in (0, inf)"), (dict(prior_precision=(1.0, 1.0, 1.0)), "shape (2,)"),
     (dict(second_moment=np.eye(2)), "second_moment must be a dp_infer.preconditioning.SecondMoment"),
     (dict(curvature=0.0), "curvature must"), (dict(preconditioner_curvature=-1.0), "preconditioner_curvature must"),
