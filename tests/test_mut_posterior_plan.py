@@ -311,3 +311,20 @@ def test_non_loss_and_estimate_plans_are_refused():
     with pytest.raises(ValueError, match="no preconditioner"):
         preconditioner_chol(est)
     assert (DEFAULT_ESS, DEFAULT_MIXING_RATE) == (400, 0.4)  # ArviZ's bar; the module doc's default
+
+
+def test_fit_posterior_refuses_a_private_second_moment_of_the_wrong_shape_before_charging(tmp_path):
+    # multinomial logistic: 3 classes x 2 features = 6 parameters, but X'X / n is 2 x 2. The plan is
+    # validated with a stand-in second moment without a matrix, so this was refused only after the
+    # ledger was charged and the second moment released
+    from dp_infer.fit_posterior import fit_posterior
+    from dp_infer.privacy.ledger import Ledger
+
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-0.5, 0.5, size=(50, 2)), rng.integers(0, 3, size=50).astype(float)
+    led = Ledger(tmp_path / "ledger.json")
+    led.register_dataset("default", 10.0, 1e-3)
+    with pytest.raises(ValueError, match="the model has 6 parameters: use preconditioner='prior'"):
+        fit_posterior(losses.multinomial_logistic(3, row_norm=1.0), X, y, eps=1.0, delta=1e-5, prior_precision=1.0,
+                      ess=10, seed=1, progress_bar=False, ledger=led, preconditioner="private")
+    assert led.spent("default")["n_charged"] == 0
