@@ -274,3 +274,108 @@ def test_the_loss_domain_is_used_when_no_domain_is_passed():
     assert a.as_dict() == b.as_dict()
     with pytest.raises(ValueError, match="domain.dim = 2 does not match the parameter dimension 3"):
         plan_rashomon(loss, 1000, 3, 0.3, eps=1.0, delta=1e-5)
+
+
+def _trajectory_oracle(p, n, dim, eps, delta, t, k, **run):
+    # the documented contract: the path mode is plan_trajectory's plan at the thresholded sensitivity
+    # Delta_psi and the threshold's curvature M_eff, with the caller's run choices
+    from dp_infer.plan import plan_trajectory
+
+    c = LossConstants(lipschitz=C.lipschitz, grad_diff=p.sensitivity * n, smoothness=p.curvature,
+                      strong_convexity=C.strong_convexity)
+    return plan_trajectory(c, n, dim, eps=eps, delta=delta, horizon=t, num_chains=k, **run)
+
+
+def test_path_plan_with_a_binding_step_uses_the_threshold_curvature_and_the_run_choices():
+    n, dim, eps, delta, t, k, psi = 10 ** 6, 2, 5.0, 1e-5, 3.0, 2, 0.1
+    run = dict(num_draws=37, step_safety=0.3, min_steps=50, burn_in_fraction=0.2)
+    p = plan_rashomon(C, n, dim, psi, eps=eps, delta=delta, horizon=t, num_chains=k, **run)
+    h0 = 0.3 / (p.beta * _curv(C, psi, psi / 20, SLACK + TOL))
+    assert h0 < t / 50  # the stability step binds, not min_steps
+    steps0 = math.ceil(t / h0)
+    assert p.num_steps >= steps0 and p.step_size <= h0 and p.step_size * p.beta * p.curvature <= 0.3
+    assert p.num_steps // p.thinning >= 37 and p.burn_in == int(0.2 * (p.num_steps // p.thinning))
+    q = _trajectory_oracle(p, n, dim, eps, delta, t, k, **run)
+    assert (p.num_steps, p.thinning, p.burn_in, p.step_size) == (q.num_steps, q.thinning, q.burn_in, q.step_size)
+    assert p.beta == pytest.approx(q.beta, rel=1e-12)
+
+
+def test_pure_plan_is_one_purified_chain_per_share_with_the_caller_s_choices():
+    from dp_infer.privacy.conversions import gdp_epsilon
+
+    dom, k, eps, t = L2Ball(2, 3.0), 3, 1.5, 2.0
+    p = plan_rashomon(C, 5000, 2, 0.2, mode="pure", eps=eps, domain=dom, num_chains=k, horizon=t, num_draws=7,
+                      eps_prime_fraction=0.3, omega=0.05)
+    d = p.as_dict()
+    assert d["num_chains"] == k and p.sampling_plan.num_chains == 1
+    assert d["purification"]["omega"] == 0.05 and d["purification"]["eps_prime"] == pytest.approx(0.3 * eps / k)
+    # one chain (not k) at the upstream share (1 - 0.3) eps / k, tight
+    mu_up = p.beta * p.sensitivity * math.sqrt(t / 2)
+    assert gdp_epsilon(mu_up, log_delta=d["upstream_log_delta"]) == pytest.approx(0.7 * eps / k, rel=1e-6)
+    assert any("forced by the caller" in s for s in p.sampling_plan.notes)
+    assert p.assumptions == p.sampling_plan.assumptions and p.assumptions[0].startswith("thresholded gradient")
+    # the thresholded assumptions replace the calibrated plan's first (its plain gradient sensitivity)
+    from dp_infer.calibrate import calibrate
+
+    c = LossConstants(lipschitz=C.lipschitz, grad_diff=p.sensitivity * 5000, smoothness=p.curvature,
+                      strong_convexity=C.strong_convexity)
+    cal = calibrate(c, 5000, 2, eps=eps / k, route="pure", domain=dom, horizon=t, num_draws=7,
+                    eps_prime_fraction=0.3, omega=0.05)
+    assert p.assumptions[4:] == cal.assumptions[1:] and len(p.assumptions) == 4 + len(cal.assumptions) - 1
+    assert (d["num_draws"], p.num_steps, p.beta) == (cal.as_dict()["num_draws"], cal.num_steps, cal.beta)
+    assert cal.as_dict()["num_draws"] != calibrate(c, 5000, 2, eps=eps / k, route="pure", domain=dom, horizon=t,
+                                                   eps_prime_fraction=0.3, omega=0.05).as_dict()["num_draws"]
+
+
+
+def test_pure_mode_needs_an_l2ball_or_a_box_and_nonprivate_takes_no_eps_or_delta():
+    from dp_infer.domains import Domain, Euclidean
+
+    class Segment(Domain):
+        dim = 2
+        diameter = 1.0
+
+    for dom in (None, Euclidean(2), Segment()):
+        with pytest.raises(ValueError, match=r"mode='pure' needs a bounded domain \(L2Ball or Box\): pass domain="):
+            plan_rashomon(C, 1000, 2, 0.3, mode="pure", eps=1.0, domain=dom)
+    for kw in (dict(eps=1.0), dict(delta=1e-5), dict(eps=1.0, delta=1e-5)):
+        with pytest.raises(ValueError, match="eps/delta do not apply"):
+            plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=2.0, **kw)
+    with pytest.raises(ValueError, match="got dict"):
+        plan_rashomon({"G": 1}, 1000, 2, 0.3, eps=1.0, delta=1e-5)
+
+
+@pytest.mark.parametrize("mode,kw", [("nonprivate", dict(beta=30.0)), ("path", dict(eps=1.0, delta=1e-5))])
+def test_run_choice_ranges_in_every_mode(mode, kw):
+    for bad in (dict(step_safety=0.0), dict(step_safety=2.0), dict(burn_in_fraction=1.0),
+                dict(burn_in_fraction=-0.1)):
+        with pytest.raises(ValueError, match=next(iter(bad)) + " must lie in"):
+            plan_rashomon(C, 1000, 2, 0.3, mode=mode, **bad, **kw)
+    p = plan_rashomon(C, 1000, 2, 0.3, mode=mode, burn_in_fraction=0.0, step_safety=1.99, **kw)
+    assert p.burn_in == 0 and p.step_size * p.beta * p.curvature <= 1.99
+
+
+def test_refusal_messages_name_the_beta():
+    with pytest.raises(ValueError, match=r"beta = 1e\+308 needs inf Langevin steps"):
+        plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=1e308)
+    with pytest.raises(ValueError, match="beta = 50 needs"):
+        plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=50.0, max_steps=10)
+    with pytest.raises(ValueError, match="the calibrated beta = .* needs 200 Langevin steps"):
+        plan_rashomon(C, 1000, 2, 0.3, eps=1.0, delta=1e-5, max_steps=199)
+    with pytest.raises(ValueError, match="the calibrated beta = .* needs"):
+        plan_rashomon(C, 1000, 2, 0.3, mode="pure", eps=1.0, domain=L2Ball(2, 3.0), max_steps=199)
+
+
+def test_assumptions_as_a_reviewer_reads_them():
+    p = plan_rashomon(C, 1000, 2, 0.0, eps=1.0, delta=1e-5)
+    assert p.assumptions[1] == ("L* is computed on the private data and enters only the sampler's threshold (base "
+                                "lowered by any excess of its certificate over tol); it is neither released nor "
+                                "used in the plan")
+    assert p.assumptions[3] == "unsmoothed threshold max{L, L* + psi} (psi = 0)"
+
+
+def test_default_num_draws_decides_the_thinning():
+    # 2000.5 -> 2001 steps: thinning 2001 // 1000 = 2 with the documented 1000 draws
+    m = plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=1.0).curvature
+    p = plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=1000.25 / m)
+    assert p.thinning == 2 and p.num_steps == 2002
