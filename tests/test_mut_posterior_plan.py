@@ -328,3 +328,17 @@ def test_fit_posterior_refuses_a_private_second_moment_of_the_wrong_shape_before
         fit_posterior(losses.multinomial_logistic(3, row_norm=1.0), X, y, eps=1.0, delta=1e-5, prior_precision=1.0,
                       ess=10, seed=1, progress_bar=False, ledger=led, preconditioner="private")
     assert led.spent("default")["n_charged"] == 0
+
+
+def test_preconditioner_chol_refuses_a_malformed_preconditioner_by_name():
+    from dataclasses import replace
+
+    p = plan_posterior(_logistic(), 100, 2, eps=1.0, delta=1e-5, prior_precision=1.0, ess=10)
+    with pytest.raises(ValueError, match=r"plan.preconditioner must be a 2-D array, got shape \(2,\)"):
+        preconditioner_chol(replace(p, preconditioner=(1.0, 2.0)))
+    with pytest.raises(ValueError, match="plan.preconditioner contains 1 non-finite"):
+        preconditioner_chol(replace(p, preconditioner=((1.0, math.nan), (0.0, 1.0))))
+    # the symmetric part is factored: an asymmetric rounding of P does not change C
+    P = np.array([[2.0, 0.5], [0.5 + 1e-13, 1.0]])
+    C = preconditioner_chol(replace(p, preconditioner=tuple(map(tuple, P))))
+    assert np.allclose(C @ C.T, 0.5 * (P + P.T), rtol=1e-15, atol=0)
