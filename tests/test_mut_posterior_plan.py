@@ -104,6 +104,10 @@ def test_prior_preconditioner_plan_is_the_closed_form(kw, lam):
     assert any("preconditioner's metric" in a for a in p.event.assumptions)
     assert f"n = {n}" in " ".join(p.assumptions) and "<= 1.0" in p.assumptions[1]
     assert f"{R:g}" in p.assumptions[2] and f"{ess}" in p.notes[0]
+    assert p.assumptions[0] == "Gaussian prior N(0, diag(1 / prior_precision)), data independent"
+    assert p.assumptions[4] == ("initial point (the prior mean), beta, preconditioner, step, horizon and chains are "
+                                "fixed before sampling from public inputs and accounted releases only")
+    assert f"interval inflation sqrt(n / beta) = {math.sqrt(n / p.beta):.3g} " in p.notes[1]
     C = preconditioner_chol(p)
     assert np.allclose(C @ C.T, np.diag(1 / lam_v), rtol=1e-15, atol=0) and np.allclose(C, np.tril(C))
 
@@ -292,7 +296,7 @@ def test_the_inverse_temperature_search_range():
     (dict(prior_precision=None), "needs a proper prior"), (dict(prior_precision=-1.0), "must lie in (0, inf)"),
     (dict(prior_precision=0.0), "must lie in (0, inf)"),
     (dict(prior_precision=(1.0, math.inf)), "must lie in (0, inf)"), (dict(prior_precision=(1.0, 1.0, 1.0)), "shape (2,)"),
-    (dict(second_moment=np.eye(2)), "second_moment must be a dp_infer.preconditioning.SecondMoment"),
+    (dict(second_moment=np.eye(2)), "second_moment must be a dp_infer.preconditioning.SecondMoment, got ndarray"),
     (dict(curvature=0.0), "curvature must"), (dict(preconditioner_curvature=-1.0), "preconditioner_curvature must"),
 ])
 def test_bad_inputs_are_refused_by_name(kw, needle):
