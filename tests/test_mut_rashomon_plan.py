@@ -379,3 +379,9 @@ def test_default_num_draws_decides_the_thinning():
     m = plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=1.0).curvature
     p = plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=1000.25 / m)
     assert p.thinning == 2 and p.num_steps == 2002
+
+
+def test_path_plan_takes_the_caller_s_min_steps():
+    # a small beta: the stability step is far above horizon / min_steps, so min_steps sets the count
+    p = plan_rashomon(C, 1000, 2, 0.3, eps=1.0, delta=1e-5, min_steps=333, horizon=2.0)
+    assert p.num_steps == 333 and p.thinning == 1 and p.step_size == pytest.approx(2.0 / 333, rel=1e-15)
