@@ -142,6 +142,9 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         R2 = rows.max_norm() ** 2 if rows is not None else loss.row_norm ** 2
         if not math.isfinite(R2):
             raise ValueError("preconditioner='private' needs a finite row bound (rows= or a loss row_norm)")
+        if dim != X.shape[1]:  # refused here: the stand-in below has no matrix, so the plan cannot see it
+            raise ValueError(f"preconditioner='private' releases the {X.shape[1]} x {X.shape[1]} second moment of "
+                             f"the rows, but the model has {dim} parameters: use preconditioner='prior'")
     plan_kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows, kernel=kernel,
                    friction=friction, mixing_rate=mixing_rate, curvature=curvature,
                    preconditioner_curvature=preconditioner_curvature, **plan_kwargs)

@@ -153,7 +153,7 @@ def test_bad_loss_n_dim_psi_and_smoothness_are_refused():
         plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=1e308)
 
 
-@pytest.mark.parametrize("beta,psi", [(2.0, 0.1), (2.0, 0.5), (30.0, 0.5), (1.0, 0.0)])
+@pytest.mark.parametrize("beta,psi", [(2.0, 0.1), (2.0, 0.5), (3.0, 0.5), (30.0, 0.5), (1.0, 0.0)])
 def test_mixing_time_is_lemma_d5(beta, psi):
     m, lip, diam, tv = 0.3, 2.0, 4.0, 0.01
     c = beta * m * math.exp(-beta * psi) if beta * psi <= 1 else m / (math.e * psi)
@@ -166,3 +166,222 @@ def test_mixing_time_is_lemma_d5(beta, psi):
         args.update(bad)
         with pytest.raises(ValueError, match=next(iter(bad))):
             mixing_time(**args)
+
+
+def test_path_plan_sensitivity_by_quadrature_and_jensen():
+    # the plan-only checks of tests/test_rashomon.py's path-mode sampling test, without sampling:
+    # Delta_psi = G/n + (1/w) int_0^w sqrt(2 M (a + t)) dt (scipy quadrature, not the closed form),
+    # strictly between its value at the ramp's start and at its mean (Jensen)
+    from scipy import integrate
+
+    from dp_infer.privacy.conversions import gdp_epsilon
+
+    c = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)
+    n, psi, eps, delta, t, k = 100, 0.01, 1.0, 1e-5, 1.0, 4
+    p = plan_rashomon(c, n, 1, psi, eps=eps, delta=delta, horizon=t, num_chains=k, num_draws=200)
+    w = p.threshold_width
+    a = psi + TOL + SLACK
+    avg = integrate.quad(lambda s: math.sqrt(2 * (a + s)), 0, w, epsabs=1e-14)[0] / w
+    assert p.sensitivity == pytest.approx(2 / n + avg, rel=1e-10)
+    assert 2 / n + math.sqrt(2 * a) < p.sensitivity <= 2 / n + math.sqrt(2 * (a + w / 2))
+    mu = p.beta * p.sensitivity * math.sqrt(k * t / 2)
+    assert p.as_dict()["mu"] == pytest.approx(mu, rel=1e-9)
+    assert gdp_epsilon(mu, delta) == pytest.approx(eps, rel=1e-6) and p.sampling_plan.spent()["eps"] <= eps
+
+
+def test_pure_plan_upstream_trajectory_fits_the_per_chain_budget():
+    # each chain: a trajectory at ((1 - eps_prime_fraction) eps / K, exp(log_delta)) purified to eps / K
+    from dp_infer.privacy.conversions import gdp_epsilon
+
+    c = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)
+    n, psi, eps, k = 100, 0.05, 1.0, 4
+    p = plan_rashomon(c, n, 1, psi, mode="pure", eps=eps, num_chains=k, domain=Box.cube(1, 2.0))
+    d = p.as_dict()
+    assert d["eps"] == pytest.approx(eps / k, rel=1e-15) and d["delta"] == 0.0
+    mu_up = p.beta * p.sensitivity * math.sqrt(d["horizon"] / 2)
+    assert gdp_epsilon(mu_up, log_delta=d["upstream_log_delta"]) <= 0.9 * eps / k * (1 + 1e-9)
+    assert "tv_error" not in d and d.get("sampling_error_tv") is None
+
+
+@pytest.mark.parametrize("mode", ["path", "pure"])
+def test_accounted_sensitivity_is_never_below_delta_psi(mode):
+    # the plan's event is calibrated from the sensitivity it is given (G / n with G = Delta_psi n):
+    # G / n must not round below Delta_psi, or the event's mu is below the sampler's real one
+    # (n = 100, psi = 0.1: 0.34016545525820147 < 0.3401654552582015 before the fix)
+    from dp_infer.privacy.path import path_mu
+
+    kw = dict(eps=1.0, delta=1e-5) if mode == "path" else dict(eps=1.0, domain=L2Ball(2, 3.0))
+    for n in (100, 110, 123, 250, 333, 1000, 4097):
+        p = plan_rashomon(C, n, 2, 0.1, mode=mode, num_draws=10, **kw)
+        assert p.sampling_plan.sensitivity >= p.sensitivity
+        if mode == "path":  # the event's mu at least the path accountant's at the reported Delta_psi
+            assert p.event.mu >= path_mu(p.beta, p.sensitivity, 1.0)
+
+
+def test_documented_defaults():
+    # every default of plan_rashomon as documented: horizon 1, one chain, 1000 draws, h beta M_eff = 0.5,
+    # >= 200 steps, half the draws burn-in, w = psi / 20, tol 1e-6, float slack 1e-5, 16 smoothing
+    # offsets; the pure route's eps' fraction 0.1 and omega 0.01
+    explicit = dict(horizon=1.0, num_chains=1, num_draws=1000, step_safety=0.5, min_steps=200, burn_in_fraction=0.5,
+                    tol=1e-6, float_slack=1e-5, shift_threshold=False, max_steps=10_000_000)
+    for mode, kw in (("path", dict(eps=1.0, delta=1e-5)), ("nonprivate", dict(beta=300.0)),
+                     ("pure", dict(eps=1.0, domain=L2Ball(2, 3.0)))):
+        extra = dict(eps_prime_fraction=0.1, omega=0.01) if mode == "pure" else {}
+        a = plan_rashomon(C, 1000, 2, 0.4, mode=mode, **kw)
+        b = plan_rashomon(C, 1000, 2, 0.4, mode=mode, threshold_width=a.threshold_width, **explicit, **extra, **kw)
+        assert a.as_dict() == b.as_dict() and a.threshold_width == pytest.approx(0.02, rel=1e-15)
+    s = plan_rashomon(C, 1000, 2, 0.4, eps=1.0, delta=1e-5, smoothing=0.1)
+    assert s.smoothing_samples == 16 and s.mode == "path"
+    assert s.as_dict() == plan_rashomon(C, 1000, 2, 0.4, eps=1.0, delta=1e-5, smoothing=0.1, smoothing_samples=16,
+                                        **explicit).as_dict()
+
+
+def test_default_max_steps_is_ten_million():
+    # thinning 1 (num_draws above the step count): the count is ceil(horizon / h), h = 0.5 / (beta M_eff)
+    beta = 1.0
+    h = 0.5 / (beta * plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=beta).curvature)
+    ok = plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=beta, horizon=(1e7 - 0.5) * h, num_draws=10 ** 8)
+    assert ok.num_steps == 10_000_000 and ok.thinning == 1
+    with pytest.raises(ValueError, match="more than max_steps = 1e"):
+        plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=beta, horizon=(1e7 + 0.5) * h, num_draws=10 ** 8)
+
+
+@pytest.mark.parametrize("mode", ["path", "nonprivate", "pure"])
+def test_as_dict_reports_every_plan_field(mode):
+    kw = {"path": dict(eps=1.0, delta=1e-5), "nonprivate": dict(beta=30.0),
+          "pure": dict(eps=1.0, domain=L2Ball(2, 3.0))}[mode]
+    p = plan_rashomon(C, 1000, 2, 0.4, mode=mode, num_chains=2, horizon=1.5, num_draws=50, **kw)
+    d = p.as_dict()
+    want = {"mode": mode, "psi": 0.4, "beta": p.beta, "step_size": p.step_size, "num_steps": p.num_steps,
+            "thinning": p.thinning, "num_chains": 2, "n": 1000, "dim": 2, "thresholded_sensitivity": p.sensitivity,
+            "declared_tol": TOL, "smoothing": None, "threshold_width": p.threshold_width,
+            "threshold_curvature": p.curvature, "shell_factor_bound": math.exp(p.beta * p.threshold_width / 2),
+            "horizon": p.num_steps * p.step_size, "assumptions": p.assumptions}
+    for k, v in want.items():
+        assert d[k] == pytest.approx(v, rel=1e-15) if isinstance(v, float) else d[k] == v, k
+    assert d["horizon"] == pytest.approx(1.5, rel=1e-14) and p.shell_factor_bound == d["shell_factor_bound"]
+    if p.sampling_plan is not None:  # the accounted plan's own fields are kept
+        sd = p.sampling_plan.as_dict()
+        assert all(d[k] == sd[k] for k in ("route", "eps", "delta", "event", "eps_spent") if k in sd)
+
+
+def test_the_loss_domain_is_used_when_no_domain_is_passed():
+    from dp_infer import losses
+
+    loss = losses.logistic(row_norm=1.0, domain=L2Ball(2, 3.0))
+    a = plan_rashomon(loss, 1000, 2, 0.3, mode="pure", eps=1.0)
+    b = plan_rashomon(loss.constants, 1000, 2, 0.3, mode="pure", eps=1.0, domain=L2Ball(2, 3.0))
+    assert a.as_dict() == b.as_dict()
+    with pytest.raises(ValueError, match="domain.dim = 2 does not match the parameter dimension 3"):
+        plan_rashomon(loss, 1000, 3, 0.3, eps=1.0, delta=1e-5)
+
+
+def _trajectory_oracle(p, n, dim, eps, delta, t, k, **run):
+    # the documented contract: the path mode is plan_trajectory's plan at the thresholded sensitivity
+    # Delta_psi and the threshold's curvature M_eff, with the caller's run choices
+    from dp_infer.plan import plan_trajectory
+
+    c = LossConstants(lipschitz=C.lipschitz, grad_diff=p.sensitivity * n, smoothness=p.curvature,
+                      strong_convexity=C.strong_convexity)
+    return plan_trajectory(c, n, dim, eps=eps, delta=delta, horizon=t, num_chains=k, **run)
+
+
+def test_path_plan_with_a_binding_step_uses_the_threshold_curvature_and_the_run_choices():
+    n, dim, eps, delta, t, k, psi = 10 ** 6, 2, 5.0, 1e-5, 3.0, 2, 0.1
+    run = dict(num_draws=37, step_safety=0.3, min_steps=50, burn_in_fraction=0.2)
+    p = plan_rashomon(C, n, dim, psi, eps=eps, delta=delta, horizon=t, num_chains=k, **run)
+    h0 = 0.3 / (p.beta * _curv(C, psi, psi / 20, SLACK + TOL))
+    assert h0 < t / 50  # the stability step binds, not min_steps
+    steps0 = math.ceil(t / h0)
+    assert p.num_steps >= steps0 and p.step_size <= h0 and p.step_size * p.beta * p.curvature <= 0.3
+    assert p.num_steps // p.thinning >= 37 and p.burn_in == int(0.2 * (p.num_steps // p.thinning))
+    q = _trajectory_oracle(p, n, dim, eps, delta, t, k, **run)
+    assert (p.num_steps, p.thinning, p.burn_in, p.step_size) == (q.num_steps, q.thinning, q.burn_in, q.step_size)
+    assert p.beta == pytest.approx(q.beta, rel=1e-12)
+
+
+def test_pure_plan_is_one_purified_chain_per_share_with_the_caller_s_choices():
+    from dp_infer.privacy.conversions import gdp_epsilon
+
+    dom, k, eps, t = L2Ball(2, 3.0), 3, 1.5, 2.0
+    p = plan_rashomon(C, 5000, 2, 0.2, mode="pure", eps=eps, domain=dom, num_chains=k, horizon=t, num_draws=7,
+                      eps_prime_fraction=0.3, omega=0.05)
+    d = p.as_dict()
+    assert d["num_chains"] == k and p.sampling_plan.num_chains == 1
+    assert d["purification"]["omega"] == 0.05 and d["purification"]["eps_prime"] == pytest.approx(0.3 * eps / k)
+    # one chain (not k) at the upstream share (1 - 0.3) eps / k, tight
+    mu_up = p.beta * p.sensitivity * math.sqrt(t / 2)
+    assert gdp_epsilon(mu_up, log_delta=d["upstream_log_delta"]) == pytest.approx(0.7 * eps / k, rel=1e-6)
+    assert any("forced by the caller" in s for s in p.sampling_plan.notes)
+    assert p.assumptions == p.sampling_plan.assumptions and p.assumptions[0].startswith("thresholded gradient")
+    # the thresholded assumptions replace the calibrated plan's first (its plain gradient sensitivity)
+    from dp_infer.calibrate import calibrate
+
+    c = LossConstants(lipschitz=C.lipschitz, grad_diff=p.sensitivity * 5000, smoothness=p.curvature,
+                      strong_convexity=C.strong_convexity)
+    cal = calibrate(c, 5000, 2, eps=eps / k, route="pure", domain=dom, horizon=t, num_draws=7,
+                    eps_prime_fraction=0.3, omega=0.05)
+    assert p.assumptions[4:] == cal.assumptions[1:] and len(p.assumptions) == 4 + len(cal.assumptions) - 1
+    assert (d["num_draws"], p.num_steps, p.beta) == (cal.as_dict()["num_draws"], cal.num_steps, cal.beta)
+    assert cal.as_dict()["num_draws"] != calibrate(c, 5000, 2, eps=eps / k, route="pure", domain=dom, horizon=t,
+                                                   eps_prime_fraction=0.3, omega=0.05).as_dict()["num_draws"]
+
+
+
+def test_pure_mode_needs_an_l2ball_or_a_box_and_nonprivate_takes_no_eps_or_delta():
+    from dp_infer.domains import Domain, Euclidean
+
+    class Segment(Domain):
+        dim = 2
+        diameter = 1.0
+
+    for dom in (None, Euclidean(2), Segment()):
+        with pytest.raises(ValueError, match=r"mode='pure' needs a bounded domain \(L2Ball or Box\): pass domain="):
+            plan_rashomon(C, 1000, 2, 0.3, mode="pure", eps=1.0, domain=dom)
+    for kw in (dict(eps=1.0), dict(delta=1e-5), dict(eps=1.0, delta=1e-5)):
+        with pytest.raises(ValueError, match="eps/delta do not apply"):
+            plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=2.0, **kw)
+    with pytest.raises(ValueError, match="got dict"):
+        plan_rashomon({"G": 1}, 1000, 2, 0.3, eps=1.0, delta=1e-5)
+
+
+@pytest.mark.parametrize("mode,kw", [("nonprivate", dict(beta=30.0)), ("path", dict(eps=1.0, delta=1e-5))])
+def test_run_choice_ranges_in_every_mode(mode, kw):
+    for bad in (dict(step_safety=0.0), dict(step_safety=2.0), dict(burn_in_fraction=1.0),
+                dict(burn_in_fraction=-0.1)):
+        with pytest.raises(ValueError, match=next(iter(bad)) + " must lie in"):
+            plan_rashomon(C, 1000, 2, 0.3, mode=mode, **bad, **kw)
+    p = plan_rashomon(C, 1000, 2, 0.3, mode=mode, burn_in_fraction=0.0, step_safety=1.99, **kw)
+    assert p.burn_in == 0 and p.step_size * p.beta * p.curvature <= 1.99
+
+
+def test_refusal_messages_name_the_beta():
+    with pytest.raises(ValueError, match=r"beta = 1e\+308 needs inf Langevin steps"):
+        plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=1e308)
+    with pytest.raises(ValueError, match="beta = 50 needs"):
+        plan_rashomon(C, 1000, 2, 0.3, mode="nonprivate", beta=50.0, max_steps=10)
+    with pytest.raises(ValueError, match="the calibrated beta = .* needs 200 Langevin steps"):
+        plan_rashomon(C, 1000, 2, 0.3, eps=1.0, delta=1e-5, max_steps=199)
+    with pytest.raises(ValueError, match="the calibrated beta = .* needs"):
+        plan_rashomon(C, 1000, 2, 0.3, mode="pure", eps=1.0, domain=L2Ball(2, 3.0), max_steps=199)
+
+
+def test_assumptions_as_a_reviewer_reads_them():
+    p = plan_rashomon(C, 1000, 2, 0.0, eps=1.0, delta=1e-5)
+    assert p.assumptions[1] == ("L* is computed on the private data and enters only the sampler's threshold (base "
+                                "lowered by any excess of its certificate over tol); it is neither released nor "
+                                "used in the plan")
+    assert p.assumptions[3] == "unsmoothed threshold max{L, L* + psi} (psi = 0)"
+
+
+def test_default_num_draws_decides_the_thinning():
+    # 2000.5 -> 2001 steps: thinning 2001 // 1000 = 2 with the documented 1000 draws
+    m = plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=1.0).curvature
+    p = plan_rashomon(C, 1000, 2, 0.4, mode="nonprivate", beta=1000.25 / m)
+    assert p.thinning == 2 and p.num_steps == 2002
+
+
+def test_path_plan_takes_the_caller_s_min_steps():
+    # a small beta: the stability step is far above horizon / min_steps, so min_steps sets the count
+    p = plan_rashomon(C, 1000, 2, 0.3, eps=1.0, delta=1e-5, min_steps=333, horizon=2.0)
+    assert p.num_steps == 333 and p.thinning == 1 and p.step_size == pytest.approx(2.0 / 333, rel=1e-15)

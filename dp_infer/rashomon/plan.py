@@ -186,7 +186,12 @@ def plan_rashomon(loss: PerExampleLoss | LossConstants, n: int, dim: int, psi: f
     else:
         M_eff = M + math.sqrt(2 / math.pi) * math.sqrt(2 * M * psi) / smoothing
         sens = thresholded_sensitivity(c, n, psi, tol_sens)
-    consts = replace(c, grad_diff=sens * n, smoothness=M_eff)
+    # the accounted plan sees G / n: round G up so that G / n is never below Delta_psi (sens * n / n
+    # can round down by one ulp, and the event's mu would then be below the sampler's real one)
+    G_eff = sens * n
+    if G_eff / n < sens:
+        G_eff = math.nextafter(G_eff, math.inf)
+    consts = replace(c, grad_diff=G_eff, smoothness=M_eff)
     if smoothing is None and width > 0:
         shape = (f"threshold smoothed over a declared loss width w = {width:.4g}: the target is exactly "
                  "uniform on the Rashomon set; outside it the density is raised by at most a factor "
