@@ -35,7 +35,7 @@ import numpy as np
 from ._validation import (check_choice, check_delta, check_finite_array, check_positive,
                           check_positive_int, check_target_epsilon)
 from .losses import LossConstants, PerExampleLoss
-from .plan import KERNELS, SamplingPlan, _stable_step
+from .plan import KERNELS, SamplingPlan, step_schedule
 from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
 from .privacy import path as path_privacy
 from .privacy.conversions import gdp_epsilon, gdp_mu
@@ -50,6 +50,11 @@ DEFAULT_ESS = 400
 DEFAULT_MIXING_RATE = 0.4
 
 
+#: Largest prior precision accepted (prior sd 1e-50): far beyond any real prior, and far enough below
+#: float's range that the preconditioner's matrices (beta * curvature * S + precision) stay finite.
+MAX_PRIOR_PRECISION = 1e100
+
+
 def _prior_precision(prior_precision, dim: int) -> np.ndarray:
     if prior_precision is None:
         raise ValueError("the posterior mode needs a proper prior: pass prior_precision (a number > 0 or one "
@@ -61,6 +66,9 @@ def _prior_precision(prior_precision, dim: int) -> np.ndarray:
         raise ValueError(f"prior_precision must be a number or have shape ({dim},), got {lam.shape}")
     if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
         raise ValueError("prior_precision must lie in (0, inf) in every coordinate (a flat prior is improper)")
+    if np.any(lam > MAX_PRIOR_PRECISION):
+        raise ValueError(f"prior_precision must be at most {MAX_PRIOR_PRECISION:g} in every coordinate (a prior "
+                         f"sd below 1e-50 is a point mass: fix that coordinate instead), got max {lam.max():g}")
     return lam
 
 
@@ -176,11 +184,11 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     if sm.matrix is None:  # no data information: the declared bound kappa R^2 in every direction
         A_step = np.diag(lam) + beta * kappa * (row_norm or 1.0) ** 2 * np.eye(dim)
     M_phi = float(np.linalg.eigvalsh(C.T @ A_step @ C)[-1])
-    h = min(_stable_step(M_phi, friction, step_safety), t / 200)
-    num_steps = int(math.ceil(t / h))
-    thinning = max(1, num_steps // num_draws)
-    num_steps = thinning * int(math.ceil(num_steps / thinning))
-    h = t / num_steps
+    h, num_steps, thinning = step_schedule(M_phi, horizon=t, num_draws=num_draws, friction=friction,
+                                           safety=step_safety, min_steps=200)
+    if num_steps == math.inf:
+        raise ValueError(f"the preconditioned curvature {M_phi:.4g} is too large: the number of steps "
+                         "for the planned horizon overflows float; lower beta or the prior precision")
     draws = num_steps // thinning
     burn_in = int(math.ceil(draws * burn_in_time / t))
     predicted = num_chains * mixing_rate * t_sample / (2.0 * gamma)

@@ -296,6 +296,8 @@ def test_the_inverse_temperature_search_range():
     (dict(prior_precision=None), "needs a proper prior"), (dict(prior_precision=-1.0), "must lie in (0, inf)"),
     (dict(prior_precision=0.0), "must lie in (0, inf)"),
     (dict(prior_precision=(1.0, math.inf)), "must lie in (0, inf)"), (dict(prior_precision=(1.0, 1.0, 1.0)), "shape (2,)"),
+    (dict(prior_precision=(1.0, 1e308)), "prior_precision must be at most 1e+100"),  # was a LinAlgError
+    (dict(prior_precision=1.0000000000000002e100), "got max 1e+100"),
     (dict(second_moment=np.eye(2)), "second_moment must be a dp_infer.preconditioning.SecondMoment, got ndarray"),
     (dict(curvature=0.0), "curvature must"), (dict(preconditioner_curvature=-1.0), "preconditioner_curvature must"),
 ])
@@ -346,3 +348,8 @@ def test_preconditioner_chol_refuses_a_malformed_preconditioner_by_name():
     P = np.array([[2.0, 0.5], [0.5 + 1e-13, 1.0]])
     C = preconditioner_chol(replace(p, preconditioner=tuple(map(tuple, P))))
     assert np.allclose(C @ C.T, 0.5 * (P + P.T), rtol=1e-15, atol=0)
+
+
+def test_the_largest_prior_precision_is_accepted():
+    p = plan_posterior(_logistic(), 100, 2, eps=1.0, delta=1e-5, prior_precision=(1.0, 1e100))
+    assert math.isfinite(p.beta) and p.num_steps >= 200 and math.isfinite(p.step_size)
