@@ -321,6 +321,19 @@ def test_the_numpyro_kernel_projects_onto_its_domain_and_uses_its_radius():
     assert not bool(kern.init(key, 0, init_params=far).diverging)  # a bounded domain: radius inf
     kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C)
     assert bool(kern.init(key, 0, init_params=far).diverging)  # no domain: the default radius 1e6
+    # the radius is checked at every step, not only at init
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, divergence_radius=0.01)
+    st = kern.init(key, 0, init_params=zero)
+    assert not bool(st.diverging) and bool(kern.sample(st, (), {}).diverging)
+    # a domain's default_init is used in the default float dtype (a float16 one would give float16 noise)
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, domain=_HalfBox([-1.0] * 3, [1.0] * 3))
+    assert kern.init(key, 0).z.dtype == jnp.result_type(float)
+    assert kern.init(jax.random.split(key, 2), 0).z.dtype == jnp.result_type(float)
+
+
+class _HalfBox(Box):
+    def default_init(self):
+        return jnp.zeros(self.dim, jnp.float16)
 
 
 def test_the_starting_point_counts_for_the_divergence_flag():
