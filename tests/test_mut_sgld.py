@@ -344,6 +344,10 @@ def test_the_starting_point_counts_for_the_divergence_flag():
     assert np.all(np.abs(np.asarray(ch.z)) <= 0.1) and bool(ch.diverging.all())
     ch = sgld.sample_chain(jax.random.key(16), linear, X, Y, BETA, H, 2, Q, C, 0.1 * x0, box, divergence_radius=0.5)
     assert not bool(ch.diverging.any())
+    # and a chain started inside the radius is flagged by the step that leaves it
+    ch = sgld.sample_chain(jax.random.key(16), linear, X, Y, BETA, H, 1, Q, C, np.zeros(3, np.float32),
+                           divergence_radius=0.01)
+    assert bool(ch.diverging[0])
 
 
 def test_labels_may_be_vectors_and_a_step_keeps_the_state_key():
