@@ -284,3 +284,102 @@ def test_batched_chains_consume_the_documented_chain_keys():
     for i in range(3):
         np.testing.assert_array_equal(jax.random.key_data(st.rng_key[i]),
                                       jax.random.key_data(jax.random.split(keys[i])[0]))
+
+
+def _step_from(step_key, q, n_norm, x0=X0, clipped=CLIPPED):
+    # the documented step with the documented keys: mask from fold_in(step_key, 1), noise from step_key
+    mask = np.asarray(jax.random.bernoulli(jax.random.fold_in(step_key, 1), q, (clipped.shape[0],)), np.float64)
+    xi = np.asarray(jax.random.normal(step_key, (clipped.shape[1],)), np.float64)
+    return mask, x0 - H * BETA * (mask @ clipped) / (q * n_norm) + math.sqrt(2 * H) * xi
+
+
+def test_a_public_normaliser_reaches_every_entry_point():
+    # add/remove: 1/(q n) with the fixed public n, not the row count, in sample_chain and the NumPyro kernel
+    key = jax.random.key(13)
+    mask, expect = _step_from(jax.random.split(key)[1], 0.5, 50)
+    assert mask.sum() > 0
+    ch = sgld.sample_chain(key, linear, X, Y, BETA, H, 1, 0.5, C, X0, normaliser=50)
+    np.testing.assert_allclose(np.asarray(ch.z[0]), expect, rtol=1e-5, atol=1e-6)
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=0.5, clip_norm=C, normaliser=50)
+    st = kern.init(jax.random.key(14), 0, init_params=X0)
+    mask, expect = _step_from(jax.random.split(jax.random.split(jax.random.key(14))[0])[1], 0.5, 50)
+    assert mask.sum() > 0
+    np.testing.assert_allclose(np.asarray(kern.sample(st, (), {}).z), expect, rtol=1e-5, atol=1e-6)
+
+
+def test_the_numpyro_kernel_projects_onto_its_domain_and_uses_its_radius():
+    key = jax.random.key(15)
+    box = Box([-0.1] * 3, [0.1] * 3)
+    zero = np.zeros(3, np.float32)
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, domain=box)
+    z = np.asarray(kern.sample(kern.init(key, 0, init_params=zero), (), {}).z)
+    free = np.asarray(sgld.sample_chain(jax.random.split(key)[0], linear, X, Y, BETA, H, 1, Q, C, zero).z[0])
+    assert np.max(np.abs(free)) > 0.1  # the unprojected step leaves the box ...
+    np.testing.assert_allclose(z, np.clip(free, -0.1, 0.1), rtol=1e-6)  # ... and the kernel's is projected
+    far = np.array([2e6, 0.0, 0.0], np.float32)
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, domain=Box.cube(3, 1e7))
+    assert not bool(kern.init(key, 0, init_params=far).diverging)  # a bounded domain: radius inf
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C)
+    assert bool(kern.init(key, 0, init_params=far).diverging)  # no domain: the default radius 1e6
+    # the radius is checked at every step, not only at init
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, divergence_radius=0.01)
+    st = kern.init(key, 0, init_params=zero)
+    assert not bool(st.diverging) and bool(kern.sample(st, (), {}).diverging)
+    # a domain's default_init is used in the default float dtype (a float16 one would give float16 noise)
+    kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C, domain=_HalfBox([-1.0] * 3, [1.0] * 3))
+    assert kern.init(key, 0).z.dtype == jnp.result_type(float)
+    assert kern.init(jax.random.split(key, 2), 0).z.dtype == jnp.result_type(float)
+
+
+class _HalfBox(Box):
+    def default_init(self):
+        return jnp.zeros(self.dim, jnp.float16)
+
+
+def test_the_starting_point_counts_for_the_divergence_flag():
+    # x0 outside the radius, the projected step back inside it: the sticky flag is already set at init
+    box = Box([-0.1] * 3, [0.1] * 3)
+    x0 = np.array([1.0, 0.0, 0.0], np.float32)
+    ch = sgld.sample_chain(jax.random.key(16), linear, X, Y, BETA, H, 2, Q, C, x0, box, divergence_radius=0.5)
+    assert np.all(np.abs(np.asarray(ch.z)) <= 0.1) and bool(ch.diverging.all())
+    ch = sgld.sample_chain(jax.random.key(16), linear, X, Y, BETA, H, 2, Q, C, 0.1 * x0, box, divergence_radius=0.5)
+    assert not bool(ch.diverging.any())
+    # and a chain started inside the radius is flagged by the step that leaves it
+    ch = sgld.sample_chain(jax.random.key(16), linear, X, Y, BETA, H, 1, Q, C, np.zeros(3, np.float32),
+                           divergence_radius=0.01)
+    assert bool(ch.diverging[0])
+
+
+def test_labels_may_be_vectors_and_a_step_keeps_the_state_key():
+    # "one label per row": y of shape (n, k); loss <theta, y_i> has gradient y_i, clipped like X's rows above
+    yv = X.copy()
+    key, own = jax.random.key(17), jax.random.key(18)
+    new, _ = sgld.build_kernel(lambda t, x, yy: jnp.dot(t, yy) + 0.0 * x[0], np.zeros((5, 1), np.float32), yv,
+                               BETA, H, Q, C)(key, sgld.init(X0, own))
+    np.testing.assert_allclose(np.asarray(new.z), _step_from(key, Q, NROWS)[1], rtol=1e-5, atol=1e-6)
+    # build_kernel's step is BlackJAX-style: the caller supplies the key, the state's own key is kept
+    np.testing.assert_array_equal(jax.random.key_data(new.rng_key), jax.random.key_data(own))
+
+
+def test_dtypes_are_kept_under_x64():
+    # a float32 chain stays float32 when x64 is on (the scan carry and the NumPyro kernel, which must
+    # draw sample_chain's path); float64 data and parameters give float64 throughout
+    key = jax.random.key(19)
+    with jax.enable_x64(True):
+        g = sgld.minibatch_gradient(key, linear, X0, X, Y, Q, C)
+        assert g.dtype == jnp.float32
+        new, _ = sgld.build_kernel(linear, X, Y, BETA, H, Q, C)(key, sgld.init(X0))
+        assert new.z.dtype == jnp.float32
+        ch = sgld.sample_chain(key, linear, X, Y, BETA, H, 2, Q, C, X0)
+        assert ch.z.dtype == jnp.float32
+        kern = sgld.MinibatchSGLD(linear, X, Y, beta=BETA, step_size=H, q=Q, clip_norm=C)
+        st = kern.init(key, 0, init_params=X0)
+        assert st.z.dtype == jnp.float32
+        ch = sgld.sample_chain(jax.random.split(key)[0], linear, X, Y, BETA, H, 1, Q, C, X0)
+        z = kern.sample(st, (), {}).z
+        assert z.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(z), np.asarray(ch.z[0]), rtol=1e-6)
+        x64 = X.astype(np.float64)
+        new, _ = sgld.build_kernel(linear, x64, Y, BETA, H, Q, C)(key, sgld.init(X0.astype(np.float64)))
+        assert new.z.dtype == jnp.float64
+        assert sgld.init(np.array([1, 2])).z.dtype == jnp.float64
