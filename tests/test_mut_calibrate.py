@@ -338,3 +338,15 @@ def test_discretised_renyi_is_reported_with_the_regularised_constants_never_chos
     o = _opt(q, "discretised_renyi")
     assert (o.feasible, o.plan) == (False, None) and o.reason.startswith("reference calculator refused: smoothness")
     assert [x.route for x in q.options][-1] == "discretised_renyi" and q.route != "discretised_renyi"
+
+
+def test_a_start_law_already_within_the_tv_bound_still_runs_one_step():
+    # M = m and a tiny beta (G / n = 1000): KL0 = M_U R^2 / 2 < tau^2, so the bound needs no step;
+    # the plan still runs one (zero steps left thinning 0 and num_draws a ZeroDivisionError)
+    tau = 5e-3
+    c = LossConstants(lipschitz=1.0, grad_diff=1000.0, smoothness=1.0, strong_convexity=1.0)
+    p = calibrate(c, 1, 1, eps=2.0, delta=0.1, lam_rel=0.5, theta_scale=1.0, tv_target=tau, route="stationary")
+    M_U = p.beta * 1.5
+    assert 0.5 * M_U * 1.0 < tau ** 2 and _opt(p, "stationary").details["num_steps_needed"] == 0.0
+    assert (p.num_steps, p.thinning, p.num_draws, p.burn_in) == (1, 1, 1, 0)
+    assert p.as_dict()["num_draws"] == 1 and "stationary" in p.explain()
