@@ -350,3 +350,30 @@ def test_a_start_law_already_within_the_tv_bound_still_runs_one_step():
     assert 0.5 * M_U * 1.0 < tau ** 2 and _opt(p, "stationary").details["num_steps_needed"] == 0.0
     assert (p.num_steps, p.thinning, p.num_draws, p.burn_in) == (1, 1, 1, 0)
     assert p.as_dict()["num_draws"] == 1 and "stationary" in p.explain()
+
+
+def test_stationary_refusals_say_exactly_why():
+    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.05)
+    box = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, domain=Box([-1.0] * DIM, [1.0] * DIM))
+    assert _opt(box, "stationary").reason == ("its explicit ULA TV bound assumes an unprojected chain on R^d; a bounded "
+                                              "domain projects every step (use the trajectory or last-iterate route)")
+    flat = calibrate(C, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0)
+    assert _opt(flat, "stationary").reason == "needs strong convexity: declare an L2 regulariser (lam_rel > 0)"
+    clipped = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.1, clipped=True)
+    o = _opt(calibrate(clipped, N, DIM, eps=1.0, delta=1e-5), "stationary")
+    assert not o.feasible and o.reason.startswith(
+        "needs a Gibbs target whose drift is the loss gradient: the loss clips per-example gradients")
+    # a TV target whose slack (1 + e^eps) tau alone exceeds delta: refused with the calculator's reason
+    loose = calibrate(C, N, DIM, eps=1.0, delta=1e-5, tv_target=0.5)
+    o = _opt(loose, "stationary")
+    assert (o.feasible, o.plan) == (False, None) and o.reason.startswith("tv_error too large") and loose.route != "stationary"
+
+
+def test_documented_defaults():
+    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.05)
+    explicit = dict(route="auto", theta_scale=10.0, horizon=1.0, num_chains=1, kernel="langevin", num_draws=1000,
+                    relaxations=10.0, max_steps=2e6, eps_prime_fraction=0.1, omega=0.01)
+    assert calibrate(strong, N, DIM, eps=1.0, delta=1e-5) == calibrate(strong, N, DIM, eps=1.0, delta=1e-5, **explicit)
+    dom = L2Ball(DIM, 3.0)
+    explicit.update(delta=None)
+    assert calibrate(C, N, DIM, eps=1.0, domain=dom) == calibrate(C, N, DIM, eps=1.0, domain=dom, **explicit)
