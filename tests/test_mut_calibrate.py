@@ -155,7 +155,7 @@ def test_auto_chooses_the_smallest_risk_bound_and_the_trajectory_regulariser_is_
     (dict(tv_target=0.0), "tv_target"), (dict(tv_target=1.0), "tv_target"), (dict(lam_rel=-1.0), "lam_rel"),
     (dict(kernel="hmc"), "kernel"), (dict(friction=1.0), "friction"), (dict(kernel="underdamped", friction=0.0), "friction"),
     (dict(purification_scale=0.0), "purification_scale"), (dict(route="fast"), "route"),
-    (dict(delta=None, route="trajectory"), "needs route 'pure'"), (dict(route="pure"), "delta=None"),
+    (dict(delta=None, route="trajectory"), "needs route 'pure'"), (dict(route="pure"), "releases pure eps-DP"),
     (dict(eps_prime_fraction=1.0), "eps_prime_fraction"), (dict(eps_prime_fraction=0.0), "eps_prime_fraction"),
     (dict(omega=0.0), "omega"), (dict(omega=1.5), "omega"),
 ])
@@ -370,10 +370,21 @@ def test_stationary_refusals_say_exactly_why():
 
 
 def test_documented_defaults():
-    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.05)
+    # M = 2.11: the trajectory needs 4000 steps, which the default 1000 draws thin by exactly 4
+    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=2.11, strong_convexity=0.05)
+    assert _opt(calibrate(strong, N, DIM, eps=1.0, delta=1e-5), "trajectory").plan.thinning == 4
     explicit = dict(route="auto", theta_scale=10.0, horizon=1.0, num_chains=1, kernel="langevin", num_draws=1000,
                     relaxations=10.0, max_steps=2e6, eps_prime_fraction=0.1, omega=0.01)
     assert calibrate(strong, N, DIM, eps=1.0, delta=1e-5) == calibrate(strong, N, DIM, eps=1.0, delta=1e-5, **explicit)
     dom = L2Ball(DIM, 3.0)
     explicit.update(delta=None)
     assert calibrate(C, N, DIM, eps=1.0, domain=dom) == calibrate(C, N, DIM, eps=1.0, domain=dom, **explicit)
+
+
+def test_default_max_steps_is_two_million():
+    # a TV target whose bound needs 2e6 + 1/2 steps (tau found once by bisection on the closed form)
+    c = LossConstants(lipschitz=1.0, grad_diff=1.0, smoothness=1.0, strong_convexity=1.0)
+    kw = dict(eps=2.0, delta=0.1, lam_rel=0.5, theta_scale=1.0, tv_target=0.007655731003567751)
+    o = _opt(calibrate(c, 10, 1, **kw), "stationary")
+    assert not o.feasible and 2e6 < o.details["num_steps_needed"] < 2e6 + 1
+    assert calibrate(c, 10, 1, route="stationary", max_steps=2e6 + 1, **kw).num_steps == 2_000_001
