@@ -278,7 +278,7 @@ def test_stationary_max_steps_is_inclusive_and_an_impractical_option_keeps_its_n
     q = calibrate(_stat_constants(1.0), 10, 2, max_steps=10, **STAT)
     o = _opt(q, "stationary")
     steps = o.details["num_steps_needed"]
-    assert not o.feasible and o.plan is None and o.releases == "one exact-enough draw per chain"
+    assert o.feasible is False and o.plan is None and o.releases == "one exact-enough draw per chain"
     mu = 0.1 * math.sqrt(o.beta / (1.0 + lam_rel))
     assert gdp_total_delta_mp(eps, mu, tau) <= delta < gdp_total_delta_mp(eps, mu * (1 + 1e-6), tau)
     assert o.excess_risk_bound == pytest.approx(2 / o.beta + lam_rel * R * R / 2, rel=1e-14)
@@ -355,13 +355,15 @@ def test_a_start_law_already_within_the_tv_bound_still_runs_one_step():
 def test_stationary_refusals_say_exactly_why():
     strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.05)
     box = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, domain=Box([-1.0] * DIM, [1.0] * DIM))
-    assert _opt(box, "stationary").reason == ("its explicit ULA TV bound assumes an unprojected chain on R^d; a bounded "
-                                              "domain projects every step (use the trajectory or last-iterate route)")
-    flat = calibrate(C, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0)
-    assert _opt(flat, "stationary").reason == "needs strong convexity: declare an L2 regulariser (lam_rel > 0)"
+    o = _opt(box, "stationary")
+    assert (o.feasible, o.plan, o.reason) == (False, None, "its explicit ULA TV bound assumes an unprojected chain on "
+                                              "R^d; a bounded domain projects every step (use the trajectory or "
+                                              "last-iterate route)")
+    o = _opt(calibrate(C, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0), "stationary")
+    assert (o.feasible, o.reason) == (False, "needs strong convexity: declare an L2 regulariser (lam_rel > 0)")
     clipped = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.1, clipped=True)
     o = _opt(calibrate(clipped, N, DIM, eps=1.0, delta=1e-5), "stationary")
-    assert not o.feasible and o.reason.startswith(
+    assert o.feasible is False and o.reason.startswith(
         "needs a Gibbs target whose drift is the loss gradient: the loss clips per-example gradients")
     # a TV target whose slack (1 + e^eps) tau alone exceeds delta: refused with the calculator's reason
     loose = calibrate(C, N, DIM, eps=1.0, delta=1e-5, tv_target=0.5)
