@@ -262,6 +262,8 @@ def test_stationary_plan_and_option_follow_the_documented_bound_in_every_regime(
     assert (p.n, p.dim, p.sensitivity, p.burn_in, p.num_chains, p.kernel, p.friction) == (n, dim, s, 0, 1, "langevin", None)
     assert (p.eps, p.delta, p.route, p.release, p.init_law) == (eps, delta, "stationary", "last_iterate", "gaussian")
     assert p.init_scale == pytest.approx(1 / math.sqrt(M_U), rel=1e-15)
+    assert p.notes == ("final draw at TV <= 0.005 from the Gibbs target: delta includes (1 + e^eps) tau",
+                       "chosen: forced by the caller")
     assert p.relaxation_time == pytest.approx(1 / (h * p.beta * m), rel=1e-14)
     assert p.lam == pytest.approx(p.beta * lam_rel, rel=1e-15)
     assert p.excess_risk_bound == pytest.approx(dim / p.beta + lam_rel * R * R / 2, rel=1e-14)
