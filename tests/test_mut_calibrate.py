@@ -333,6 +333,9 @@ def test_discretised_renyi_is_reported_with_the_regularised_constants_never_chos
     o = _opt(p, "discretised_renyi")
     assert (o.feasible, o.plan, o.beta) == (False, None, None) and o.details == req.as_dict()
     assert o.reason == f"reference only ({'practical' if req.practical else 'impractical'}): {req.reason}"
+    quad = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)  # M = m: practical
+    assert _opt(calibrate(quad, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0), "discretised_renyi").reason.startswith(
+        "reference only (practical): ")
     # declared M below m (a clipped loss, so no contraction route is tried): the calculator refuses,
     # the option says so, the trajectory route stands
     odd = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.05, strong_convexity=0.1, clipped=True)
@@ -379,10 +382,12 @@ def test_documented_defaults():
     assert _opt(calibrate(strong, N, DIM, eps=1.0, delta=1e-5), "trajectory").plan.thinning == 4
     explicit = dict(route="auto", theta_scale=10.0, horizon=1.0, num_chains=1, kernel="langevin", num_draws=1000,
                     relaxations=10.0, max_steps=2e6, eps_prime_fraction=0.1, omega=0.01)
-    assert calibrate(strong, N, DIM, eps=1.0, delta=1e-5) == calibrate(strong, N, DIM, eps=1.0, delta=1e-5, **explicit)
+    p, q = calibrate(strong, N, DIM, eps=1.0, delta=1e-5), calibrate(strong, N, DIM, eps=1.0, delta=1e-5, **explicit)
+    assert (p, p.options) == (q, q.options)  # a plan's equality leaves out its options: compare them too
     dom = L2Ball(DIM, 3.0)
     explicit.update(delta=None)
-    assert calibrate(C, N, DIM, eps=1.0, domain=dom) == calibrate(C, N, DIM, eps=1.0, domain=dom, **explicit)
+    p, q = calibrate(C, N, DIM, eps=1.0, domain=dom), calibrate(C, N, DIM, eps=1.0, domain=dom, **explicit)
+    assert (p, p.options) == (q, q.options)
 
 
 def test_default_max_steps_is_two_million():
