@@ -149,7 +149,7 @@ def test_auto_chooses_the_smallest_risk_bound_and_the_trajectory_regulariser_is_
 
 @pytest.mark.parametrize("kwargs,name", [
     (dict(eps=0.0), "eps"), (dict(delta=1.5), "delta"), (dict(n=0), "n"), (dict(dim=0), "dim"),
-    (dict(domain="ball"), "domain"), (dict(domain=Box([0.0], [1.0])), "domain.dim"),
+    (dict(domain="ball"), "Domain or None, got str"), (dict(domain=Box([0.0], [1.0])), "domain.dim"),
     (dict(theta_scale=0.0), "theta_scale"), (dict(horizon=0.0), "horizon"), (dict(num_chains=0), "num_chains"),
     (dict(num_draws=0), "num_draws"), (dict(relaxations=0.0), "relaxations"), (dict(max_steps=0.0), "max_steps"),
     (dict(tv_target=0.0), "tv_target"), (dict(tv_target=1.0), "tv_target"), (dict(lam_rel=-1.0), "lam_rel"),
