@@ -164,7 +164,9 @@ def _stationary(constants, n, dim, eps, delta, lam_rel, theta_scale, tv_target, 
             f"(> max_steps = {max_steps:g})", beta=beta,
             excess_risk_bound=dim / beta + 0.5 * lam_rel * theta_scale**2,
             releases="one exact-enough draw per chain", details=details)
-    num_steps = int(math.ceil(steps))
+    # at least one step: a start law already within the bound (KL0 <= tau^2, e.g. M = m and a small
+    # M_U R^2) needs none, but a plan of zero steps has no draw to release (thinning 0)
+    num_steps = max(1, int(math.ceil(steps)))
     event = stat.stationary_event(beta, s, m, tv_error=tau)
     plan = SamplingPlan(
         route="stationary", eps=eps, delta=delta, beta=beta, lam=beta * lam_rel, step_size=h,

@@ -61,6 +61,9 @@ def test_last_iterate_plan_follows_its_formulas(lam_rel, k, relax):
     assert p.assumptions == (f"loss-level strong convexity m = {m:g} from the L2 regulariser lam_rel = {lam_rel:g} "
                              "(U = beta (L + lam_rel/2 |theta|^2))", f"loss-level smoothness M = {M:g} (declared)")
     assert o.assumptions == p.assumptions and p.sampling_error_tv is None
+    assert o.reason == "privacy of the final iterate stays bounded as the chain runs (strongly convex potential)"
+    assert o.releases == f"the last iterate of each of {k} chain(s) only" and o.excess_risk_bound == p.excess_risk_bound
+    assert o.details == {"rho": p.event.rho, "step_size": p.step_size, "num_steps": p.num_steps, "lam_rel": lam_rel}
 
 
 def test_routes_that_need_a_contraction_refuse_clipped_losses_and_missing_constants():
@@ -146,13 +149,13 @@ def test_auto_chooses_the_smallest_risk_bound_and_the_trajectory_regulariser_is_
 
 @pytest.mark.parametrize("kwargs,name", [
     (dict(eps=0.0), "eps"), (dict(delta=1.5), "delta"), (dict(n=0), "n"), (dict(dim=0), "dim"),
-    (dict(domain="ball"), "domain"), (dict(domain=Box([0.0], [1.0])), "domain.dim"),
+    (dict(domain="ball"), "Domain or None, got str"), (dict(domain=Box([0.0], [1.0])), "domain.dim"),
     (dict(theta_scale=0.0), "theta_scale"), (dict(horizon=0.0), "horizon"), (dict(num_chains=0), "num_chains"),
     (dict(num_draws=0), "num_draws"), (dict(relaxations=0.0), "relaxations"), (dict(max_steps=0.0), "max_steps"),
     (dict(tv_target=0.0), "tv_target"), (dict(tv_target=1.0), "tv_target"), (dict(lam_rel=-1.0), "lam_rel"),
     (dict(kernel="hmc"), "kernel"), (dict(friction=1.0), "friction"), (dict(kernel="underdamped", friction=0.0), "friction"),
     (dict(purification_scale=0.0), "purification_scale"), (dict(route="fast"), "route"),
-    (dict(delta=None, route="trajectory"), "needs route 'pure'"), (dict(route="pure"), "delta=None"),
+    (dict(delta=None, route="trajectory"), "needs route 'pure'"), (dict(route="pure"), "releases pure eps-DP"),
     (dict(eps_prime_fraction=1.0), "eps_prime_fraction"), (dict(eps_prime_fraction=0.0), "eps_prime_fraction"),
     (dict(omega=0.0), "omega"), (dict(omega=1.5), "omega"),
 ])
@@ -230,3 +233,167 @@ def test_underdamped_trajectory_keeps_its_friction_and_a_long_last_iterate_run_s
     p = calibrate(C, N, DIM, eps=1.0, delta=1e-6, route="last_iterate", lam_rel=0.05, relaxations=60.0)
     spent = Accountant([p.event]).get_epsilon(1e-6)
     assert 1.0 - 1e-8 <= spent <= 1.0 + 1e-9
+
+
+# -------------------------------------------------------------- the stationary route in every regime
+
+STAT = dict(eps=2.0, delta=0.1, lam_rel=0.5, theta_scale=3.0, tv_target=5e-3)  # R != 1: R^2 != R^3 != 1/R^2
+
+
+def _stat_constants(G):
+    return LossConstants(lipschitz=1.0, grad_diff=G, smoothness=2.0, strong_convexity=1.0)
+
+
+@pytest.mark.parametrize("G,n,dim", [(1.0, 10, 3), (1.0, 10000, 2), (1000.0, 1, 1)])  # beta ~ 2e2, 2e8, 2e-6
+def test_stationary_plan_and_option_follow_the_documented_bound_in_every_regime(G, n, dim):
+    eps, delta, lam_rel, R, tau = (STAT[k] for k in ("eps", "delta", "lam_rel", "theta_scale", "tv_target"))
+    p = calibrate(_stat_constants(G), n, dim, route="stationary", max_steps=1e9, **STAT)
+    m, s = 1.0 + lam_rel, G / n
+    # beta: the largest with delta_mu(eps) + (1 + e^eps) tau <= delta, mu = Delta sqrt(beta / m) (seed 002)
+    mu = s * math.sqrt(p.beta / m)
+    assert p.event.mu == pytest.approx(mu, rel=1e-14) and p.event.tv_error == tau
+    assert gdp_total_delta_mp(eps, mu, tau) <= delta < gdp_total_delta_mp(eps, mu * (1 + 1e-6), tau)
+    # Vempala-Wibisono: h = min(c / (4 M_U^2), c tau^2 / (8 p M_U^2)), KL0 of the N(0, I / M_U) start
+    M_U, c = p.beta * (2.0 + lam_rel), p.beta * m
+    h = min(c / (4 * M_U ** 2), c * tau ** 2 / (8 * dim * M_U ** 2))
+    kl0 = 0.5 * dim * math.log(M_U / c) + 0.5 * M_U * R * R
+    steps = math.log(max(kl0, tau ** 2) / tau ** 2) / (c * h)
+    assert p.step_size == pytest.approx(h, rel=1e-14) and p.num_steps == math.ceil(steps) == p.thinning
+    assert (p.n, p.dim, p.sensitivity, p.burn_in, p.num_chains, p.kernel, p.friction) == (n, dim, s, 0, 1, "langevin", None)
+    assert (p.eps, p.delta, p.route, p.release, p.init_law) == (eps, delta, "stationary", "last_iterate", "gaussian")
+    assert p.init_scale == pytest.approx(1 / math.sqrt(M_U), rel=1e-15)
+    assert p.notes == ("final draw at TV <= 0.005 from the Gibbs target: delta includes (1 + e^eps) tau",
+                       "chosen: forced by the caller")
+    assert p.relaxation_time == pytest.approx(1 / (h * p.beta * m), rel=1e-14)
+    assert p.lam == pytest.approx(p.beta * lam_rel, rel=1e-15)
+    assert p.excess_risk_bound == pytest.approx(dim / p.beta + lam_rel * R * R / 2, rel=1e-14)
+    o = _opt(p, "stationary")
+    assert o.feasible and o.reason == "one draw within an explicit TV bound of the exact Gibbs distribution"
+    assert o.releases == "the final draw of one chain" and o.assumptions == p.assumptions and len(p.assumptions) == 3
+    assert (o.beta, o.excess_risk_bound) == (p.beta, p.excess_risk_bound)
+    assert o.details == {"tv_target": tau, "step_size": p.step_size, "num_steps_needed": pytest.approx(steps, rel=1e-12),
+                         "lam_rel": lam_rel}
+
+
+def test_stationary_max_steps_is_inclusive_and_an_impractical_option_keeps_its_numbers():
+    eps, delta, lam_rel, R, tau = (STAT[k] for k in ("eps", "delta", "lam_rel", "theta_scale", "tv_target"))
+    q = calibrate(_stat_constants(1.0), 10, 2, max_steps=10, **STAT)
+    o = _opt(q, "stationary")
+    steps = o.details["num_steps_needed"]
+    assert o.feasible is False and o.plan is None and o.releases == "one exact-enough draw per chain"
+    mu = 0.1 * math.sqrt(o.beta / (1.0 + lam_rel))
+    assert gdp_total_delta_mp(eps, mu, tau) <= delta < gdp_total_delta_mp(eps, mu * (1 + 1e-6), tau)
+    assert o.excess_risk_bound == pytest.approx(2 / o.beta + lam_rel * R * R / 2, rel=1e-14)
+    assert set(o.details) == {"tv_target", "step_size", "num_steps_needed", "lam_rel"} and o.details["lam_rel"] == lam_rel
+    # "within max_steps": a budget of exactly the steps needed is enough, one ulp less is not
+    p = calibrate(_stat_constants(1.0), 10, 2, route="stationary", max_steps=steps, **STAT)
+    assert p.num_steps == math.ceil(steps) and p.beta == o.beta
+    with pytest.raises(ValueError, match="impractical"):
+        calibrate(_stat_constants(1.0), 10, 2, route="stationary", max_steps=math.nextafter(steps, 0), **STAT)
+
+
+# -------------------------------------------------------------- what the remaining options report
+
+def test_the_regularised_trajectory_keeps_every_run_choice():
+    kw = dict(eps=1.0, delta=1e-5, route="trajectory", kernel="underdamped", friction=3.0, horizon=2.0,
+              num_draws=7, num_chains=2)
+    t = calibrate(C, N, DIM, lam_rel=0.1, **kw)
+    plain = calibrate(C, N, DIM, **kw)
+    assert (t.kernel, t.friction, t.num_chains, t.horizon) == ("underdamped", 3.0, 2, pytest.approx(2.0, rel=1e-15))
+    assert t.num_draws == t.num_steps // t.thinning and t.thinning > 1 and t.num_draws == plain.num_draws
+    assert t.lam == pytest.approx(0.1 * t.beta, rel=1e-15) and plain.lam == 0.0
+    # privacy: the whole path of both chains is mu-GDP, mu = beta Delta sqrt(K t / (2 gamma)), within the target
+    mu = t.beta * (C.grad_diff / N) * math.sqrt(2 * 2.0 / (2 * 3.0))
+    assert t.event.mu == pytest.approx(mu, rel=1e-12) and gdp_total_delta_mp(1.0, mu, 0.0) <= 1e-5
+    # no route at all: every refusal listed, also with a regulariser for the trajectory
+    none = LossConstants(lipschitz=1.0, grad_diff=2.0, strong_convexity=0.1)
+    with pytest.raises(ValueError, match="no feasible route") as info:
+        calibrate(none, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.1)
+    assert ("(trajectory: the loss declares no smoothness M" in str(info.value)
+            and "; last_iterate: needs a declared smoothness M (step-size condition); stationary: needs" in str(info.value))
+
+
+def test_options_outside_the_target_say_so():
+    dom = L2Ball(DIM, 3.0)
+    p = calibrate(C, N, DIM, eps=2.0, domain=dom)
+    for r in ("trajectory", "last_iterate", "stationary"):
+        o = _opt(p, r)
+        assert (o.feasible, o.reason, o.plan, o.beta) == (False, "gives (eps, delta)-DP only; the target is pure eps", None, None)
+    o = _opt(calibrate(C, N, DIM, eps=1.0, delta=1e-5, domain=dom), "pure")
+    assert (o.feasible, o.reason, o.plan) == (False, "the target is (eps, delta); pass delta=None for pure eps", None)
+
+
+def test_discretised_renyi_is_reported_with_the_regularised_constants_never_chosen():
+    from dp_infer.privacy.discretised import discretised_renyi_requirements
+
+    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.05)
+    p = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.1)
+    req = discretised_renyi_requirements(1.0, 1e-5, n=N, dim=DIM, grad_diff=2.0, smoothness=0.5 + 0.1,
+                                         strong_convexity=0.05 + 0.1)
+    o = _opt(p, "discretised_renyi")
+    assert (o.feasible, o.plan, o.beta) == (False, None, None) and o.details == req.as_dict()
+    assert o.reason == f"reference only ({'practical' if req.practical else 'impractical'}): {req.reason}"
+    quad = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)  # M = m: practical
+    assert _opt(calibrate(quad, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0), "discretised_renyi").reason.startswith(
+        "reference only (practical): ")
+    # declared M below m (a clipped loss, so no contraction route is tried): the calculator refuses,
+    # the option says so, the trajectory route stands
+    odd = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.05, strong_convexity=0.1, clipped=True)
+    q = calibrate(odd, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0)
+    o = _opt(q, "discretised_renyi")
+    assert (o.feasible, o.plan) == (False, None) and o.reason.startswith("reference calculator refused: smoothness")
+    assert [x.route for x in q.options][-1] == "discretised_renyi" and q.route != "discretised_renyi"
+
+
+def test_a_start_law_already_within_the_tv_bound_still_runs_one_step():
+    # M = m and a tiny beta (G / n = 1000): KL0 = M_U R^2 / 2 < tau^2, so the bound needs no step;
+    # the plan still runs one (zero steps left thinning 0 and num_draws a ZeroDivisionError)
+    tau = 5e-3
+    c = LossConstants(lipschitz=1.0, grad_diff=1000.0, smoothness=1.0, strong_convexity=1.0)
+    p = calibrate(c, 1, 1, eps=2.0, delta=0.1, lam_rel=0.5, theta_scale=1.0, tv_target=tau, route="stationary")
+    M_U = p.beta * 1.5
+    assert 0.5 * M_U * 1.0 < tau ** 2 and _opt(p, "stationary").details["num_steps_needed"] == 0.0
+    assert (p.num_steps, p.thinning, p.num_draws, p.burn_in) == (1, 1, 1, 0)
+    assert p.as_dict()["num_draws"] == 1 and "stationary" in p.explain()
+
+
+def test_stationary_refusals_say_exactly_why():
+    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.05)
+    box = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, domain=Box([-1.0] * DIM, [1.0] * DIM))
+    o = _opt(box, "stationary")
+    assert (o.feasible, o.plan, o.reason) == (False, None, "its explicit ULA TV bound assumes an unprojected chain on "
+                                              "R^d; a bounded domain projects every step (use the trajectory or "
+                                              "last-iterate route)")
+    o = _opt(calibrate(C, N, DIM, eps=1.0, delta=1e-5, lam_rel=0.0), "stationary")
+    assert (o.feasible, o.reason) == (False, "needs strong convexity: declare an L2 regulariser (lam_rel > 0)")
+    clipped = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.5, strong_convexity=0.1, clipped=True)
+    o = _opt(calibrate(clipped, N, DIM, eps=1.0, delta=1e-5), "stationary")
+    assert o.feasible is False and o.reason.startswith(
+        "needs a Gibbs target whose drift is the loss gradient: the loss clips per-example gradients")
+    # a TV target whose slack (1 + e^eps) tau alone exceeds delta: refused with the calculator's reason
+    loose = calibrate(C, N, DIM, eps=1.0, delta=1e-5, tv_target=0.5)
+    o = _opt(loose, "stationary")
+    assert (o.feasible, o.plan) == (False, None) and o.reason.startswith("tv_error too large") and loose.route != "stationary"
+
+
+def test_documented_defaults():
+    # M = 2.11: the trajectory needs 4000 steps, which the default 1000 draws thin by exactly 4
+    strong = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=2.11, strong_convexity=0.05)
+    assert _opt(calibrate(strong, N, DIM, eps=1.0, delta=1e-5), "trajectory").plan.thinning == 4
+    explicit = dict(route="auto", theta_scale=10.0, horizon=1.0, num_chains=1, kernel="langevin", num_draws=1000,
+                    relaxations=10.0, max_steps=2e6, eps_prime_fraction=0.1, omega=0.01)
+    p, q = calibrate(strong, N, DIM, eps=1.0, delta=1e-5), calibrate(strong, N, DIM, eps=1.0, delta=1e-5, **explicit)
+    assert (p, p.options) == (q, q.options)  # a plan's equality leaves out its options: compare them too
+    dom = L2Ball(DIM, 3.0)
+    explicit.update(delta=None)
+    p, q = calibrate(C, N, DIM, eps=1.0, domain=dom), calibrate(C, N, DIM, eps=1.0, domain=dom, **explicit)
+    assert (p, p.options) == (q, q.options)
+
+
+def test_default_max_steps_is_two_million():
+    # a TV target whose bound needs 2e6 + 1/2 steps (tau found once by bisection on the closed form)
+    c = LossConstants(lipschitz=1.0, grad_diff=1.0, smoothness=1.0, strong_convexity=1.0)
+    kw = dict(eps=2.0, delta=0.1, lam_rel=0.5, theta_scale=1.0, tv_target=0.007655731003567751)
+    o = _opt(calibrate(c, 10, 1, **kw), "stationary")
+    assert not o.feasible and 2e6 < o.details["num_steps_needed"] < 2e6 + 1
+    assert calibrate(c, 10, 1, route="stationary", max_steps=2e6 + 1, **kw).num_steps == 2_000_001
