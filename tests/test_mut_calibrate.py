@@ -138,6 +138,10 @@ def test_auto_chooses_the_smallest_risk_bound_and_the_trajectory_regulariser_is_
     feasible = [o for o in p.options if o.feasible]
     assert p.route == min(feasible, key=lambda o: o.excess_risk_bound).route
     assert p.notes[-1].startswith("chosen: the feasible route with the smallest excess-risk bound")
+    # a long horizon costs the trajectory (p / beta grows like sqrt(t)), not the last iterate: listed second, chosen
+    long = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, horizon=1000.0)
+    assert [o.route for o in long.options if o.feasible][:2] == ["trajectory", "last_iterate"]
+    assert long.route == "last_iterate" and long.excess_risk_bound < _opt(long, "trajectory").excess_risk_bound
     assert _opt(p, "trajectory").plan.lam == 0.0
     assert [o.route for o in p.options] == ["trajectory", "last_iterate", "stationary", "pure", "discretised_renyi"]
     t = calibrate(strong, N, DIM, eps=1.0, delta=1e-5, route="trajectory", lam_rel=0.1)
