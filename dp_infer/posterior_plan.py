@@ -187,8 +187,9 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     h, num_steps, thinning = step_schedule(M_phi, horizon=t, num_draws=num_draws, friction=friction,
                                            safety=step_safety, min_steps=200)
     if num_steps == math.inf:
-        raise ValueError(f"the preconditioned curvature {M_phi:.4g} is too large: the number of steps "
-                         "for the planned horizon overflows float; lower beta or the prior precision")
+        raise ValueError(f"the step size cannot be planned: the preconditioned curvature is {M_phi:.4g} "
+                         f"(curvature = {kappa:g}, beta = {beta:.4g}) and the number of steps overflows float; "
+                         "lower curvature")
     draws = num_steps // thinning
     burn_in = int(math.ceil(draws * burn_in_time / t))
     predicted = num_chains * mixing_rate * t_sample / (2.0 * gamma)

@@ -350,6 +350,13 @@ def test_preconditioner_chol_refuses_a_malformed_preconditioner_by_name():
     assert np.allclose(C @ C.T, 0.5 * (P + P.T), rtol=1e-15, atol=0)
 
 
+def test_a_curvature_whose_step_count_overflows_is_refused_by_name():
+    # beta * curvature * R^2 overflows: the preconditioned curvature is not finite (it raised nothing
+    # useful before step_schedule: a plan must never carry inf or NaN steps)
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="curvature = 1e\\+308, .*lower curvature"):
+        plan_posterior(_logistic(), 100, 2, eps=1.0, delta=1e-5, prior_precision=1.0, curvature=1e308)
+
+
 def test_the_largest_prior_precision_is_accepted():
     p = plan_posterior(_logistic(), 100, 2, eps=1.0, delta=1e-5, prior_precision=(1.0, 1e100))
     assert math.isfinite(p.beta) and p.num_steps >= 200 and math.isfinite(p.step_size)
