@@ -363,7 +363,7 @@ def open_ledger(ledger, *, dataset_id: str | None = None, budget=None) -> Ledger
         raise ValueError(f"ledger must be a dp_infer.privacy.ledger.Ledger or a file path, got {type(ledger).__name__}")
     if budget is not None:
         eps_budget, delta_budget = budget
-        led.register_dataset(_check_dataset_id(dataset_id), eps_budget, delta_budget)
+        led.register_dataset(check_dataset_id(dataset_id), eps_budget, delta_budget)
     return led
 
 
@@ -371,7 +371,7 @@ def unique_run_label(label: str) -> str:
     """A seed-free, unique ledger label: ``label``, the UTC time and a random id."""
     import uuid
 
-    label = _check_run_label(label)
+    label = check_run_label(label)
     return f"{label} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {uuid.uuid4().hex[:8]}"
 
 
