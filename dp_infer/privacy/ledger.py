@@ -4,7 +4,7 @@ Every run that touches a private dataset is *charged* before any draw is release
 
     ledger = Ledger("~/.dp_infer/ledger.sqlite")         # or Ledger() -> default_ledger_path()
     ledger.register_dataset("adult", eps_budget=3.0, delta_budget=1e-6)
-    with ledger.reserve("adult", plan_event, run_label="gibbs-chain-4") as receipt:
+    with charged(ledger, "adult", plan.event, "gibbs-chain-4") as receipt:
         draws = run_sampler(...)                          # only after the charge is on disk
 
 Rules
@@ -87,8 +87,6 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_dataset ON runs(dataset_id, run_id);
 """
-
-
 
 
 class Ledger:
@@ -270,18 +268,6 @@ class Ledger:
             if row["status"] == "charged":
                 con.execute("UPDATE runs SET status = 'completed', completed_at = ? WHERE run_id = ?",
                             (time.time(), run_id))
-
-    @contextlib.contextmanager
-    def reserve(self, dataset_id: str, event: PrivacyEvent, run_label: str = "", *,
-                count: int = 1) -> Iterator[ChargeReceipt]:
-        """Charge on enter, mark completed on clean exit.
-
-        On an exception (or if the process dies) the run stays ``"charged"`` and keeps counting:
-        draws may have been partially computed or released.
-        """
-        receipt = self.charge(dataset_id, event, run_label, count=count)
-        yield receipt
-        self.complete(receipt)
 
     # ------------------------------------------------------------------ queries
     def spent(self, dataset_id: str) -> dict:
