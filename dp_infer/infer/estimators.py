@@ -28,8 +28,6 @@ system; an integer makes the run reproducible by whoever holds it (the report sa
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 
 try:
@@ -76,6 +74,7 @@ class _PrivateGLM(BaseEstimator):
     def fit(self, X, y):
         """Charge (if a ledger is given) and run one private release on (X, y)."""
         from ..routes.calibrate import calibrate
+        from ..privacy.ledger import charged
         from .fit import sample
 
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not isinstance(self, ClassifierMixin))
@@ -93,16 +92,8 @@ class _PrivateGLM(BaseEstimator):
         plan = calibrate(loss, X.shape[0], loss.num_params(dim), eps=self.eps, delta=self.delta,
                          route=self.route, domain=domain, horizon=self.horizon,
                          num_chains=self.num_chains, kernel=self.kernel, lam_rel=self.lam_rel)
-        receipt = led = None
-        if self.ledger is not None:
-            from ..privacy.ledger import Ledger
-
-            led = self.ledger if isinstance(self.ledger, Ledger) else Ledger(self.ledger)
-            label = f"{type(self).__name__}.fit {plan.route} {uuid.uuid4().hex[:8]}"  # unique, seed-free
-            receipt = led.charge(self.dataset_id, plan.event, run_label=label)
-        run = sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar)
-        if receipt is not None:
-            led.complete(receipt)
+        with charged(self.ledger, self.dataset_id, plan.event, f"{type(self).__name__}.fit {plan.route}") as receipt:
+            run = sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar)
         self.plan_ = plan.as_dict()  # plain data (picklable); the privacy report is report_
         self.route_ = plan.route
         self.coef_ = np.asarray(run.estimate(), dtype=float)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC
 
-from .._validation import check_finite_array
+from .._validation import check_choice, check_delta, check_finite_array, check_target_epsilon
 from ..domains import Domain, Euclidean
 from ..kernels import Langevin, UnderdampedLangevin
 from ..kernels._common import check_extra_fields
@@ -25,10 +25,14 @@ from ..routes.calibrate import calibrate
 from ..routes.plan import SamplingPlan
 from ..potentials import gibbs_potential
 from ..randomness import secret_key
-from .run import PrivateRun, charge_ledger
+from .run import PrivateRun
+from ..privacy.ledger import charged
 from ..parallel.sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
 
-__all__ = ["PrivateRun", "sample", "fit"]
+__all__ = ["PrivateRun", "sample", "fit", "TARGETS"]
+
+#: what a run is planned for: an accurate private estimate, or draws of a tempered posterior
+TARGETS = ("estimate", "posterior")
 
 
 
@@ -197,6 +201,11 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     as :class:`~dp_infer.parallel.sharding.ShardedRows` with ``y=None``, samples the same plan on
     row-sharded data (:mod:`dp_infer.parallel.sharding`; loss, estimate target, Langevin routes only).
     """
+    # checks every route shares, once, before any route is chosen or anything is charged
+    eps = check_target_epsilon(eps)
+    if delta is not None:
+        delta = check_delta(delta, allow_zero=True)
+    check_choice("target", target, TARGETS)
     sharded = mesh is not None or isinstance(X, ShardedRows)
     if sharded and (model is not None or target != "estimate"):
         raise ValueError(f"mesh must be None for model=... or target={target!r} (sharded data run the "
@@ -248,7 +257,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
             raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
                              "proximal route that runs losses without smoothness")
         return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
-                            domain=domain, seed=seed, key_impl=key_impl, **calibrate_kwargs)
+                            domain=domain, seed=seed, key_impl=key_impl, ledger=ledger, dataset_id=dataset_id,
+                            **calibrate_kwargs)
     names = X.columns if hasattr(X, "columns") else None
     if sharded:  # checked chunk by chunk while placed; n and d are all the plan sees
         X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
@@ -262,11 +272,9 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                      num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                      num_draws=num_draws, **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
-    led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}")
-    run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
-                 chain_method=chain_method, extra_fields=extra_fields, debug=debug, mesh=mesh)
-    if receipt is not None:
-        led.complete(receipt)
+    with charged(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}"):
+        run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
+                     chain_method=chain_method, extra_fields=extra_fields, debug=debug, mesh=mesh)
     if names is not None:
         run.feature_names = [str(c) for c in names]
     return run

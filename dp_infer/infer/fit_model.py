@@ -33,7 +33,8 @@ from ..routes.calibrate import calibrate
 from ..kernels._common import check_extra_fields
 from ..model.bridge import loss_from_model
 from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
-from .run import PrivateRun, charge_ledger
+from .run import PrivateRun
+from ..privacy.ledger import charged
 
 __all__ = ["fit_model", "sample_model", "plan_model"]
 
@@ -146,13 +147,11 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
                                kernel=kernel, friction=friction, lam_rel=lam_rel, num_draws=num_draws,
                                **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
-    led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}")
-    run = sample_model(model, X, y, plan, sample=sample, clip_norm=clip_norm, smoothness=smoothness,
-                       init_strategy=init_strategy, domain=domain, prior_curvature=c_prior, _prepared=prepared,
-                       seed=seed, key_impl=key_impl, progress_bar=progress_bar, chain_method=chain_method,
-                       extra_fields=extra_fields, debug=debug)
-    if receipt is not None:
-        led.complete(receipt)
+    with charged(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}"):
+        run = sample_model(model, X, y, plan, sample=sample, clip_norm=clip_norm, smoothness=smoothness,
+                           init_strategy=init_strategy, domain=domain, prior_curvature=c_prior,
+                           _prepared=prepared, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
+                           chain_method=chain_method, extra_fields=extra_fields, debug=debug)
     return run
 
 
