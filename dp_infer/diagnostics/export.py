@@ -18,6 +18,7 @@ from .privacy_report import (
     _DEFAULT_THETA_NAME,
     _FLAT_PREFIX,
     DEBUG_WARNING,
+    DRAWS_ATTR,
     DROPPED_ATTR,
     FLAT_REPORT_KEYS,
     FORMAT_ATTR,
@@ -32,6 +33,7 @@ from .privacy_report import (
     _report_mismatch,
     get_report,
     report_to_dict,
+    target_statement,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -70,6 +72,10 @@ def privacy_summary(report: Mapping[str, Any]) -> str:
 
 def _flat_attrs(report: Mapping[str, Any]) -> dict[str, Any]:
     out = {SUMMARY_ATTR: privacy_summary(report)}
+    statement = target_statement(report)
+    if statement is not None:
+        out[DRAWS_ATTR] = statement
+        out[_FLAT_PREFIX + "target"] = str(report.get("target"))
     for key in FLAT_REPORT_KEYS:
         v = report.get(key)
         if isinstance(v, bool):
