@@ -128,6 +128,8 @@ def run(quick: bool = False, log=print) -> dict:
     for r in rows:
         sd_t, mean_t = _nuts_sds(X, y, r["beta"] / N)
         r["nuts_tempered_sd"], r["nuts_tempered_mean"] = sd_t.tolist(), mean_t.tolist()
+    if not quick:
+        out["hierarchical"] = hierarchical(log=log)
     return out
 
 
@@ -154,6 +156,18 @@ def markdown(sec: dict) -> list[str]:
     u = sec["untempered_mean_test"]
     L += ["", f"Base-rate log loss {sec['base_rate_log_loss']:.3f}; the untempered posterior mean (NUTS): "
           f"log loss {u['log_loss']:.3f}, accuracy {u['accuracy']:.3f}.", ""]
+    h = sec.get("hierarchical")
+    if h:
+        L += [f"### Group-level scale under tempering (logistic, {h['groups']} groups, n = {h['n']}, true tau = "
+              f"{h['tau_true']:g}, tau ~ HalfNormal(1), eps = {h['eps']:g}, C = {h['clip_norm']:g})", "",
+              "| parametrisation | beta / n | tau private (mean ± sd) | max R-hat | min bulk ESS | tau NUTS, same "
+              "tempered target | tau NUTS untempered |", "|---|---|---|---|---|---|---|"]
+        for r in h["rows"]:
+            L.append(f"| {r['parametrisation']} | {r['beta_over_n']:.2g} | {r['tau_private'][0]:.3f} ± "
+                     f"{r['tau_private'][1]:.3f} | {r['max_rhat']:.3f} | {r['min_ess_bulk']:.0f} | "
+                     f"{r['tau_nuts_tempered'][0]:.3f} ± {r['tau_nuts_tempered'][1]:.3f} | "
+                     f"{r['tau_nuts_untempered'][0]:.3f} ± {r['tau_nuts_untempered'][1]:.3f} |")
+        L.append("")
     return L
 
 
@@ -172,3 +186,82 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ------------------------------------------------------------------ hierarchical: tau under tempering
+G_HIER, N_HIER, TAU_TRUE = 8, 2000, 0.5
+
+
+def hier_noncentred(X=None, y=None, group=None, num_groups=G_HIER):
+    import numpyro
+    import numpyro.distributions as dist
+
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    tau = numpyro.sample("tau", dist.HalfNormal(1.0))
+    with numpyro.plate("groups", num_groups):
+        z = numpyro.sample("z", dist.Normal(0.0, 1.0))
+    w = numpyro.sample("w", dist.Normal(0.0, 1.0))
+    with numpyro.plate("data", X.shape[0]):
+        numpyro.sample("y", dist.Bernoulli(logits=mu + tau * z[group] + w * X[:, 0]), obs=y)
+
+
+def hier_centred(X=None, y=None, group=None, num_groups=G_HIER):
+    import numpyro
+    import numpyro.distributions as dist
+
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    tau = numpyro.sample("tau", dist.HalfNormal(1.0))
+    with numpyro.plate("groups", num_groups):
+        a = numpyro.sample("a", dist.Normal(mu, tau))
+    w = numpyro.sample("w", dist.Normal(0.0, 1.0))
+    with numpyro.plate("data", X.shape[0]):
+        numpyro.sample("y", dist.Bernoulli(logits=a[group] + w * X[:, 0]), obs=y)
+
+
+def hier_data(n: int = N_HIER, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, G_HIER, n)
+    a = TAU_TRUE * rng.normal(size=G_HIER) - 0.3
+    X = rng.normal(size=(n, 1))
+    y = (a[g] + 0.8 * X[:, 0] + rng.logistic(size=n) > 0).astype(float)
+    return X, y, g
+
+
+def _nuts_tau(model, X, y, g, scale, seed=0):
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer import MCMC, NUTS
+
+    m = model if scale == 1.0 else _temper(model, scale)
+    mc = MCMC(NUTS(m, target_accept_prob=0.95), num_warmup=1000, num_samples=2000, num_chains=2,
+              chain_method="sequential", progress_bar=False)
+    mc.run(jax.random.PRNGKey(seed), X=jnp.asarray(X), y=jnp.asarray(y), group=jnp.asarray(g))
+    tau = np.asarray(mc.get_samples()["tau"])
+    div = int(np.asarray(mc.get_extra_fields()["diverging"]).sum())
+    return float(tau.mean()), float(tau.std()), div
+
+
+def hierarchical(eps: float = 1.0, clip_norm: float = 2.0, ess: int = 400, log=print) -> dict:
+    """tau (true 0.5) from the private posterior mode, NUTS on the same tempered target and NUTS
+    untempered, for the non-centred and the centred parametrisation (8 groups, n = 2000)."""
+    import dp_infer
+
+    X, y, g = hier_data()
+    out = {"n": N_HIER, "groups": G_HIER, "tau_true": TAU_TRUE, "eps": eps, "clip_norm": clip_norm, "rows": []}
+    for name, model in (("non-centred", hier_noncentred), ("centred", hier_centred)):
+        t0 = time.perf_counter()
+        run = dp_infer.fit(model=model, X=X, y=y, model_kwargs={"group": g}, index_ranges={"group": G_HIER},
+                           target="posterior", eps=eps, delta=1e-5, clip_norm=clip_norm, ess=ess, seed=0,
+                           progress_bar=False)
+        wall = time.perf_counter() - t0
+        tau = np.asarray(run.get_samples()["tau"], dtype=float)
+        ach = run.report()["posterior"]["achieved"]
+        t_m, t_s, t_div = _nuts_tau(model, X, y, g, run.plan.beta / N_HIER)
+        u_m, u_s, u_div = _nuts_tau(model, X, y, g, 1.0)
+        row = {"parametrisation": name, "beta": run.plan.beta, "beta_over_n": run.plan.beta / N_HIER,
+               "tau_private": [float(tau.mean()), float(tau.std())], "max_rhat": ach["max_rhat"],
+               "min_ess_bulk": ach["min_ess_bulk"], "tau_nuts_tempered": [t_m, t_s], "tempered_divergences": t_div,
+               "tau_nuts_untempered": [u_m, u_s], "untempered_divergences": u_div, "wall_s": wall}
+        log(f"  {name}: {row}")
+        out["rows"].append(row)
+    return out

@@ -99,7 +99,7 @@ def prior_draws(ml: ModelLoss, key, num_draws: int) -> np.ndarray:
     from numpyro.infer.initialization import init_to_sample
 
     keys = jax.random.split(key, int(num_draws))
-    return np.asarray(jax.vmap(lambda k: _one_start(ml, init_to_sample, k))(keys), dtype=np.float64)
+    return np.asarray(jax.jit(jax.vmap(lambda k: _one_start(ml, init_to_sample, k)))(keys), dtype=np.float64)
 
 
 def prior_scales(ml: ModelLoss, *, num_draws: int = 4000, key=None) -> np.ndarray:
@@ -123,7 +123,7 @@ def prior_curvature(ml: ModelLoss, points=None) -> float:
     """
     if points is None:
         points = [jnp.zeros(ml.dim), jnp.ones(ml.dim), -jnp.ones(ml.dim)]
-    hess = jax.hessian(ml.prior_potential)
+    hess = jax.jit(jax.hessian(ml.prior_potential))
     top = 0.0
     for p in points:
         H = np.asarray(hess(jnp.asarray(p, dtype=jnp.result_type(float))), dtype=np.float64)

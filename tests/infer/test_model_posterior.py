@@ -55,6 +55,7 @@ def _hier_data(n=60, seed=0):
     return X, y, g
 
 
+@pytest.mark.slow
 def test_conjugate_model_matches_ulas_exact_law_with_the_prior_untempered():
     """mu ~ N(0, 2^2), y_i ~ N(mu, 1): in phi = mu / 2 the potential is beta mean_i (2 phi - y_i)^2 / 2
     + phi^2 / 2, Gaussian with curvature m = 4 beta + 1 and minimiser 2 beta ybar / m. ULA at step h
@@ -92,6 +93,7 @@ def _neighbours(n=50):
     return (X, y), (X2, y2)
 
 
+@pytest.mark.slow
 def test_the_sensitivity_charged_holds_for_the_function_run_and_plans_ignore_the_data():
     """Neighbouring datasets (one extreme row replaced): the potentials actually run differ in
     gradient by at most beta * Delta_P = beta * 2 C / n at every phi (clip in the prior-whitened
@@ -131,17 +133,36 @@ def test_group_indices_pass_as_model_kwargs_and_are_checked_before_any_charge(tm
         assert needle in str(e.value), (needle, str(e.value))
         assert len(str(e.value).splitlines()) == 1
     assert led.history("d") == []  # nothing was charged
-    run = dp_infer.fit(model=hierarchical, X=X, y=y, model_kwargs={"group": g, "num_groups": 3},
-                       index_ranges={"group": 3}, seed=2, coords={"groups": ["a", "b", "c"]}, **base)
+
+
+@pytest.mark.slow
+def test_the_docs_hierarchical_example_runs(tmp_path):
+    """The hierarchical example of docs/how-to/bring-your-own-model.md, executed as written (with a
+    ledger added and a fixed seed): named constrained sites with plate dims, the index's declared
+    range in the model description, one charge."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "how-to" / "bring-your-own-model.md").read_text()
+    block = text.split("def hierarchical(X=None, y=None, group=None, num_groups=8):")[1].split("```")[0]
+    code = "def hierarchical(X=None, y=None, group=None, num_groups=8):" + block
+    led = Ledger(tmp_path / "ledger.sqlite")
+    led.register_dataset("d", 10.0, 1e-4)
+    code = code.replace("clip_norm=2.0, ess=400)", "clip_norm=2.0, ess=400, seed=2, progress_bar=False, "
+                                                   "ledger=led, dataset_id='d', coords={'groups': list('abcdefgh')})")
+    assert "seed=2" in code
+    ns = {"np": np, "numpyro": numpyro, "dist": dist, "dp_infer": dp_infer, "led": led}
+    exec(compile(code, "bring-your-own-model.md", "exec"), ns)
+    run = ns["run"]
     assert len(led.history("d")) == 1
     s = run.get_samples()
-    assert set(s) == {"mu", "tau", "z", "w"} and s["z"].shape[1:] == (3,) and np.all(s["tau"] > 0)
-    dt = run.to_datatree()
-    assert list(dt["posterior"]["z"].coords["groups"].values) == ["a", "b", "c"]
+    assert set(s) == {"mu", "tau", "z", "w"} and s["z"].shape[1:] == (8,) and np.all(s["tau"] > 0)
+    assert list(run.to_datatree()["posterior"]["z"].coords["groups"].values) == list("abcdefgh")
     assert run.model_description["row_arguments"] == {"group": {"per_row_shape": [], "kind": "index",
-                                                                "range": [0, 2]}}
+                                                                "range": [0, 7]}}
+    assert run.report()["posterior"]["achieved"]["max_rhat"] < 1.05
 
 
+@pytest.mark.slow
 def test_group_indices_reach_the_likelihood_row_by_row():
     """The per-row group index is the row's own: the loss the kernel runs equals the model's
     log-likelihood evaluated with the full group vector (NumPyro's log_density, clip inactive)."""
@@ -162,6 +183,7 @@ def test_group_indices_reach_the_likelihood_row_by_row():
     assert not np.allclose(np.asarray(ml.loss.per_example(theta, jnp.asarray(rows2), jnp.asarray(y))), np.asarray(ours))
 
 
+@pytest.mark.slow
 def test_estimate_mode_output_never_looks_like_a_posterior(tmp_path):
     X, y, g = _hier_data()
     kw = dict(model_kwargs={"group": g, "num_groups": 3}, index_ranges={"group": 3}, eps=1.0, delta=1e-5,
@@ -204,3 +226,17 @@ def test_posterior_mode_refuses_options_it_does_not_use():
             dp_infer.fit(model=gauss, X=X, y=y, target="posterior", eps=1.0, delta=1e-5, **bad)
     with pytest.raises(ValueError, match="prior_scales"):
         dp_infer.fit(model=gauss, X=X, y=y, target="posterior", eps=1.0, delta=1e-5, prior_scales=[1.0, -1.0])
+
+
+@pytest.mark.slow
+def test_estimator_posterior_target_gives_draws_of_the_posterior_mode():
+    from dp_infer.estimators import PrivateLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)) / 3
+    y = (X @ np.array([3.0, -2.0, 1.0]) + rng.logistic(size=400) > 0).astype(int)
+    est = PrivateLogisticRegression(target="posterior", ess=50, num_chains=4, eps=2.0, random_state=0).fit(X, y)
+    assert est.report_["target"] == "posterior" and "achieved" in est.report_["posterior"]
+    assert est.sample_posterior().shape[1] == 3 and est.coef_.shape == (3,)
+    with pytest.raises(ValueError, match="target"):
+        PrivateLogisticRegression(target="bogus").fit(X, y)
