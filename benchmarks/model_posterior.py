@@ -53,7 +53,9 @@ def _temper(model, scale):
 
     class Temper(Messenger):
         def process_message(self, msg):
-            if msg["type"] == "sample" and msg.get("is_observed"):
+            # the observation "y" only: potential_energy adds each constrained latent's log-Jacobian as an
+            # observed factor site (_<site>_log_det), which belongs to the prior and is not tempered
+            if msg["type"] == "sample" and msg.get("is_observed") and msg["name"] == "y":
                 msg["scale"] = scale if msg.get("scale") is None else scale * msg["scale"]
 
     return Temper(model)

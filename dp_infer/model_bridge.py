@@ -54,10 +54,20 @@ __all__ = ["ModelLoss", "SiteLayout", "RowArg", "loss_from_model", "check_model_
 
 
 class _drop_observations(Messenger):
-    """Replace every observed site's distribution by a masked copy (log-prob 0)."""
+    """Replace the model's observed sites' distributions (``names``) by masked copies (log-prob 0).
+
+    Only the sites named: NumPyro's ``potential_energy`` adds the log-Jacobian of every constrained
+    latent as an *observed* ``numpyro.factor`` site (``_<site>_log_det``), which is part of the
+    prior in the unconstrained space and must stay (masking it leaves, e.g., ``log tau`` of a
+    ``HalfNormal`` scale with an improper flat-tailed prior: the scale collapses to 0).
+    """
+
+    def __init__(self, fn=None, names=()):
+        self.names = frozenset(names)
+        super().__init__(fn)
 
     def process_message(self, msg):
-        if msg["type"] == "sample" and msg.get("is_observed"):
+        if msg["type"] == "sample" and msg.get("is_observed") and msg["name"] in self.names:
             msg["fn"] = msg["fn"].mask(False)
 
 
@@ -371,7 +381,7 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
             total = total + jnp.sum(s["fn"].log_prob(s["value"]))
         return -total
 
-    prior_model = _drop_observations(model)
+    prior_model = _drop_observations(model, names=observed)
 
     def prior_potential(theta_flat):
         return potential_energy(prior_model, (), kw1, unravel(theta_flat))

@@ -240,3 +240,22 @@ def test_estimator_posterior_target_gives_draws_of_the_posterior_mode():
     assert est.sample_posterior().shape[1] == 3 and est.coef_.shape == (3,)
     with pytest.raises(ValueError, match="target"):
         PrivateLogisticRegression(target="bogus").fit(X, y)
+
+
+def scale_model(X=None, y=None):
+    tau = numpyro.sample("tau", dist.HalfNormal(1.0))
+    with numpyro.plate("data", y.shape[0]):
+        numpyro.sample("y", dist.Normal(0.0, tau), obs=y)
+
+
+def test_the_prior_keeps_the_log_jacobian_of_constrained_latents():
+    """Regression (the tau collapse of issue 27): in the unconstrained coordinate u = log tau the prior
+    of tau ~ HalfNormal(1) has potential e^(2u) / 2 - u (+ const): the -u is the log-Jacobian, which
+    NumPyro adds as an observed factor site. Masking it (as every observed site was masked before)
+    leaves e^(2u) / 2, flat as u -> -inf: an improper prior under which tau collapses to 0."""
+    y = np.array([0.3, -0.2, 1.1])
+    ml = dp_infer.loss_from_model(scale_model, np.zeros((3, 1)), y, clip_norm=1.0)
+    us = np.array([-4.0, -1.0, 0.0, 1.5])
+    got = np.array([float(ml.prior_potential(jnp.array([u]))) for u in us])
+    want = np.exp(2 * us) / 2 - us
+    np.testing.assert_allclose(got - got[2], want - want[2], rtol=1e-5, atol=1e-5)

@@ -36,7 +36,9 @@ class temper(Messenger):
         super().__init__(fn)
 
     def process_message(self, msg):
-        if msg["type"] == "sample" and msg.get("is_observed"):
+        # the model's observation "y" only: NumPyro's potential_energy adds each constrained latent's
+        # log-Jacobian as an observed factor site (_<site>_log_det), which belongs to the prior
+        if msg["type"] == "sample" and msg.get("is_observed") and msg["name"] == "y":
             msg["scale"] = self.scale if msg.get("scale") is None else self.scale * msg["scale"]
 
 
@@ -59,7 +61,7 @@ def test_hierarchical_posterior_mode_matches_nuts_on_the_same_tempered_target():
     y = np.array([-1.0, 0.0, 1.0])[g] + 0.7 * X[:, 0] + rng.normal(size=n)
     kw = {"group": g, "num_groups": 3}
     run = dp_infer.fit(model=hierarchical, X=X, y=y, model_kwargs=kw, index_ranges={"group": 3}, target="posterior",
-                       eps=8.0, delta=1e-5, clip_norm=10.0, smoothness=5.0, mixing_rate=1.0, ess=400,
+                       eps=16.0, delta=1e-5, clip_norm=20.0, smoothness=5.0, mixing_rate=1.0, ess=400,
                        step_safety=0.1, seed=5, progress_bar=False)
     beta = run.plan.beta
     assert beta > 1.0, "the tempered likelihood must matter beside the prior for this comparison"
@@ -77,7 +79,7 @@ def test_hierarchical_posterior_mode_matches_nuts_on_the_same_tempered_target():
     assert float(jnp.max(jnp.linalg.norm(per, axis=-1))) < run.plan.posterior["clip_norm"]
 
     # ULA's step against the measured curvature of the whitened tempered potential
-    ml = dp_infer.loss_from_model(hierarchical, X, y, clip_norm=10.0, model_kwargs=kw, index_ranges={"group": 3})
+    ml = dp_infer.loss_from_model(hierarchical, X, y, clip_norm=20.0, model_kwargs=kw, index_ranges={"group": 3})
     ref_flat = jax.vmap(ml.unconstrain)({k: jnp.asarray(v.reshape((-1,) + v.shape[2:])[::100])
                                                  for k, v in ref.items()})
     s = jnp.asarray(scales)
