@@ -230,7 +230,7 @@ def test_posterior_mode_refuses_options_it_does_not_use():
 
 @pytest.mark.slow
 def test_estimator_posterior_target_gives_draws_of_the_posterior_mode():
-    from dp_infer.estimators import PrivateLogisticRegression
+    from dp_infer.infer.estimators import PrivateLogisticRegression
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3)) / 3

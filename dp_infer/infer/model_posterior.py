@@ -4,15 +4,15 @@ Target: the model's tempered posterior ``prior(theta) x prod_i p(y_i | x_i, thet
 i.e. ``prior x exp(-beta L)`` with L the mean per-example negative log-likelihood. Only the
 likelihood is tempered; the model's prior (every latent site's distribution, group-level scales
 included) is kept as written. beta comes from the privacy target and a requested number of
-effective draws (:func:`dp_infer.posterior_plan.plan_posterior`: the path accountant, the ESS
+effective draws (:func:`dp_infer.routes.posterior.plan_posterior`: the path accountant, the ESS
 model, the forecast fields in ``plan.posterior``), never from the data.
 
 Order of work (nothing touches the private rows before the charge):
 
 1. every option is checked, the model read on public placeholder rows
-   (:func:`dp_infer.model_bridge.loss_from_model`, per-row ``model_kwargs`` included);
+   (:func:`dp_infer.model.bridge.loss_from_model`, per-row ``model_kwargs`` included);
 2. **the preconditioner comes from the prior** (public): a robust scale ``s_j`` per unconstrained
-   coordinate from prior draws with a fixed key (:func:`dp_infer.model_init.prior_scales`), so
+   coordinate from prior draws with a fixed key (:func:`dp_infer.model.initial.prior_scales`), so
    ``P = diag(s^2) = C C^T`` and the chain runs in the prior-whitened coordinates
    ``phi = theta / s``;
 3. **per-example gradients are clipped in the preconditioner's metric**: the loss the kernel
@@ -27,7 +27,7 @@ Order of work (nothing touches the private rows before the charge):
 4. the plan is charged (the path event), the chains start from the init strategy evaluated on
    placeholder rows (data independent), run unadjusted Langevin on phi, and the run holds
    constrained draws of every latent site, named as a model run's, with R-hat and ESS achieved
-   beside the predicted ones (:class:`~dp_infer.fit_posterior.PosteriorRun`).
+   beside the predicted ones (:class:`~dp_infer.infer.posterior.PosteriorRun`).
 
 Forecast (public inputs only, printed before sampling by the CLI / in ``plan.posterior``): with a
 per-example curvature bound kappa in the whitened coordinates (``smoothness``; default
@@ -48,18 +48,18 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC
 
-from ._validation import check_choice, check_delta, check_finite_array, check_positive, check_target_epsilon
+from .._validation import check_choice, check_delta, check_finite_array, check_positive, check_target_epsilon
 from .fit_model import prepare_model
-from .fit_posterior import PosteriorRun
-from .kernels import Langevin, UnderdampedLangevin
-from .losses import PerExampleLoss, clipped_loss
-from .model_bridge import ModelLoss
-from .model_init import describe_strategy, initial_positions, prior_curvature
-from .model_init import prior_scales as model_prior_scales
-from .plan import KERNELS, SamplingPlan
-from .posterior_plan import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior
-from .potentials import GibbsPotential
-from .randomness import secret_key
+from .posterior import PosteriorRun
+from ..kernels import Langevin, UnderdampedLangevin
+from ..losses import PerExampleLoss, clipped_loss
+from ..model.bridge import ModelLoss
+from ..model.initial import describe_strategy, initial_positions, prior_curvature
+from ..model.initial import prior_scales as model_prior_scales
+from ..routes.plan import KERNELS, SamplingPlan
+from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior
+from ..potentials import GibbsPotential
+from ..randomness import secret_key
 from .run import charge_ledger
 
 __all__ = ["fit_model_posterior", "plan_model_posterior", "whitened_loss", "CLOSE_TO_PRIOR"]
@@ -99,7 +99,7 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
                          **plan_kwargs) -> tuple[SamplingPlan, np.ndarray, PerExampleLoss]:
     """The data-independent posterior-mode plan for a model: ``(plan, scales, whitened loss)``.
 
-    :func:`~dp_infer.posterior_plan.plan_posterior` on the whitened, metric-clipped loss with the
+    :func:`~dp_infer.routes.posterior.plan_posterior` on the whitened, metric-clipped loss with the
     identity preconditioner (prior precision 1 per whitened coordinate); the model prior's extra
     curvature (measured at fixed public points) enters the step only. The plan's
     ``preconditioner`` is ``diag(scales^2)`` in theta coordinates (so ``theta = C phi`` with
@@ -176,11 +176,11 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     :param smoothness: a bound on the per-example curvature in whitened coordinates (step size and
         forecast only); default ``clip_norm`` (reported as a default).
     :param prior_scales: declared scales per unconstrained coordinate (default: from prior draws).
-    :param ess, mixing_rate, num_draws, kernel, friction: as :func:`~dp_infer.posterior_plan.plan_posterior`
+    :param ess, mixing_rate, num_draws, kernel, friction: as :func:`~dp_infer.routes.posterior.plan_posterior`
         (``mixing_rate`` is the declared curvature of the slowest whitened direction: 1 for a
         log-concave likelihood under a Gaussian prior; lower for funnels).
     :param init_strategy, coords, dims, x_name, y_name, model_kwargs, index_ranges: as
-        :func:`dp_infer.fit_model.fit_model`.
+        :func:`dp_infer.infer.fit_model.fit_model`.
     ``ledger``: the plan's event is charged to ``dataset_id`` before the chains touch the data.
     """
     eps = check_target_epsilon(eps)
