@@ -234,6 +234,7 @@ def test_estimator_posterior_target_gives_draws_of_the_posterior_mode():
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3)) / 3
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]  # rows within the declared row_norm 1
     y = (X @ np.array([3.0, -2.0, 1.0]) + rng.logistic(size=400) > 0).astype(int)
     est = PrivateLogisticRegression(target="posterior", ess=50, num_chains=4, eps=2.0, random_state=0).fit(X, y)
     assert est.report_["target"] == "posterior" and "achieved" in est.report_["posterior"]

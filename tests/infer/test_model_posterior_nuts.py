@@ -5,9 +5,9 @@ prior -- group-level scale included -- untempered), with the group index passed 
 Tolerance per mean and sd: 4 combined ArviZ MCSEs (both runs, fixed keys) plus ULA's discretisation
 bias. The bias: for a Gaussian target ULA inflates the variance by 1 / (1 - h M / 2) (M the largest
 curvature of the whitened tempered potential, measured over 40 NUTS draws, test side); with the
-plan's step (step_safety = 0.1) h M is checked <= 0.2, so sd is inflated by at most 5.4%: we allow
-6% of the reference sd. The clip is checked inactive on the draws (so ULA's drift is the tempered
-posterior's gradient).
+plan's step h M is checked <= 0.25, so sd is inflated by at most 6.9%: we allow 7% of the
+reference sd. The clip (40, with eps = 32 so that beta > 1: this checks the sampler at the plan's beta, not a
+privacy level) is checked inactive on the draws, so ULA's drift is the tempered posterior's gradient.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from numpyro.primitives import Messenger
 
 import dp_infer
 
-BIAS = 0.06
+BIAS = 0.07
 
 
 class temper(Messenger):
@@ -61,8 +61,8 @@ def test_hierarchical_posterior_mode_matches_nuts_on_the_same_tempered_target():
     y = np.array([-1.0, 0.0, 1.0])[g] + 0.7 * X[:, 0] + rng.normal(size=n)
     kw = {"group": g, "num_groups": 3}
     run = dp_infer.fit(model=hierarchical, X=X, y=y, model_kwargs=kw, index_ranges={"group": 3}, target="posterior",
-                       eps=16.0, delta=1e-5, clip_norm=20.0, smoothness=5.0, mixing_rate=1.0, ess=400,
-                       step_safety=0.1, seed=5, progress_bar=False)
+                       eps=32.0, delta=1e-5, clip_norm=40.0, smoothness=5.0, mixing_rate=1.0, ess=400,
+                       seed=5, progress_bar=False)
     beta = run.plan.beta
     assert beta > 1.0, "the tempered likelihood must matter beside the prior for this comparison"
     mc = MCMC(NUTS(temper(hierarchical, beta / n), target_accept_prob=0.9), num_warmup=1000, num_samples=2000,
@@ -79,7 +79,7 @@ def test_hierarchical_posterior_mode_matches_nuts_on_the_same_tempered_target():
     assert float(jnp.max(jnp.linalg.norm(per, axis=-1))) < run.plan.posterior["clip_norm"]
 
     # ULA's step against the measured curvature of the whitened tempered potential
-    ml = dp_infer.loss_from_model(hierarchical, X, y, clip_norm=20.0, model_kwargs=kw, index_ranges={"group": 3})
+    ml = dp_infer.loss_from_model(hierarchical, X, y, clip_norm=40.0, model_kwargs=kw, index_ranges={"group": 3})
     ref_flat = jax.vmap(ml.unconstrain)({k: jnp.asarray(v.reshape((-1,) + v.shape[2:])[::100])
                                                  for k, v in ref.items()})
     s = jnp.asarray(scales)
@@ -87,7 +87,7 @@ def test_hierarchical_posterior_mode_matches_nuts_on_the_same_tempered_target():
         lambda ph: potential_energy(temper(hierarchical, beta / n), (), data, ml.unravel(s * ph)))))
     H = np.asarray(hess(ref_flat / s), dtype=np.float64)
     M = float(np.max(np.linalg.eigvalsh(0.5 * (H + np.swapaxes(H, 1, 2)))[:, -1]))
-    assert run.plan.step_size * M <= 0.2, (run.plan.step_size, M)
+    assert run.plan.step_size * M <= 0.25, (run.plan.step_size, M)
 
     got = run.get_samples(group_by_chain=True)
     a = az.from_dict({"posterior": got})["posterior"].to_dataset()
