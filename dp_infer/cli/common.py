@@ -14,13 +14,17 @@ NONPRIVATE_BANNER = "NON-PRIVATE (computed on the private data, not covered by a
 
 def open_cli_ledger(ledger, dataset_id, budget):
     """``--ledger`` opened (and ``--budget`` registered for ``--dataset-id``), or None without
-    ``--ledger``, in which case a line on stderr says that the spend is recorded nowhere."""
+    ``--ledger`` (the caller says, when it spends, that nothing is recorded: :func:`note_unrecorded`)."""
     if ledger is None:
         if budget is not None:
             raise ValueError("--budget needs --ledger (the file that keeps the spend)")
-        click.echo("note: no --ledger given: this run's privacy spend is not recorded anywhere", err=True)
         return None
     return open_ledger(ledger, dataset_id=dataset_id, budget=budget)
+
+
+def note_unrecorded() -> None:
+    """One line on stderr when a spending command runs without ``--ledger``."""
+    click.echo("note: no --ledger given: this run's privacy spend is not recorded anywhere", err=True)
 
 
 def echo_spent(led, ledger, dataset_id, what: str) -> None:
@@ -34,6 +38,8 @@ def charged_command(ledger, dataset_id, budget, event, command: str, route: str)
     """The CLI's use of the one charge protocol (:func:`dp_infer.privacy.ledger.charged`): charge
     before the body, print the spend, complete after; a crash keeps the charge."""
     led = open_cli_ledger(ledger, dataset_id, budget)
+    if led is None:
+        note_unrecorded()
 
     def announce(led_, receipt):
         echo_spent(led_, ledger, dataset_id, f"charged {receipt.run_label!r} before sampling")

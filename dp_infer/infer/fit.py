@@ -222,8 +222,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     """
     # checks every route shares, once, before any route is chosen or anything is charged
     eps = check_target_epsilon(eps)
-    if delta is not None:
-        delta = check_delta(delta, allow_zero=True)
+    if delta is not None and delta != 0:  # None or 0: a pure-eps target
+        delta = check_delta(delta)
     check_choice("target", target, TARGETS)
     sharded = mesh is not None or isinstance(X, ShardedRows)
     if sharded and (model is not None or target != "estimate"):
