@@ -46,15 +46,20 @@ def ar1_chains(mean, cov, chains, draws, rho, seed):
     return x + mean
 
 
-def mc_var(cov, lam_mat, c, num, rho):
+def mc_var(cov, lam_mat, c, num, rho, skew=False):
     """Closed-form Monte-Carlo variance of the centre ``(I - Sigma Lambda)^-1 m`` (delta method) from
     ``num`` stationary AR(1) draws: the linear part of the influence has integrated autocorrelation
     ``(1 + rho) / (1 - rho)``, the quadratic part (``delta delta'``) ``(1 + rho^2) / (1 - rho^2)``;
-    for Gaussian delta, ``Var((delta delta' - Sigma) v) = Sigma (v' Sigma v) + Sigma v v' Sigma``."""
+    for Gaussian delta, ``Var((delta delta' - Sigma) v) = Sigma (v' Sigma v) + Sigma v v' Sigma``.
+    ``skew``: the centre starts from the mode estimate ``m - Sigma^1/2 E[z |z|^2] / 2``, whose
+    variance from iid Gaussian draws is ``(1 + (d + 2) / 2) Sigma / num`` (rho must be 0 then)."""
     d = c.size
     A = np.linalg.inv(np.eye(d) - cov @ lam_mat)
     v = lam_mat @ c
     f1 = (1 + rho) / (1 - rho)
+    if skew:
+        assert rho == 0
+        f1 = 1 + (d + 2) / 2
     f2 = (1 + rho * rho) / (1 - rho * rho)
     V = cov * f1 + (cov * (v @ cov @ v) + np.outer(cov @ v, cov @ v)) * f2
     return np.diag(A @ V @ A.T) / num
@@ -67,7 +72,7 @@ def test_gaussian_closed_form_centre_and_width(lam):
     mean, Sigma = tempered(H, theta_hat, beta, lam)
     K, T = 4, 4000
     draws = ar1_chains(mean, Sigma, K, T, rho, seed=2)
-    iv = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam, prob=0.9)
+    iv = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam, prob=0.9, skew_correction=False)
     # by hand: the sampling sd is sqrt(diag((n H)^-1)); the MC sd from the closed form above
     samp = np.sqrt(np.diag(np.linalg.inv(n * H)))
     mc = np.sqrt(mc_var(Sigma, lam * np.eye(d), theta_hat, K * T, rho))
@@ -89,10 +94,49 @@ def test_gaussian_closed_form_centre_and_width(lam):
     assert np.array_equal(lo, iv.lower) and np.array_equal(hi, iv.upper)
     # without the correction the centre is the tempered mean, pulled toward 0 (fails the check above
     # when the prior matters: lam = 1 gives a shrinkage far beyond 4 MC sd)
-    raw = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam, shrinkage_correction=False)
+    raw = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam, shrinkage_correction=False,
+                               skew_correction=False)
     assert np.allclose(raw.centre, draws.reshape(-1, d).mean(axis=0))
     if lam == 1.0:
         assert np.max(np.abs(raw.centre - theta_hat) / mc) > 10
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.05])
+def test_gaussian_closed_form_with_the_skew_step(lam):
+    """The default centre starts from the mode estimate; on a Gaussian target the skew term has mean
+    0 and the influence's variance is (1 + (d + 2) / 2) Sigma (iid draws; see mc_var)."""
+    n, d, beta = 2000, 3, 40.0
+    X, y, H, theta_hat, _ = linear_problem(n, d, seed=11)
+    mean, Sigma = tempered(H, theta_hat, beta, lam)
+    N = 16000
+    draws = mean + np.random.default_rng(12).normal(size=(4, N // 4, d)) @ np.linalg.cholesky(Sigma).T
+    iv = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam)
+    mc = np.sqrt(mc_var(Sigma, lam * np.eye(d), theta_hat, N, 0.0, skew=True))
+    assert np.all(np.abs(iv.centre - theta_hat) <= 4 * mc), (iv.centre - theta_hat) / mc
+    # sd of an MCSE estimate from N = 16000 iid draws of a heavy-tailed influence (z |z|^2): a few %; 10%
+    assert np.allclose(iv.monte_carlo_sd, mc, rtol=0.10), iv.monte_carlo_sd / mc
+    assert np.allclose(iv.sampling_sd, np.sqrt(np.diag(np.linalg.inv(n * H))), rtol=0.05)
+    # the skew step costs Monte-Carlo precision: (1 + (d + 2) / 2) = 3.5 times the variance of the mean
+    first = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam, skew_correction=False)
+    assert np.all(iv.monte_carlo_sd > 1.5 * first.monte_carlo_sd)
+
+
+def test_skew_step_recovers_the_mode_of_a_skewed_law():
+    """Independent coordinates theta_j = mu_j + Gamma(k_j, scale s_j) (no prior, beta = n): the
+    mode is mu + (k - 1) s, the mean mu + k s; the skew step must land on the mode, the first-order
+    centre on the mean. Tolerance: 4 x the reported Monte-Carlo sd (plus the O(1 / k) remainder of
+    the expansion: mean - mode = s exactly, the one-term cumulant formula gives 2 k s^3 / (2 k s^2) = s)."""
+    rng = np.random.default_rng(13)
+    k = np.array([20.0, 50.0, 200.0])
+    sc = np.array([0.05, 0.02, 0.01])
+    mu = np.array([-1.0, 0.0, 2.0])
+    draws = mu + rng.gamma(k, sc, size=(4, 10000, 3))
+    iv = noise_aware_interval(draws, beta=1e6, n=1000000, prior_precision=1e-9)
+    first = noise_aware_interval(draws, beta=1e6, n=1000000, prior_precision=1e-9, skew_correction=False)
+    mode = mu + (k - 1) * sc
+    assert np.all(np.abs(iv.centre - mode) <= 4 * iv.monte_carlo_sd), (iv.centre - mode) / iv.monte_carlo_sd
+    assert np.all(np.abs(first.centre - (mode + sc)) <= 4 * first.monte_carlo_sd)
+    assert np.all(np.abs(first.centre - mode) > 8 * first.monte_carlo_sd)  # the shift is resolved
 
 
 def test_undoes_the_ula_step_inflation():
@@ -106,8 +150,9 @@ def test_undoes_the_ula_step_inflation():
     cov_ula = stationary_covariance(np.linalg.inv(Sigma), Preconditioner.from_matrix(P), h)
     assert np.all(np.diag(cov_ula) > 1.1 * np.diag(Sigma))  # the inflation is real (1 / (1 - h / 2) = 1.14)
     draws = ar1_chains(mean, cov_ula, 4, 4000, 0.3, seed=4)
-    fixed = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam, step_size=h, preconditioner=P)
-    naive = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam)
+    fixed = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam, step_size=h, preconditioner=P,
+                                 skew_correction=False)
+    naive = noise_aware_interval(draws, beta=beta, n=n, prior_precision=lam, skew_correction=False)
     samp = np.sqrt(np.diag(np.linalg.inv(n * H)))
     mc = np.sqrt(mc_var(Sigma, lam * np.eye(d), theta_hat, 16000, 0.3))
     assert fixed.discretisation_corrected and not naive.discretisation_corrected
@@ -119,6 +164,7 @@ def test_undoes_the_ula_step_inflation():
     assert np.min(naive.sampling_sd / samp) > 1.05
 
 
+@pytest.mark.slow
 def test_coverage_on_the_exact_gaussian_target():
     """Coverage of theta* over 400 datasets (exact tempered draws, iid): within 0.9 +- 3 SE,
     SE = sqrt(0.9 * 0.1 / 400) = 0.015 per coordinate; the pooled rate over 3 coordinates within
