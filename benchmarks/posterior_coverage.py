@@ -6,11 +6,14 @@ per n, each fitted by the library's posterior mode exactly as a user would
 (``dp_infer.fit(loss, X, y, target="posterior", eps, delta, prior_precision)``, the current
 defaults, fixed seeds). Per dataset, in the same run:
 
-* ``noise_aware`` -- :meth:`PrivateRun.noise_aware_interval` (90%): the prior divided out of the
-  draws' mean, sampling sd from the draws' covariance (``beta / n``), Monte-Carlo error of the
-  centre from ArviZ's MCSE, the ULA step's variance inflation undone;
-* ``noise_aware_plain`` -- the same without the prior correction (``theta_bar +- z sqrt(diag(Cov)
-  beta / n + mcse^2)``, the first idea: shows what the prior's shrinkage does);
+* ``noise_aware`` -- :meth:`PrivateRun.noise_aware_interval` (90%, the defaults): the tempered
+  posterior's mode from the draws' mean and third cumulant, the prior divided out of it, sampling
+  sd from the draws' covariance (``beta / n``), Monte-Carlo error of the centre from ArviZ's MCSE
+  of its influence series, the ULA step's variance inflation undone;
+* ``noise_aware_first_order`` -- the same from the draws' mean (``skew_correction=False``: the
+  Gaussian, first-order Bernstein-von Mises version);
+* ``noise_aware_plain`` -- neither correction (``theta_bar +- z sqrt(diag(Cov) beta / n + mcse^2)``,
+  the first idea: shows what the prior's shrinkage does);
 * ``tempered_credible`` -- the draws' 5% and 95% quantiles (the tempered posterior itself);
 * ``laplace_noise_aware`` -- the existing noise-aware Laplace baseline
   (:func:`benchmarks.baselines.newton_laplace_posterior`) at the same (eps, delta);
@@ -39,7 +42,8 @@ import numpy as np
 from .baselines import newton_laplace_posterior
 from .quality_coverage import Z90, logistic_data, map_laplace, true_theta
 
-METHODS = ("noise_aware", "noise_aware_plain", "tempered_credible", "laplace_noise_aware", "nonprivate")
+METHODS = ("noise_aware", "noise_aware_first_order", "noise_aware_plain", "tempered_credible", "laplace_noise_aware",
+           "nonprivate")
 
 
 class _Released:
@@ -114,13 +118,15 @@ def one_n(n: int, reps: int, *, d: int = 5, eps: float = 1.0, delta: float = 1e-
             extra["prior_share"].append(iv.prior_share)
             extra["mc_share"].append((iv.monte_carlo_sd ** 2 / iv.sd ** 2).tolist())
             extra["centre_err_over_sampling_sd"].append(((iv.centre - m0) / sd0).tolist())
-        try:
-            plain = run_noise_aware_interval(run, 0.9, shrinkage_correction=False)
-            inside["noise_aware_plain"].append((plain.lower <= theta) & (theta <= plain.upper))
-            width["noise_aware_plain"].append(plain.upper - plain.lower)
-        except ValueError:
-            inside["noise_aware_plain"].append(np.zeros(d, bool))
-            width["noise_aware_plain"].append(np.full(d, np.inf))
+        for name, kw_iv in (("noise_aware_first_order", {"skew_correction": False}),
+                            ("noise_aware_plain", {"skew_correction": False, "shrinkage_correction": False})):
+            try:
+                other = run_noise_aware_interval(run, 0.9, **kw_iv)
+                inside[name].append((other.lower <= theta) & (theta <= other.upper))
+                width[name].append(other.upper - other.lower)
+            except ValueError:
+                inside[name].append(np.zeros(d, bool))
+                width[name].append(np.full(d, np.inf))
         flat = run.draws().reshape(-1, d)
         lo, hi = np.quantile(flat, [0.05, 0.95], axis=0)
         inside["tempered_credible"].append((lo <= theta) & (theta <= hi))
