@@ -179,7 +179,8 @@ def to_markdown(res: dict, command: str = "") -> str:
     for r in res["runs"]:
         pm = r["posterior_mode"]
         L += [f"## Noise-aware interval of the posterior mode: coverage in simulation (logistic, d = {r['d']}, "
-              f"n = {r['n']}, {r['reps']} datasets, eps = {r['eps']:g}, delta = {r['delta']:g}, prior N(0, 1/{r['prior_precision']:g}))",
+              f"n = {r['n']}, {r['reps']} datasets, eps = {r['eps']:g}, delta = {r['delta']:g}, prior N(0, 1/{r['prior_precision']:g})"
+              + ("" if r.get("ess") is None else f", ess = {r['ess']}") + ")",
               ""]
         if command:
             L += [f"Command: `{command}`.", ""]
