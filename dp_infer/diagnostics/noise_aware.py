@@ -213,7 +213,9 @@ def noise_aware_interval(draws, *, beta: float, n: int, prior_precision, prob: f
                          "(a larger beta), would help")
     if share > 0.8:
         notes.append(f"{share:.0%} of the draws' precision comes from the prior in some direction: the data's "
-                     "curvature is a difference of close matrices and the interval's width is uncertain")
+                     "curvature is a difference of close matrices and the tempered posterior is far from Gaussian, "
+                     "so the interval may under-cover (measured: 0.79 on one coordinate at 87%); fewer effective "
+                     "draws (a larger beta) help")
     B = Q - Lam  # beta H
     Binv = np.linalg.inv(0.5 * (B + B.T))
     centred = x - m

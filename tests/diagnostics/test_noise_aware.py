@@ -243,3 +243,14 @@ def test_coverage_of_the_posterior_mode_in_simulation():
     se = math.sqrt(0.09 / R)
     assert np.all(np.abs(cov - 0.9) <= 3 * se), cov
     assert abs(hits.mean() - 0.9) <= 3 * math.sqrt(0.09 / hits.size), hits.mean()
+
+
+def test_a_strong_prior_share_is_noted():
+    """Between 80% and 95% of the precision from the prior: an interval, with a note saying why it may under-cover."""
+    rng = np.random.default_rng(14)
+    draws = rng.normal(size=(4, 2000, 2)) * math.sqrt(1 / 1.15)  # precision 1.15 against a prior precision of 1
+    iv = noise_aware_interval(draws, beta=1.0, n=1000, prior_precision=1.0, skew_correction=False)
+    assert 0.8 < iv.prior_share < MAX_PRIOR_SHARE
+    assert any("under-cover" in note for note in iv.notes)
+    calm = noise_aware_interval(draws * 0.5, beta=1.0, n=1000, prior_precision=1.0, skew_correction=False)
+    assert calm.notes == ()
