@@ -233,7 +233,7 @@ def prepare(module: str, tests: list[str], max_children: int) -> Path:
         "source_paths": ["dp_infer"],
         "only_mutate": [module],
         "pytest_add_cli_args_test_selection": tests,
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q"],
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q", "--all"],  # the slow tier too
         "process_isolation": "forkserver",
         "use_git_change_detection": False,
     }
