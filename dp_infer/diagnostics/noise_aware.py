@@ -82,6 +82,8 @@ ASSUMPTIONS = (
     "well-specified model: the sampling covariance of theta_hat is (n H)^-1 (no sandwich correction)",
     "Gaussian prior, not dominant: Sigma^-1 - Lambda (beta H) positive definite beyond its Monte-Carlo error",
     "draws from the stationary law (burn-in dropped), enough effective draws for the sample covariance",
+    "the loss the chain ran is the data's: a clip of rows or per-example gradients (in any metric) makes the "
+    "interval one for the clipped loss's minimiser, biased when the clip touches many rows",
 )
 
 #: prior share of the precision (largest eigenvalue of Lambda^1/2 Sigma Lambda^1/2) beyond which the
@@ -260,6 +262,9 @@ def run_noise_aware_interval(run, prob: float = 0.9, *, shrinkage_correction: bo
     if getattr(plan, "target", "estimate") != "posterior":
         raise ValueError(f"noise_aware_interval needs a posterior-mode run (target='posterior'); this run's target is "
                          f"{plan.target!r}: its draws are an estimate path, not a posterior")
+    if getattr(run, "model_description", None) is not None:
+        raise ValueError("noise_aware_interval covers a built-in loss with a Gaussian prior; this run is a NumPyro "
+                         "model's (its prior is the model's own and its gradients are clipped): not supported")
     if plan.prior_precision is None:
         raise ValueError("noise_aware_interval: the run's plan has no prior_precision")
     ula = discretisation_correction and plan.kernel == "langevin" and plan.preconditioner is not None

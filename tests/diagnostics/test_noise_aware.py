@@ -254,3 +254,17 @@ def test_a_strong_prior_share_is_noted():
     assert any("under-cover" in note for note in iv.notes)
     calm = noise_aware_interval(draws * 0.5, beta=1.0, n=1000, prior_precision=1.0, skew_correction=False)
     assert calm.notes == ()
+
+
+def test_model_runs_are_refused():
+    """A NumPyro model's posterior-mode run has its own prior (not N(0, Lambda^-1) in theta) and
+    clipped gradients: refused with a one-line message (duck-typed run: plan + model_description)."""
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(target="posterior", beta=10.0, n=100, prior_precision=(1.0,), kernel="langevin",
+                           step_size=0.1, preconditioner=((1.0,),))
+    run = SimpleNamespace(plan=plan, model_description={"sites": []},
+                          draws=lambda: np.random.default_rng(15).normal(size=(2, 100, 1)))
+    with pytest.raises(ValueError, match="NumPyro model") as e:
+        run_noise_aware_interval(run)
+    assert "\n" not in str(e.value)
