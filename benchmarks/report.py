@@ -127,6 +127,10 @@ def to_markdown(res: dict) -> str:
             L.append(f"\nlast-iterate route failed: {u['last_iterate_error']}")
         L.append("")
     L += quality_markdown(S.get("quality", {}))
+    if "runs" in S.get("posterior_coverage", {}):
+        from .posterior_coverage import to_markdown as posterior_coverage_markdown
+
+        L += [posterior_coverage_markdown(S["posterior_coverage"])]
     L += _mechanisms_b(S.get("mechanisms_b", {}))
     L += _data_markdown(S.get("data", {}))
     L += _model_section(S.get("model", {}))

@@ -132,6 +132,14 @@ class PrivateRun:
         """The released point estimate: the purified mean (route ``pure``) or the posterior mean."""
         return self.purified if self.purified is not None else self.posterior_mean()
 
+    def noise_aware_interval(self, prob: float = 0.9, **kw):
+        """A ``prob`` interval for the parameter that accounts for the sampling error and the privacy
+        (Monte-Carlo) noise: post-processing of a posterior-mode run's draws (free). Refuses
+        estimate-mode runs. Method and assumptions: :mod:`dp_infer.diagnostics.noise_aware`."""
+        from ..diagnostics.noise_aware import run_noise_aware_interval
+
+        return run_noise_aware_interval(self, prob, **kw)
+
     def num_divergent(self) -> int:
         return 0 if self.diverging is None else int(np.asarray(self.diverging).sum())
 
