@@ -31,6 +31,13 @@ def open_ledger(ledger, dataset_id, budget):
     return led
 
 
+def note_unrecorded(eps=None, delta=None, what: str = "this run") -> None:
+    """One line on stderr: a spending command runs without ``--ledger``, so nothing records it."""
+    spend = f" spends (eps, delta) = ({eps:.4g}, {delta:g}) and" if eps is not None else ""
+    click.echo(f"note: no --ledger: {what}{spend} is not recorded anywhere (pass --ledger FILE to keep the "
+               "spend and enforce a budget)", err=True)
+
+
 def echo_spent(led, ledger, dataset_id, what: str) -> None:
     sp = led.spent(dataset_id)
     click.echo(f"ledger {ledger}: {what}; dataset {dataset_id!r} has spent eps = {sp['eps']:.4g} of "
@@ -43,6 +50,7 @@ def charge_ledger(ledger, dataset_id, budget, event, label):
     Returns ``(ledger, receipt)`` (both None without a ledger file)."""
     led = open_ledger(ledger, dataset_id, budget)
     if led is None:
+        note_unrecorded()
         return None, None
     receipt = led.charge(dataset_id, event, run_label=label)
     echo_spent(led, ledger, dataset_id, f"charged {label!r} before sampling")
