@@ -62,7 +62,7 @@ DEFAULT_PLOTS = "dp_infer_demo"
 def _stand_in_second_moment(X_public, n: int, max_sq_norm: float, mu_sm: float):
     """The private release's stand-in for planning: the public rows' second moment, with the event
     and the noise scale of the private release (both data independent: n, the row bound, mu)."""
-    from ..preconditioning import SecondMoment
+    from ..routes.preconditioning import SecondMoment
     from ..privacy.events import GdpEvent
 
     Xp = np.asarray(X_public, dtype=np.float64)
@@ -77,7 +77,7 @@ def _stand_in_second_moment(X_public, n: int, max_sq_norm: float, mu_sm: float):
 def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, rows, precond_share, X_public,
                   num_draws, kernel="langevin", friction=None):
     """The plan as the run will make it, from public inputs only (see the module docstring)."""
-    from ..posterior_plan import plan_posterior
+    from ..routes.posterior import plan_posterior
     from ..privacy.conversions import gdp_mu
 
     mu_sm = math.sqrt(precond_share) * gdp_mu(eps, delta)
@@ -146,7 +146,7 @@ def _coefficient_table(draws: np.ndarray, names, mix_table) -> "object":
 def _write_plots(dt, tab, mix_table, forecasts, eps, outdir: Path) -> list[tuple[str, str]]:
     """rank (the 6 coefficients with the largest R-hat), forest (the table's coefficients) and the
     privacy-utility forecast; failures are reported by name, never raised (the run is paid for)."""
-    from .. import plots
+    from ..diagnostics import plots
 
     outdir.mkdir(parents=True, exist_ok=True)
     worst = mix_table.sort_values("r_hat", ascending=False).index[:6]
@@ -176,9 +176,9 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
 
     from .. import losses
     from ..diagnostics import check_mixing, get_report
-    from ..fit_posterior import fit_posterior
-    from ..prediction import expected_calibration_error, log_loss, loss_predictive
-    from .common import _print_report, echo_nonprivate_accuracy, echo_spent, note_unrecorded, open_ledger
+    from ..infer.posterior import fit_posterior
+    from ..infer.prediction import expected_calibration_error, log_loss, loss_predictive
+    from .common import print_report, echo_nonprivate_accuracy, echo_spent, note_unrecorded, open_ledger
 
     t_start = time.perf_counter()
     loss = losses.logistic(row_norm=rows.max_norm())
@@ -228,7 +228,7 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
     tab = _coefficient_table(np.asarray(run.draws()), a.feature_names, mtab)
     click.echo("")
     if full:
-        _print_report({k: v for k, v in report.items()
+        print_report({k: v for k, v in report.items()
                        if k not in ("preconditioner", "prior_precision", "posterior", "routes_considered", "event",
                                     "potential", "purification", "notes")})
         click.echo("")
