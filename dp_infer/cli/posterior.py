@@ -16,7 +16,7 @@ import time
 import click
 import numpy as np
 
-from .common import mixing_block, print_report, echo_nonprivate_accuracy, echo_spent, open_ledger
+from .common import echo_nonprivate_accuracy, echo_spent, mixing_block, note_unrecorded, open_ledger, print_report
 
 __all__ = ["run_and_report_posterior", "check_mode_options"]
 
@@ -88,6 +88,8 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
             raise ValueError(f"the test data have {X_test.shape[1]} feature columns, the training data "
                              f"{np.shape(X)[1]}")
     led = open_ledger(ledger, dataset_id, budget)
+    if led is None:
+        note_unrecorded(eps, delta)
     t0 = time.time()
     run = fit_posterior(loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision,
                         ess=DEFAULT_ESS if ess is None else ess, num_chains=chains, kernel=kernel,

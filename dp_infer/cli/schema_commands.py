@@ -194,7 +194,10 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
             click.echo(f"ledger {ledger}: charged (eps = {eps:g}, delta = {delta:g}) before drafting; dataset "
                        f"{dataset_id!r} has spent eps = {res.receipt.eps_spent:.4g} of {res.receipt.eps_budget:g}")
         else:
-            click.echo(f"private draft at (eps = {eps:g}, delta = {delta:g}); no ledger given: account for it yourself")
+            from .common import note_unrecorded
+
+            click.echo(f"private draft at (eps = {eps:g}, delta = {delta:g})")
+            note_unrecorded(eps, delta, "this private draft")
     else:
         if eps is not None or kind_map or ledger is not None:
             raise ValueError("eps: --eps, --kind and --ledger apply to a --private draft only (a non-private "
