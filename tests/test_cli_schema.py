@@ -60,6 +60,9 @@ def test_sample_with_schema_split_and_predict(tmp_path):
     assert pred.exit_code == 0, pred.output
     lines = (tmp_path / "p.csv").read_text().splitlines()
     assert lines[0] == "probability,prediction" and len(lines) == 801
+    # labels come back in the schema's own values (positive 2, negative 1), not 0/1
+    rows = [ln.split(",") for ln in lines[1:]]
+    assert {r[1] for r in rows} <= {"1", "2"} and all((float(p) > 0.5) == (lab == "2") for p, lab in rows)
 
 
 def test_draft_nonprivate_then_private_with_ledger(tmp_path):

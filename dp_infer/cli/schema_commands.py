@@ -229,7 +229,8 @@ def check(data_file, schema_file, delimiter, no_header, names):
 
 def encode_with_stored_schema(run_file, data_file, delimiter=None, no_header=False, names=None):
     """The rows of DATA_FILE encoded by the schema stored in RUN_FILE (``sample --schema`` runs):
-    ``(X, feature_names, y_or_None, target_kind)``, or None when the run stores no schema."""
+    ``(X, feature_names, y_or_None, target_kind, target)``, or None when the run stores no schema
+    (``target``: the schema's :class:`~dp_infer.schema.target.Target` or None)."""
     from ..diagnostics import load
     from ..schema import FeatureMap, Schema
 
@@ -239,4 +240,4 @@ def encode_with_stored_schema(run_file, data_file, delimiter=None, no_header=Fal
     schema = Schema.from_dict(json.loads(raw) if isinstance(raw, str) else raw)
     fmap = FeatureMap(schema)
     enc = fmap.transform(data_file, target="optional", **_read_kwargs(delimiter, no_header, names))
-    return enc.X, list(fmap.feature_names), enc.y, (schema.target.kind if schema.target else "numeric")
+    return enc.X, list(fmap.feature_names), enc.y, (schema.target.kind if schema.target else "numeric"), schema.target

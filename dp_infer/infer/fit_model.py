@@ -117,8 +117,16 @@ def sample_model(model: Callable, X, y, plan, *, sample: Callable, clip_norm: fl
     run.model_description = desc
     run._constrain = ml.constrain
     run.feature_names = names
-    run.coords = {**ml.coords(), **coords} or None
-    run.dims = {**ml.dims(), **dims}
+    model_dims = ml.dims()
+    auto = {}
+    if names:  # a DataFrame's column names label a coefficient vector with one entry per column
+        for site in ml.sites:
+            if site.name not in dims and len(site.shape) == 1 and site.shape[0] == len(names) \
+                    and site.dims[0] == f"{site.name}_dim_0":
+                model_dims[site.name] = ["feature"]
+                auto["feature"] = names
+    run.coords = {**ml.coords(), **auto, **coords} or None
+    run.dims = {**model_dims, **dims}
     return run
 
 
