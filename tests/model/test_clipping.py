@@ -113,12 +113,16 @@ def test_the_how_to_runs_and_shows_the_bias(capsys):
     out = capsys.readouterr().out
     assert "refused:" in out
     fits, ref = ns["fits"], ns["ref"]
-    bad, good = fits["clip 1"], fits["declared y_max=40"]
+    bad, good, safe = fits["clip 1"], fits["clip 6"], fits["declared y_max=40"]
     # the bad clip: most rows clipped (private count, 5 sd margin) and the intercept off NUTS's by more
     # than 0.05 (NUTS's posterior sd of b is about 0.02 at n = 1000)
     assert bad.clipped_rows["noisy_count"] - 5 * bad.clipped_rows["noise_sd"] > 0.5 * 1000
     assert abs(bad.get_samples()["b"].mean() - ref["b"]) > 0.05
-    # the declared bound: nothing clipped (within 5 noise sd) and the mean within 4 of the draws' sd of NUTS's
-    assert good.clipped_rows["noisy_count"] < 5 * good.clipped_rows["noise_sd"]
-    s = good.get_samples()["b"]
-    assert abs(s.mean() - ref["b"]) < 4 * s.std()
+    # the declared bound: nothing clipped (within 5 noise sd), and a larger sensitivity (smaller beta)
+    assert safe.clipped_rows["noisy_count"] < 5 * safe.clipped_rows["noise_sd"]
+    assert safe.plan.beta < good.plan.beta < bad.plan.beta
+    # the typical-size clip: under a tenth of the rows clipped, draws centred on NUTS's (4 of their sd)
+    assert good.clipped_rows["noisy_count"] < 0.1 * 1000
+    for run in (good, safe):
+        s = run.get_samples()["b"]
+        assert abs(s.mean() - ref["b"]) < 4 * s.std()
