@@ -5,8 +5,8 @@ What a first-time user sees, in order:
 1. the data (UCI Adult through the shipped schema);
 2. BEFORE anything private is computed: the plan and its forecast from public inputs only -- beta,
    beta / n, how much wider than the untempered posterior's the credible intervals will be, the
-   predicted bulk ESS, the number of steps and the expected wall time (the step cost is measured
-   here on placeholder rows of the data's shape, never on the data);
+   predicted bulk ESS, the number of steps and the expected wall time on an idle 2-core machine
+   (:func:`expected_seconds`), with the machine's load when it is higher than its cores;
 3. a progress bar with an ETA (NumPyro's);
 4. a short coefficient table named by feature, with 90% credible intervals, and ArviZ's mixing
    checks named by feature;
@@ -42,19 +42,24 @@ DEMO_PRIOR_PRECISION = 0.01
 #: 1.0096, 1312 -> 1.0049).
 FULL_ESS = 1000
 FULL_DRAWS = 1000
-#: the quick default: 200 effective draws over 4 chains (bulk ESS >= 200, a few R-hat up to ~1.03
-#: on 100 coefficients), 300 kept draws per chain; about 5x fewer steps than --full
-QUICK_ESS = 200
-QUICK_DRAWS = 300
+#: the quick default: ArviZ's usual floor, bulk ESS >= 400 over 4 chains (R-hat up to ~1.02 on a few of
+#: the 100 coefficients), 400 kept draws per chain; about 1.7x fewer steps than --full (a larger beta
+#: per step makes the step smaller, so halving the draws does not halve the steps)
+QUICK_ESS = 400
+QUICK_DRAWS = 400
 #: eps values of the privacy-utility forecast plot
 FORECAST_EPS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 #: rows in the printed coefficient table
 TABLE_ROWS = 12
-#: calibration of the time forecast: a kernel step (gradient, noise, NumPyro's bookkeeping and the
-#: progress bar) against one vmapped gradient, and the fixed part (compilation, diagnostics,
-#: plots); measured on this demo (docs/results.md)
-STEP_OVERHEAD = 1.3
-FIXED_SECONDS = 15.0
+#: the time forecast: seconds per kernel step of 4 chains on Adult's 30,162 x 100 rows on an idle
+#: 2-core machine (README's results table: 24,768 steps of the --full plan in 29 s, second moment
+#: and compilation included), scaled by rows x features x chains for other shapes; plus the fixed
+#: part (imports, data, compilation, ArviZ checks, plots) measured on the same machine. A measured
+#: step (a compiled loop on placeholder rows) was tried and dropped: on a loaded machine it costs
+#: 20 s and is off by 3-5x either way; the progress bar's ETA is the live figure.
+STEP_SECONDS_IDLE = 1.2e-3
+STEP_SHAPE = 30162 * 100 * 4
+FIXED_SECONDS = 20.0
 
 DEFAULT_PLOTS = "dp_infer_demo"
 
@@ -87,31 +92,17 @@ def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, row
                           num_draws=num_draws)
 
 
-def step_seconds(loss, n: int, dim: int, chains: int, repeats: int = 15) -> float:
-    """Seconds per vmapped gradient of the potential over ``chains`` chains, measured on PLACEHOLDER
-    rows (zeros of the data's shape: the cost depends on the shape only, never on the data)."""
-    import jax
-    import jax.numpy as jnp
-
-    from ..potentials import gibbs_potential
-
-    pot = gibbs_potential(loss, np.zeros((n, dim), dtype=np.float32), np.zeros(n, dtype=np.float32), beta=1.0)
-    V = pot.reparametrised(np.eye(dim))
-    g = jax.jit(jax.vmap(jax.grad(V)))
-    phi = jnp.zeros((chains, dim), dtype=jnp.float32)
-    g(phi).block_until_ready()
-    g(phi).block_until_ready()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        g(phi).block_until_ready()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+def expected_seconds(plan) -> float:
+    """Sampling seconds of ``plan`` on an idle 2-core machine (see :data:`STEP_SECONDS_IDLE`)."""
+    shape = plan.n * plan.dim * plan.num_chains
+    return plan.num_steps * STEP_SECONDS_IDLE * max(shape / STEP_SHAPE, 0.05)
 
 
-def _print_forecast(plan, *, full: bool, step_s: float, eps: float, delta: float) -> float:
+def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
+    import os
+
     p = plan.posterior
-    expected = plan.num_steps * step_s * STEP_OVERHEAD
+    expected = expected_seconds(plan)
     click.echo(f"Plan ({'full' if full else 'quick'}: {plan.num_chains} chains planned for {p['ess_target']} effective "
                f"draws; {'the quick default asks ' + str(QUICK_ESS) if full else '--full asks ' + str(FULL_ESS)})")
     click.echo("forecast from public inputs only (n, dimension, prior, the loss's declared constants, the schema's "
@@ -123,9 +114,12 @@ def _print_forecast(plan, *, full: bool, step_s: float, eps: float, delta: float
     click.echo(f"  draws        predicted bulk ESS {p['predicted_ess']:.0f} over {plan.num_chains} chains x "
                f"{plan.num_steps} steps (step {plan.step_size:.3g}, {plan.num_draws} draws kept per chain, "
                f"burn-in {plan.burn_in})")
-    click.echo(f"  time         about {expected + FIXED_SECONDS:.0f} s: sampling ~{expected:.0f} s "
-               f"({plan.num_steps} steps x {1e3 * step_s * STEP_OVERHEAD:.2g} ms, measured here on placeholder "
-               f"rows) + ~{FIXED_SECONDS:.0f} s compilation, checks and plots")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    cpus = os.cpu_count() or 1
+    click.echo(f"  time         about {expected + FIXED_SECONDS:.0f} s on an idle 2-core machine: sampling ~{expected:.0f} s "
+               f"({plan.num_steps} steps of {plan.num_chains} chains) + ~{FIXED_SECONDS:.0f} s data, compilation, "
+               f"checks and plots" + (f"; this machine's load is {load:.1f} on {cpus} cores, so expect it slower "
+                                      "(the progress bar's ETA is the live figure)" if load > cpus else ""))
     return expected
 
 
@@ -193,8 +187,7 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
         plan = forecast_plan(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                              chains=chains, rows=rows, precond_share=precond_share, X_public=a.X_test,
                              num_draws=num_draws, kernel=kernel, friction=friction)
-        step_s = step_seconds(loss, n, dim, chains)
-        _print_forecast(plan, full=full, step_s=step_s, eps=eps, delta=delta)
+        _print_forecast(plan, full=full, eps=eps, delta=delta)
         if plan.posterior["interval_inflation"] > 10:
             click.echo(f"  note         at this n and eps the tempered posterior is far wider than the data's own: "
                        f"its sd is about {plan.posterior['interval_inflation']:.3g}x the untempered posterior's; "

@@ -108,7 +108,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
 
     Default (--mode posterior): 4 chains of preconditioned Langevin on N(0, 10^2 I) x exp(-beta L)
     on the Adult files read through the shipped schema (identifiable coding, sensitivity over the
-    rows the schema admits), planned for 200 effective draws (quick) or 1000 with --full; prints the
+    rows the schema admits), planned for 400 effective draws (quick) or 1000 with --full; prints the
     plan and its forecast before sampling, a coefficient table named by feature, and writes plots.
     --mode estimate: the accuracy-first plan on the embedded pipeline's features."""
     from .. import datasets, losses
