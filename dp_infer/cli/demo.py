@@ -229,7 +229,9 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
     shown = tab.loc[z.index[:TABLE_ROWS]]
     click.echo(f"coefficients (logistic, on the schema's scaled features): the {len(shown)} of {dim} with the largest "
                "|mean| / sd; 90% credible intervals of the tempered posterior")
-    click.echo(shown.to_string(float_format=lambda x: f"{x:.3g}"))
+    fmt = {c: (lambda x: f"{x:.3g}") for c in ("mean", "sd", "5%", "95%")}
+    fmt.update({"ess_bulk": lambda x: f"{x:.0f}", "r_hat": lambda x: f"{x:.3f}"})
+    click.echo(shown.to_string(formatters={c: f for c, f in fmt.items() if c in shown.columns}))
     worst_rhat = mtab["r_hat"].idxmax()
     click.echo("")
     click.echo(f"mixing (ArviZ, {mix.num_chains} chains x {mix.num_draws} draws after burn-in): max R-hat "
