@@ -53,6 +53,8 @@ def test_sample_with_schema_split_and_predict(tmp_path):
     dt = load(out)
     stored = json.loads(dt.attrs["dp_infer_schema"])
     assert stored["target"]["positive"] == ["2"] and json.loads(dt.attrs["dp_infer_feature_names"])[0] == "intercept"
+    # the schema's feature names are the draws' ArviZ coords (theta[intercept], not theta[0])
+    assert list(dt["posterior"]["theta"].coords["feature"].values[:2]) == json.loads(dt.attrs["dp_infer_feature_names"])[:2]
     blob = json.dumps({k: str(v) for k, v in dt.attrs.items()})
     assert "n_rows_read" not in blob and "NON-PRIVATE" not in blob  # no local report in the run
     assert get_report(dt)["eps_spent"] <= 4 * (1 + 1e-9)

@@ -208,7 +208,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
                         kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
                         key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
                         budget=budget, X_test=d.X_test, y_test=d.y_test, out=out, nonprivate=nonprivate,
-                        extra_attrs=d.attrs)
+                        extra_attrs=d.attrs, feature_names=d.feature_names)
         return
     if target is None or split is not None:
         raise ValueError("target: --target is required without --schema (and --split needs --schema)")
