@@ -78,9 +78,7 @@ def render(path: Path) -> str:
     nb = json.loads((cached if cached.exists() else path).read_text())
     meta = nb.get("metadata", {}).get("dp_infer_executed")
     parts = []
-    first = next(("".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "markdown"), "")
-    if not first.lstrip().startswith("#"):  # a page title from the notebook's first line
-        parts.append(f"# {first.strip().splitlines()[0] if first.strip() else path.stem}\n")
+    titled = False
     if meta:
         parts.append(f"!!! note \"Executed\"\n    Run in {meta['seconds']:.0f} s ({meta['cpus']} CPUs, {meta['when']}) "
                      f"by the test run or the docs build; the notebook itself is `notebooks/{path.name}`.\n")
@@ -90,6 +88,9 @@ def render(path: Path) -> str:
     for cell in nb.get("cells", []):
         src = "".join(cell.get("source", ""))
         if cell.get("cell_type") == "markdown":
+            if not titled and src.strip() and not src.lstrip().startswith("#"):
+                src = "# " + src.lstrip()  # the notebook's first line is the page title
+            titled = True
             parts.append(src + "\n")
             continue
         if cell.get("cell_type") != "code" or not src.strip():
