@@ -80,18 +80,20 @@ def render(path: Path) -> str:
     parts = []
     titled = False
     if meta:
-        parts.append(f"!!! note \"Executed\"\n    Run in {meta['seconds']:.0f} s ({meta['cpus']} CPUs, {meta['when']}) "
-                     f"by the test run or the docs build; the notebook itself is `notebooks/{path.name}`.\n")
+        note = (f"!!! note \"Executed\"\n    Run in {meta['seconds']:.0f} s ({meta['cpus']} CPUs, {meta['when']}) "
+                f"by the test run or the docs build; the notebook itself is `notebooks/{path.name}`.\n")
     else:
-        parts.append(f"!!! note \"Not executed in this build\"\n    The outputs appear when the site is built with "
+        note = (f"!!! note \"Not executed in this build\"\n    The outputs appear when the site is built with "
                      f"`./dev docs` (or after `./dev test`); the notebook is `notebooks/{path.name}`.\n")
     for cell in nb.get("cells", []):
         src = "".join(cell.get("source", ""))
         if cell.get("cell_type") == "markdown":
             if not titled and src.strip() and not src.lstrip().startswith("#"):
                 src = "# " + src.lstrip()  # the notebook's first line is the page title
-            titled = True
             parts.append(src + "\n")
+            if not titled:
+                parts.append(note)  # right under the title
+            titled = True
             continue
         if cell.get("cell_type") != "code" or not src.strip():
             continue
@@ -111,6 +113,8 @@ def render(path: Path) -> str:
                     parts.append(_fence(txt if isinstance(txt, str) else "".join(txt), "text"))
             elif kind == "error":
                 parts.append(_fence(f"{o.get('ename')}: {o.get('evalue')}", "text"))
+    if not titled:
+        parts.insert(0, note)
     return "\n".join(parts)
 
 
