@@ -100,3 +100,25 @@ def _hooks():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def test_docs_page_of_an_executed_notebook_shows_its_outputs_and_time(tmp_path, monkeypatch):
+    """The docs hook renders a cached execution: text and PNG outputs, and the measured run time."""
+    hooks = _hooks()
+    src = tmp_path / "99_demo.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("A demo title\n\nSome words."),
+                                         nbformat.v4.new_code_cell("print('hi')")])
+    nbformat.write(nb, src)
+    monkeypatch.setattr(hooks, "CACHE_DIR", tmp_path / "cache")
+    page = hooks.render(src)
+    assert page.startswith("# A demo title") and "Not executed in this build" in page
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n"),
+                           nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="})]
+    hooks.store_executed(src, nb, 12.34)
+    page = hooks.render(src)
+    assert "Run in 12 s" in page and "```text\nhi\n```" in page and "data:image/png;base64,iVBORw0KGgo=" in page
+    # a changed source is not rendered with the old outputs
+    nb2 = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("A demo title"),
+                                          nbformat.v4.new_code_cell("print('changed')")])
+    nbformat.write(nb2, src)
+    assert "Not executed in this build" in hooks.render(src)
