@@ -151,8 +151,8 @@ def _write_plots(dt, tab, mix_table, forecasts, eps, outdir: Path) -> list[tuple
         ("forest", lambda: plots.plot_forest(dt, outdir / "forest.png", var_names=["theta"],
                                              coords={"feature": list(tab.index)})),
         ("privacy-utility", lambda: plots.plot_privacy_utility(
-            forecasts, outdir / "privacy_utility.png", y="interval_inflation", group="method",
-            title=f"forecast (public inputs): interval width / untempered; this run eps = {eps:g}")),
+            forecasts, outdir / "privacy_utility.png", y="interval_inflation", group="method",  # width / untempered
+            title=f"forecast from public inputs (this run: eps = {eps:g})")),
     ]
     out = []
     for name, job in jobs:
