@@ -151,7 +151,7 @@ def _write_plots(dt, tab, mix_table, forecasts, eps, outdir: Path) -> list[tuple
         ("forest", lambda: plots.plot_forest(dt, outdir / "forest.png", var_names=["theta"],
                                              coords={"feature": list(tab.index)})),
         ("privacy-utility", lambda: plots.plot_privacy_utility(
-            forecasts, outdir / "privacy_utility.png", y="interval_inflation", group="method",  # width / untempered
+            forecasts, outdir / "privacy_utility.png", y="interval_width_vs_untempered", group="method",
             title=f"forecast from public inputs (this run: eps = {eps:g})")),
     ]
     out = []
@@ -262,7 +262,7 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
             except ValueError:  # no beta meets this eps at this ess: nothing to draw
                 continue
             forecasts.append({"method": f"posterior mode, ESS {ess} (forecast)", "eps": e,
-                              "interval_inflation": fp.posterior["interval_inflation"]})
+                              "interval_width_vs_untempered": fp.posterior["interval_inflation"]})
     written = _write_plots(dt, shown, mtab, forecasts, eps, plots_dir)
     click.echo("")
     click.echo(f"plots in {plots_dir}/: " + ", ".join(f"{name} {Path(w).name}" if not w.startswith("failed")
