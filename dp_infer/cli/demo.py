@@ -123,6 +123,20 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
     return expected
 
 
+def _prior_warning(loss, n, dim, **kw) -> None:
+    """The close-to-prior lines of :func:`dp_infer.routes.forecast.forecast_posterior` (public inputs
+    only), where that module exists (issue 27's forecast); nothing otherwise."""
+    try:
+        from ..routes.forecast import forecast_posterior
+    except ImportError:
+        return
+    chains = kw.pop("chains")
+    fc = forecast_posterior(loss, n, dim, num_chains=chains, **kw)
+    for line in fc.explain().splitlines():
+        if "WARNING" in line or "prior sd" in line or "within 10% of the prior" in line:
+            click.echo(line)
+
+
 def _coefficient_table(draws: np.ndarray, names, mix_table) -> "object":
     import pandas as pd
 
@@ -188,6 +202,8 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
                              chains=chains, rows=rows, precond_share=precond_share, X_public=a.X_test,
                              num_draws=num_draws, kernel=kernel, friction=friction)
         _print_forecast(plan, full=full, eps=eps, delta=delta)
+        _prior_warning(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess, chains=chains,
+                       rows=rows, precond_share=precond_share, kernel=kernel, friction=friction)
         if plan.posterior["interval_inflation"] > 10:
             click.echo(f"  note         at this n and eps the tempered posterior is far wider than the data's own: "
                        f"its sd is about {plan.posterior['interval_inflation']:.3g}x the untempered posterior's; "
