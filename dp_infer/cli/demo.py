@@ -131,7 +131,10 @@ def _prior_warning(loss, n, dim, **kw) -> None:
     except ImportError:
         return
     chains = kw.pop("chains")
-    fc = forecast_posterior(loss, n, dim, num_chains=chains, **kw)
+    try:
+        fc = forecast_posterior(loss, n, dim, num_chains=chains, **kw)
+    except TypeError:  # another signature: the demo keeps its own forecast above
+        return
     for line in fc.explain().splitlines():
         if "WARNING" in line or "prior sd" in line or "within 10% of the prior" in line:
             click.echo(line)
