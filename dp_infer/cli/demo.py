@@ -52,12 +52,14 @@ FORECAST_EPS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 #: rows in the printed coefficient table
 TABLE_ROWS = 12
 #: the time forecast: seconds per kernel step of 4 chains on Adult's 30,162 x 100 rows on an idle
-#: 2-core machine (README's results table: 24,768 steps of the --full plan in 29 s, second moment
-#: and compilation included), scaled by rows x features x chains for other shapes; plus the fixed
-#: part (imports, data, compilation, ArviZ checks, plots) measured on the same machine. A measured
-#: step (a compiled loop on placeholder rows) was tried and dropped: on a loaded machine it costs
-#: 20 s and is off by 3-5x either way; the progress bar's ETA is the live figure.
-STEP_SECONDS_IDLE = 1.2e-3
+#: 2-core machine, scaled by rows x features x chains for other shapes, plus the fixed part
+#: (imports, data, compilation, ArviZ checks, plots). Calibrated for issue 29 from the CPU time of
+#: the whole quick demo (77 s user + system for 14,210 steps, about 3.9 ms of CPU per step; XLA
+#: spreads a step over both cores, so 2-4 ms of wall time) -- an estimate: README's results table
+#: has the measurements. A step measured on the spot (a compiled loop on placeholder rows) was
+#: tried and dropped: on a loaded machine it costs 20 s and is off by 3-5x either way; the
+#: progress bar's ETA is the live figure.
+STEP_SECONDS_IDLE = 2.5e-3
 STEP_SHAPE = 30162 * 100 * 4
 FIXED_SECONDS = 20.0
 
