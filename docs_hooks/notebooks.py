@@ -59,11 +59,19 @@ def execute(path: Path, timeout: int = 600):
 
     nb = nbformat.read(path, as_version=4)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    # the kernel's figures must become outputs: the inline backend, whatever the build process uses
+    old_backend = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     (ROOT / "build").mkdir(exist_ok=True)  # the notebooks' working directory (files they write land there)
     t0 = time.perf_counter()
-    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT / "build")}}).execute()
+    try:
+        nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                resources={"metadata": {"path": str(ROOT / "build")}}).execute()
+    finally:
+        if old_backend is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = old_backend
     return nb, time.perf_counter() - t0
 
 

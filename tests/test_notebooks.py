@@ -24,6 +24,7 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 KERNEL_NAME = "dp-infer-test-python"
 CELL_TIMEOUT = 300  # seconds per cell
+INLINE = "module://matplotlib_inline.backend_inline"
 
 
 def test_notebooks_exist():
@@ -80,8 +81,13 @@ def test_notebook_executes(path, venv_kernel, tmp_path):
         timeout=CELL_TIMEOUT,
         resources={"metadata": {"path": str(tmp_path)}},  # run in a scratch dir: files land there
     )
+    old_backend = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = INLINE  # the kernel's figures become outputs the docs page shows
     t0 = time.perf_counter()
-    client.execute()
+    try:
+        client.execute()
+    finally:
+        os.environ["MPLBACKEND"] = old_backend if old_backend is not None else "Agg"
     seconds = time.perf_counter() - t0
     printed = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("output_type") == "stream").strip()
     assert Path(printed).resolve() == Path(sys.executable).resolve(), (
