@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 KERNEL_NAME = "dp-infer-test-python"
 CELL_TIMEOUT = 300  # seconds per cell
+INLINE = "module://matplotlib_inline.backend_inline"
 
 
 def test_notebooks_exist():
@@ -79,8 +81,50 @@ def test_notebook_executes(path, venv_kernel, tmp_path):
         timeout=CELL_TIMEOUT,
         resources={"metadata": {"path": str(tmp_path)}},  # run in a scratch dir: files land there
     )
-    client.execute()
+    old_backend = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = INLINE  # the kernel's figures become outputs the docs page shows
+    t0 = time.perf_counter()
+    try:
+        client.execute()
+    finally:
+        os.environ["MPLBACKEND"] = old_backend if old_backend is not None else "Agg"
+    seconds = time.perf_counter() - t0
     printed = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("output_type") == "stream").strip()
     assert Path(printed).resolve() == Path(sys.executable).resolve(), (
         f"notebook kernel ran {printed!r}, not the test interpreter {sys.executable!r}"
     )
+    # the executed copy (outputs + measured wall time) is what the docs site renders; it goes to
+    # build/notebooks/ (git-ignored), never into the committed notebook
+    nb.cells.pop(0)
+    _hooks().store_executed(path, nb, seconds)
+
+
+def _hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dp_infer_docs_hooks", ROOT / "docs_hooks" / "notebooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_docs_page_of_an_executed_notebook_shows_its_outputs_and_time(tmp_path, monkeypatch):
+    """The docs hook renders a cached execution: text and PNG outputs, and the measured run time."""
+    hooks = _hooks()
+    src = tmp_path / "99_demo.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("A demo title\n\nSome words."),
+                                         nbformat.v4.new_code_cell("print('hi')")])
+    nbformat.write(nb, src)
+    monkeypatch.setattr(hooks, "CACHE_DIR", tmp_path / "cache")
+    page = hooks.render(src)
+    assert page.startswith("# A demo title") and "Not executed in this build" in page
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n"),
+                           nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="})]
+    hooks.store_executed(src, nb, 12.34)
+    page = hooks.render(src)
+    assert "Run in 12 s" in page and "```text\nhi\n```" in page and "data:image/png;base64,iVBORw0KGgo=" in page
+    # a changed source is not rendered with the old outputs
+    nb2 = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("A demo title"),
+                                          nbformat.v4.new_code_cell("print('changed')")])
+    nbformat.write(nb2, src)
+    assert "Not executed in this build" in hooks.render(src)

@@ -22,9 +22,11 @@ def open_cli_ledger(ledger, dataset_id, budget):
     return open_ledger(ledger, dataset_id=dataset_id, budget=budget)
 
 
-def note_unrecorded() -> None:
-    """One line on stderr when a spending command runs without ``--ledger``."""
-    click.echo("note: no --ledger given: this run's privacy spend is not recorded anywhere", err=True)
+def note_unrecorded(eps=None, delta=None, what: str = "this run") -> None:
+    """One line on stderr: a spending command runs without ``--ledger``, so nothing records it."""
+    spend = f" spends (eps, delta) = ({eps:.4g}, {delta:g}) and" if eps is not None else ""
+    click.echo(f"note: no --ledger: {what}{spend} is not recorded anywhere (pass --ledger FILE to keep the "
+               "spend and enforce a budget)", err=True)
 
 
 def echo_spent(led, ledger, dataset_id, what: str) -> None:

@@ -17,8 +17,30 @@ def report(run_file, plots):
     click.echo(report_from_file(run_file, plots))
 
 
+def _ledger_options(exists: bool):
+    """``--ledger FILE`` (the name every spending command uses) and, kept as an alias, the older
+    positional ``LEDGER_FILE``; exactly one of the two."""
+    kind = click.Path(exists=exists, dir_okay=False)
+
+    def deco(f):
+        f = click.option("--ledger", "ledger_opt", type=kind, default=None,
+                         help="the SQLite privacy ledger (the same --ledger FILE as demo, sample, rashomon, schema draft)")(f)
+        return click.argument("ledger_file", type=kind, required=False, metavar="[LEDGER_FILE]")(f)
+    return deco
+
+
+def _one_ledger(ledger_file, ledger_opt) -> str:
+    if ledger_file is not None and ledger_opt is not None and ledger_file != ledger_opt:
+        raise click.UsageError("give the ledger once: --ledger FILE (or the positional LEDGER_FILE, an alias)")
+    led = ledger_opt if ledger_opt is not None else ledger_file
+    if led is None:
+        raise click.UsageError("--ledger FILE is required (the SQLite privacy ledger)")
+    return led
+
+
 class _ShowByDefault(click.Group):
-    """``dp-infer budget LEDGER ...`` (no sub-command) means ``dp-infer budget show LEDGER ...``."""
+    """``dp-infer budget --ledger FILE ...`` (no sub-command) means ``dp-infer budget show --ledger FILE ...``
+    (and the older ``dp-infer budget LEDGER ...`` still works)."""
 
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
@@ -32,12 +54,13 @@ def budget():
 
 
 @budget.command("show")
-@click.argument("ledger_file", type=click.Path(exists=True, dir_okay=False))
+@_ledger_options(exists=True)
 @click.option("--dataset-id", default="default", show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="write a spent-vs-remaining PNG here")
-def show(ledger_file, dataset_id, plot):
+def show(ledger_file, ledger_opt, dataset_id, plot):
     """Spent and remaining privacy budget of a dataset in a ledger (composed by the accountant)."""
+    ledger_file = _one_ledger(ledger_file, ledger_opt)
     from ..privacy.ledger import Ledger
 
     led = Ledger(ledger_file)
@@ -61,13 +84,14 @@ def show(ledger_file, dataset_id, plot):
 
 
 @budget.command("register")
-@click.argument("ledger_file", type=click.Path(dir_okay=False))
+@_ledger_options(exists=False)
 @click.option("--dataset-id", default="default", show_default=True, help="dataset name in the ledger")
 @click.option("--eps", "eps_budget", type=float, required=True, help="total epsilon budget, in (0, inf)")
 @click.option("--delta", "delta_budget", type=float, required=True, help="delta at which eps is stated, in (0, 1)")
-def register(ledger_file, dataset_id, eps_budget, delta_budget):
+def register(ledger_file, ledger_opt, dataset_id, eps_budget, delta_budget):
     """Register a dataset's (eps, delta) budget (creates the ledger file if needed; a budget is never
     changed: re-registering with other values is refused)."""
+    ledger_file = _one_ledger(ledger_file, ledger_opt)
     from ..privacy.ledger import Ledger
 
     led = Ledger(ledger_file)
@@ -78,16 +102,17 @@ def register(ledger_file, dataset_id, eps_budget, delta_budget):
 
 
 @budget.command("history")
-@click.argument("ledger_file", type=click.Path(exists=True, dir_okay=False))
+@_ledger_options(exists=True)
 @click.option("--dataset-id", default=None, help="one dataset (default: every registered dataset)")
-def history(ledger_file, dataset_id):
+def history(ledger_file, ledger_opt, dataset_id):
     """Every charged run, oldest first: time, label, status, the run's own eps and the composed total."""
+    ledger_file = _one_ledger(ledger_file, ledger_opt)
     from ..privacy.ledger import Ledger
 
     led = Ledger(ledger_file)
     ids = [dataset_id] if dataset_id is not None else [d["dataset_id"] for d in led.datasets()]
     if not ids:
-        click.echo(f"ledger {ledger_file}: no dataset registered (dp-infer budget register LEDGER --eps E --delta D)")
+        click.echo(f"ledger {ledger_file}: no dataset registered (dp-infer budget register --ledger FILE --eps E --delta D)")
     for ds in ids:
         sp = led.spent(ds)
         click.echo(f"dataset {ds!r}: budget eps = {sp['eps_budget']:g} at delta = {sp['delta_budget']:g}; "

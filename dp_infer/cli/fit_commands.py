@@ -19,13 +19,7 @@ from .common import (
 )
 from .posterior import check_mode_options, run_and_report_posterior
 
-#: the demo's prior in posterior mode: N(0, 10^2) per coordinate on the schema's scaled features
-#: (rows of norm <= 1; N(0, 1 / 0.17) on the natural-unit features, which are sqrt(17) times larger)
-DEMO_PRIOR_PRECISION = 0.01
-#: the demo's effective draws: ArviZ's bar is max R-hat <= 1.01 on every one of the 100 parameters,
-#: which needs about 1000 (measured on this plan: 446 effective draws -> max R-hat 1.018, 1082 ->
-#: 1.0096, 1312 -> 1.0049); 400 suffices for bulk ESS alone. Each extra draw costs beta (accuracy).
-DEMO_ESS = 1000
+from .demo import DEFAULT_PLOTS, DEMO_PRIOR_PRECISION, FULL_ESS, QUICK_ESS, run_demo_posterior  # noqa: F401
 
 
 def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, chains, kernel,
@@ -100,16 +94,25 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
 
 @click.command()
 @mode_option("posterior")
+@click.option("--full", is_flag=True, default=False,
+              help=f"posterior mode: plan for {FULL_ESS} effective draws (every R-hat <= 1.01) and print the full "
+                   f"privacy report; default: a quick plan for {QUICK_ESS} (about a minute on 2 cores)")
+@click.option("--plots", type=click.Path(file_okay=False), default=None,
+              help=f"posterior mode: folder for the rank, forest and privacy-utility plots (default ./{DEFAULT_PLOTS}/)")
 @with_options(COMMON_OPTIONS)
-def demo(mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ess, prior_precision,
-         precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
+def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ess,
+         prior_precision, precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
     """Private Bayesian logistic regression on the embedded UCI Adult data.
 
-    Default (--mode posterior): 4 chains of preconditioned Langevin planned for 1000 effective draws
-    of N(0, 10^2 I) x exp(-beta L) on the Adult files read through the shipped schema (identifiable
-    coding, sensitivity over the rows the schema admits); --mode estimate: the accuracy-first plan
-    on the embedded pipeline's features."""
+    Default (--mode posterior): 4 chains of preconditioned Langevin on N(0, 10^2 I) x exp(-beta L)
+    on the Adult files read through the shipped schema (identifiable coding, sensitivity over the
+    rows the schema admits), planned for 400 effective draws (quick) or 1000 with --full; prints the
+    plan and its forecast before sampling, a coefficient table named by feature, and writes plots.
+    --mode estimate: the accuracy-first plan on the embedded pipeline's features."""
     from .. import datasets, losses
+
+    if mode == "estimate" and (full or plots is not None):
+        raise ValueError("--full and --plots apply to --mode posterior only")
 
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
@@ -126,14 +129,10 @@ def demo(mode, eps, delta, pure, route, radius, horizon, chains, kernel, frictio
                    f"coded against a reference level); every row lies in the schema's admissible set, norm <= "
                    f"{rows.max_norm():g}")
         click.echo("")
-        run_and_report_posterior(losses.logistic(row_norm=rows.max_norm()), a.X_train, a.y_train, command="demo",
-                                 eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction,
-                                 ess=DEMO_ESS if ess is None else ess,
-                                 prior_precision=DEMO_PRIOR_PRECISION if prior_precision is None else prior_precision,
-                                 precond_share=precond_share, rows=rows, seed=seed, key_impl=key_impl,
-                                 progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget,
-                                 X_test=a.X_test, y_test=a.y_test, out=out, feature_names=a.feature_names,
-                                 nonprivate=nonprivate)
+        run_demo_posterior(a, rows, full=full, eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction,
+                           ess=ess, prior_precision=prior_precision, precond_share=precond_share, seed=seed,
+                           key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
+                           budget=budget, out=out, plots=plots, nonprivate=nonprivate)
         return
     data = datasets.load_adult()
     click.echo(f"data: {data.attribution}")
@@ -207,7 +206,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
                         kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
                         key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
                         budget=budget, X_test=d.X_test, y_test=d.y_test, out=out, nonprivate=nonprivate,
-                        extra_attrs=d.attrs)
+                        extra_attrs=d.attrs, feature_names=d.feature_names)
         return
     if target is None or split is not None:
         raise ValueError("target: --target is required without --schema (and --split needs --schema)")

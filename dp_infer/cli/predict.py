@@ -86,9 +86,9 @@ def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, 
     model = load_model_function(model_spec) if model_spec else None
     run = PrivateRun.load(run_file, model=model)
     encoded = encode_with_stored_schema(run_file, data_file, delimiter, no_header, names)
-    labels = None
+    labels = target = None
     if encoded is not None:  # a schema run: encode the raw columns exactly as in training
-        X, names, labels, kind = encoded
+        X, names, labels, kind, target = encoded
         if not run.feature_names:
             run.feature_names = names
         click.echo(f"rows encoded by the schema stored in {run_file}")
@@ -110,12 +110,16 @@ def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, 
             table[f"probability_{k}"] = np.asarray(pred["probs"])[:, k]
     from ..infer.prediction import labels_from
 
-    table["prediction"] = labels_from(pred)
+    codes = np.asarray(labels_from(pred))
+    table["prediction"] = codes
+    if target is not None and target.kind == "binary" and target.positive and target.negative:
+        # back in the schema's own values: 1 -> its first positive label, 0 -> its first negative one
+        table["prediction"] = np.where(codes > 0.5, target.positive[0], target.negative[0])
     frame = pd.DataFrame(table)
     src = "purified estimate" if run.purified is not None else "released draws after burn-in"
     click.echo(f"{data_file}: {len(frame)} rows predicted from the {src} of {run_file} (post-processing)")
     if labels is not None and "probability" in table:
-        acc = float(np.mean((np.asarray(table["prediction"]) > 0.5) == (np.asarray(labels) > 0.5)))
+        acc = float(np.mean((codes > 0.5) == (np.asarray(labels) > 0.5)))
         click.echo(f"accuracy on these rows: {acc:.4f} (computed from their labels: NON-PRIVATE if they are private)")
     if out:
         frame.to_csv(out, index=False)

@@ -194,7 +194,10 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
             click.echo(f"ledger {ledger}: charged (eps = {eps:g}, delta = {delta:g}) before drafting; dataset "
                        f"{dataset_id!r} has spent eps = {res.receipt.eps_spent:.4g} of {res.receipt.eps_budget:g}")
         else:
-            click.echo(f"private draft at (eps = {eps:g}, delta = {delta:g}); no ledger given: account for it yourself")
+            from .common import note_unrecorded
+
+            click.echo(f"private draft at (eps = {eps:g}, delta = {delta:g})")
+            note_unrecorded(eps, delta, "this private draft")
     else:
         if eps is not None or kind_map or ledger is not None:
             raise ValueError("eps: --eps, --kind and --ledger apply to a --private draft only (a non-private "
@@ -226,7 +229,8 @@ def check(data_file, schema_file, delimiter, no_header, names):
 
 def encode_with_stored_schema(run_file, data_file, delimiter=None, no_header=False, names=None):
     """The rows of DATA_FILE encoded by the schema stored in RUN_FILE (``sample --schema`` runs):
-    ``(X, feature_names, y_or_None, target_kind)``, or None when the run stores no schema."""
+    ``(X, feature_names, y_or_None, target_kind, target)``, or None when the run stores no schema
+    (``target``: the schema's :class:`~dp_infer.schema.target.Target` or None)."""
     from ..diagnostics import load
     from ..schema import FeatureMap, Schema
 
@@ -236,4 +240,4 @@ def encode_with_stored_schema(run_file, data_file, delimiter=None, no_header=Fal
     schema = Schema.from_dict(json.loads(raw) if isinstance(raw, str) else raw)
     fmap = FeatureMap(schema)
     enc = fmap.transform(data_file, target="optional", **_read_kwargs(delimiter, no_header, names))
-    return enc.X, list(fmap.feature_names), enc.y, (schema.target.kind if schema.target else "numeric")
+    return enc.X, list(fmap.feature_names), enc.y, (schema.target.kind if schema.target else "numeric"), schema.target

@@ -42,6 +42,24 @@ def _posterior_arrays(obj: Any) -> tuple[dict[str, np.ndarray], xr.DataTree | No
     )
 
 
+def _event_coords(dt, arrays) -> dict[str, list[list]]:
+    """The coordinate values of each variable's event dims in the DataTree's posterior (ArviZ
+    coords such as feature names), for variables whose every event dim has them."""
+    out: dict[str, list[list]] = {}
+    if dt is None or "posterior" not in dt.children:
+        return out
+    post = dt["posterior"]
+    for k in arrays:
+        if k not in post.data_vars:
+            continue
+        dims = [d for d in post[k].dims if d not in ("chain", "draw")]
+        if dims and all(d in post[k].coords for d in dims):
+            vals = [[v.item() if hasattr(v, "item") else v for v in post[k].coords[d].values] for d in dims]
+            if [len(v) for v in vals] == list(arrays[k].shape[2:]):
+                out[k] = vals
+    return out
+
+
 def _segments(x: np.ndarray, segments: int) -> np.ndarray:
     """One chain (draw, ...) -> (segments, draw // segments, ...) contiguous pseudo-chains."""
     n = (x.shape[0] // segments) * segments
@@ -200,6 +218,7 @@ def check_mixing(
         t_rel = check_positive("report['relaxation_time']", rep["relaxation_time"])
 
     result = MixingReport(
+        coords=_event_coords(dt, arrays),
         num_chains=num_chains,
         num_draws=num_draws,
         rhat=rhat,

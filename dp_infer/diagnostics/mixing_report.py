@@ -60,6 +60,9 @@ class MixingReport:
     predicted_relaxation_time: float | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: per variable, the coordinate values of each event dimension (ArviZ coords, e.g. feature
+    #: names); the table then says ``theta[age]`` instead of ``theta[1]``
+    coords: dict[str, list[list]] = dataclasses.field(default_factory=dict)
 
     # ------------------------------------------------------------------ aggregates
     @staticmethod
@@ -91,14 +94,18 @@ class MixingReport:
         return not self.warnings
 
     def table(self):
-        """A pandas DataFrame, one row per scalar component (``theta[0]``, ...)."""
+        """A pandas DataFrame, one row per scalar component (``theta[age]`` when the run has
+        coords for the dimension, else ``theta[0]``, ...)."""
         import pandas as pd
 
         rows = {}
         for name in self.rhat:
             shape = np.shape(self.rhat[name])
+            dim_coords = self.coords.get(name)
             for idx in np.ndindex(*shape) if shape else [()]:
-                label = name + (f"[{','.join(map(str, idx))}]" if idx else "")
+                parts = ([str(dim_coords[k][i]) for k, i in enumerate(idx)]
+                         if dim_coords is not None and len(dim_coords) == len(idx) else list(map(str, idx)))
+                label = name + (f"[{','.join(parts)}]" if idx else "")
                 rows[label] = {
                     "r_hat": float(np.asarray(self.rhat[name])[idx]),
                     "ess_bulk": float(np.asarray(self.ess_bulk[name])[idx]),

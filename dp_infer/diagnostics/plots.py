@@ -33,6 +33,7 @@ __all__ = [
     "plot_trace",
     "plot_rank",
     "plot_autocorr",
+    "plot_forest",
     "plot_privacy_utility",
     "plot_budget",
     "write_report_plots",
@@ -97,27 +98,35 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
-def _arviz_plot(name: str, dt: Any, path: str | Path, var_names, max_components: int, **kw) -> Path:
-    """Call ``az.<name>`` with the matplotlib backend on at most ``max_components`` per variable."""
+def _arviz_plot(name: str, dt: Any, path: str | Path, var_names, max_components: int, coords=None,
+                **kw) -> Path:
+    """Call ``az.<name>`` with the matplotlib backend on ``coords`` (ArviZ's selection, e.g.
+    ``{"feature": ["age", "hours-per-week"]}``) or else the first ``max_components`` per variable."""
     import arviz as az
 
     dt = _as_tree(dt)
     with quiet_nonfinite():
-        pc = getattr(az, name)(dt, var_names=var_names, coords=_limit(dt, max_components),
-                               backend="matplotlib", **kw)
+        pc = getattr(az, name)(dt, var_names=var_names, coords=coords if coords is not None else
+                               _limit(dt, max_components), backend="matplotlib", **kw)
     return _finish(pc, dt, path)
 
 
 def plot_trace(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
-               max_components: int = MAX_COMPONENTS) -> Path:
+               max_components: int = MAX_COMPONENTS, coords: Mapping | None = None) -> Path:
     """Trace + marginal density per variable (``az.plot_trace_dist``), divergences as a rug."""
-    return _arviz_plot("plot_trace_dist", dt, path, var_names, max_components)
+    return _arviz_plot("plot_trace_dist", dt, path, var_names, max_components, coords)
 
 
 def plot_rank(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
-              max_components: int = MAX_COMPONENTS) -> Path:
+              max_components: int = MAX_COMPONENTS, coords: Mapping | None = None) -> Path:
     """Rank ECDF-difference plot per variable and chain (``az.plot_rank``)."""
-    return _arviz_plot("plot_rank", dt, path, var_names, max_components)
+    return _arviz_plot("plot_rank", dt, path, var_names, max_components, coords)
+
+
+def plot_forest(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
+                max_components: int = 30, coords: Mapping | None = None) -> Path:
+    """Posterior mean and credible intervals per parameter, chains combined (``az.plot_forest``)."""
+    return _arviz_plot("plot_forest", dt, path, var_names, max_components, coords, combined=True)
 
 
 def plot_autocorr(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
@@ -234,7 +243,12 @@ def plot_privacy_utility(
                 ev = np.where(np.isfinite(ev), ev, 0.0)
             ax.errorbar(xv, yv, yerr=ev, marker="o", capsize=3, label=name)
         if logx:
+            from matplotlib.ticker import NullFormatter, ScalarFormatter
+
             ax.set_xscale("log")
+            ax.set_xticks(sorted(set(xs_all[xs_all > 0].tolist())))
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("privacy budget " + ("ε" if x == "eps" else x))
         ax.set_ylabel(y.replace("_", " "))
         ax.set_title(title or f"{y.replace('_', ' ')} vs privacy")

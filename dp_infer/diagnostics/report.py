@@ -113,7 +113,9 @@ def format_report(report: Any) -> str:
         lines.append(f"  chain cost              : {k} chains compose (mu x sqrt(K), RDP x K)")
     assumptions = rep.get("assumptions")
     used.add("assumptions")
-    others = {k: v for k, v in rep.items() if k not in used}
+    # empty fields (None, '', [], {}) say nothing: they stay in the run file, not in the text
+    others = {k: v for k, v in rep.items() if k not in used and v is not None and not (
+        isinstance(v, (str, list, tuple, dict)) and len(v) == 0)}
     if others:
         lines.append("  other:")
         for k, v in others.items():

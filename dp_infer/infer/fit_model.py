@@ -28,6 +28,8 @@ import dataclasses
 from functools import partial
 from typing import Any, Callable
 
+import numpy as np
+
 from .._validation import check_nonnegative, check_positive
 from ..routes.calibrate import calibrate
 from ..kernels._common import check_extra_fields
@@ -35,6 +37,8 @@ from ..model.bridge import loss_from_model
 from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
 from .run import PrivateRun
 from ..privacy.ledger import charged
+from ..model.clipping import (DEFAULT_COUNT_SHARE, check_bounds, clip_warning, composed_event, default_clip_norm,
+                              private_clip_count, split_budget)
 
 __all__ = ["fit_model", "sample_model", "plan_model", "prepare_model"]
 
@@ -48,10 +52,15 @@ def _check_mapping(name: str, value) -> dict:
 
 
 def prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name,
-             model_kwargs=None, index_ranges=None):
+                  model_kwargs=None, index_ranges=None, bounds=None):
     """Every model option checked, then the model read on placeholder rows (nothing charged yet).
     Returns ``(ModelLoss, coords, dims, rows)``: ``rows`` is X with the per-row ``model_kwargs``
-    appended as columns (what the loss reads)."""
+    appended as columns (what the loss reads). ``clip_norm=None``: the likelihood's default from
+    the declared ``bounds`` (:func:`dp_infer.model.clipping.default_clip_norm`), or a one-line refusal."""
+    if clip_norm is None:
+        clip_norm, _ = default_clip_norm(model, int(np.shape(ml_X(X))[1]), bounds, x_name=x_name, y_name=y_name)
+    elif bounds is not None:
+        check_bounds(bounds)
     C = check_positive("clip_norm", clip_norm)
     if smoothness is not None:
         smoothness = check_positive("smoothness", smoothness)
@@ -114,13 +123,22 @@ def sample_model(model: Callable, X, y, plan, *, sample: Callable, clip_norm: fl
     run.model_description = desc
     run._constrain = ml.constrain
     run.feature_names = names
-    run.coords = {**ml.coords(), **coords} or None
-    run.dims = {**ml.dims(), **dims}
+    model_dims = ml.dims()
+    auto = {}
+    if names:  # a DataFrame's column names label a coefficient vector with one entry per column
+        for site in ml.sites:
+            if site.name not in dims and len(site.shape) == 1 and site.shape[0] == len(names) \
+                    and site.dims[0] == f"{site.name}_dim_0":
+                model_dims[site.name] = ["feature"]
+                auto["feature"] = names
+    run.coords = {**ml.coords(), **auto, **coords} or None
+    run.dims = {**model_dims, **dims}
     return run
 
 
 def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: float | None,
-              clip_norm: float = 1.0, smoothness: float | None = None,
+              clip_norm: float | None = None, bounds: dict | None = None,
+              clip_count_share: float = DEFAULT_COUNT_SHARE, smoothness: float | None = None,
               prior_curvature_bound: float | None = None, init_strategy=None,
               coords: dict | None = None, dims: dict | None = None, x_name: str = "X", y_name: str = "y",
               route: str = "auto", horizon: float = 1.0, num_chains: int = 1, kernel: str = "langevin",
@@ -134,7 +152,15 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     :param model: ``model(X=None, y=None)`` observing ``y`` inside a ``numpyro.plate`` over rows
         (the data argument names are ``x_name`` / ``y_name``).
     :param clip_norm: per-example gradient bound C (> 0) in the unconstrained latent space; the
-        sensitivity is G / n = 2 C / n. Choose it a priori (never from the data).
+        sensitivity is G / n = 2 C / n. Choose it a priori (never from the data). Default (None):
+        from the likelihood and ``bounds`` (:func:`dp_infer.model.clipping.default_clip_norm`;
+        Bernoulli 1 x sqrt(1 + x_norm^2), Poisson needs ``bounds={"y_max": Y}``, a likelihood
+        with an unbounded score is refused).
+    :param bounds: public bounds on the data, ``{"x_norm": R, "y_max": Y}`` (declared, never read).
+    :param clip_count_share: share of the run's mu^2 (Gaussian DP) spent on a private count of the
+        rows whose gradient the clip touches at the released posterior mean (reported as
+        ``clipped_rows``, with a warning above 10%); 0 turns the count off. The run and the count
+        compose to the (eps, delta) asked for.
     :param smoothness: your claim of the per-example curvature M (unconstrained space), used for
         the step size only; default ``clip_norm`` (stated in the report as a default).
     :param prior_curvature_bound: the prior's curvature for the step size (default: computed at
@@ -152,19 +178,40 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     Everything else is :func:`dp_infer.fit`'s.
     """
     prepared = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name,
-                        model_kwargs, index_ranges)
+                             model_kwargs, index_ranges, bounds)
     ml = prepared[0]
     extra_fields = tuple(extra_fields)
-    plan, c_prior = plan_model(ml, int(len(y)), prior_curvature_bound=prior_curvature_bound, eps=eps,
+    share = 0.0 if delta is None else clip_count_share
+    eps_run, mu_count = split_budget(eps, delta, share) if delta is not None else (eps, 0.0)
+    plan, c_prior = plan_model(ml, int(len(y)), prior_curvature_bound=prior_curvature_bound, eps=eps_run,
                                delta=delta, route=route, domain=domain, horizon=horizon, num_chains=num_chains,
                                kernel=kernel, friction=friction, lam_rel=lam_rel, num_draws=num_draws,
                                **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
+    if mu_count > 0:  # the count is charged with the run, before anything touches the data
+        plan = dataclasses.replace(plan, eps=eps, event=composed_event(plan.event, mu_count), options=())
     with charged(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}"):
-        run = sample_model(model, X, y, plan, sample=sample, clip_norm=clip_norm, smoothness=smoothness,
-                           init_strategy=init_strategy, domain=domain, prior_curvature=c_prior,
+        run = sample_model(model, X, y, plan, sample=sample, clip_norm=prepared[0].loss.clip_norm,
+                           smoothness=smoothness, init_strategy=init_strategy, domain=domain, prior_curvature=c_prior,
                            _prepared=prepared, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
                            chain_method=chain_method, extra_fields=extra_fields, debug=debug)
+        if mu_count > 0:
+            import jax
+
+            from ..randomness import secret_key
+
+            key, _ = secret_key(seed, impl=key_impl)
+            key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
+            counted = private_clip_count(ml, run.posterior_mean(), ml_X(X), y, ml.loss.clip_norm, mu_count, key)
+            # the report holds what was charged (data independent); the released count is run.clipped_rows
+            run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
+            run.clipped_rows = counted
+            msg = clip_warning(counted)
+            if msg:
+                import warnings
+
+                warnings.warn(msg, UserWarning, stacklevel=3)
+                counted["warning"] = msg
     return run
 
 

@@ -63,6 +63,8 @@ class PrivateRun:
     extensions: list = field(default_factory=list)
     model: Callable | None = None
     report_extras: dict = field(default_factory=dict)
+    #: a model run's charged, noisy count of the rows its gradient clip touches (dp_infer.model.clipping)
+    clipped_rows: dict | None = None
     _mcmc: Any = field(default=None, repr=False)
     _potential: Any = field(default=None, repr=False)
     _constrain: Callable | None = field(default=None, repr=False)

@@ -53,6 +53,8 @@ def test_sample_with_schema_split_and_predict(tmp_path):
     dt = load(out)
     stored = json.loads(dt.attrs["dp_infer_schema"])
     assert stored["target"]["positive"] == ["2"] and json.loads(dt.attrs["dp_infer_feature_names"])[0] == "intercept"
+    # the schema's feature names are the draws' ArviZ coords (theta[intercept], not theta[0])
+    assert list(dt["posterior"]["theta"].coords["feature"].values[:2]) == json.loads(dt.attrs["dp_infer_feature_names"])[:2]
     blob = json.dumps({k: str(v) for k, v in dt.attrs.items()})
     assert "n_rows_read" not in blob and "NON-PRIVATE" not in blob  # no local report in the run
     assert get_report(dt)["eps_spent"] <= 4 * (1 + 1e-9)
@@ -60,6 +62,9 @@ def test_sample_with_schema_split_and_predict(tmp_path):
     assert pred.exit_code == 0, pred.output
     lines = (tmp_path / "p.csv").read_text().splitlines()
     assert lines[0] == "probability,prediction" and len(lines) == 801
+    # labels come back in the schema's own values (positive 2, negative 1), not 0/1
+    rows = [ln.split(",") for ln in lines[1:]]
+    assert {r[1] for r in rows} <= {"1", "2"} and all((float(p) > 0.5) == (lab == "2") for p, lab in rows)
 
 
 def test_draft_nonprivate_then_private_with_ledger(tmp_path):

@@ -73,13 +73,21 @@ def test_regressors():
         PrivatePoissonRegression(max_count=5, random_state=0, **FAST).fit(X, yc + 10)
 
 
-def test_rows_beyond_the_declared_norm_are_refused_unless_clipped():
+def test_rows_beyond_the_declared_norm_are_clipped_by_default_or_refused():
     X, y = _classification()
     X = 3 * X
     with pytest.raises(ValueError, match="exceed the declared row_norm"):
-        PrivateLogisticRegression(random_state=0, **FAST).fit(X, y)
-    m = PrivateLogisticRegression(clip_rows=True, random_state=0, **FAST).fit(X, y)
+        PrivateLogisticRegression(clip_rows=False, random_state=0, **FAST).fit(X, y)
+    d = PrivateLogisticRegression(random_state=0, **FAST).fit(X, y)
+    assert d.clip_report_ is None  # the default keeps no statistic of the private rows
+    m = PrivateLogisticRegression(clip_rows="report", random_state=0, **FAST).fit(X, y)
     assert m.clip_report_.n_clipped > 0
+    # the scaled rows are what ran: the same key on pre-scaled rows gives the same release
+    from dp_infer.datasets import clip_rows
+    np.testing.assert_allclose(d.coef_, PrivateLogisticRegression(clip_rows=False, random_state=0, **FAST)
+                               .fit(clip_rows(X, 1.0)[0], y).coef_, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="clip_rows must be"):
+        PrivateLogisticRegression(clip_rows="yes", random_state=0, **FAST).fit(X, y)
 
 
 def test_every_fit_of_a_grid_search_is_charged(tmp_path):

@@ -1,12 +1,15 @@
 """scikit-learn's estimator checks on the private estimators.
 
-Configuration: ``clip_rows=True`` (the checks fit on arbitrary unbounded data; by default rows
-beyond the declared ``row_norm`` are refused -- that default is the only reason the checks would
-fail), a large eps (the checks' accuracy thresholds are for non-private models), a short horizon
-and one chain (speed). The classifier and the Huber regressor run every applicable check; the
+With the estimators' DEFAULT settings every check passes: ``check_estimator(PrivateLogisticRegression())``
+56 of 56 and ``check_estimator(PrivateHuberRegression())`` 52 of 52 (measured for issue 29 with
+``sklearn.utils.estimator_checks.check_estimator(est, on_fail=None)``; the one check scikit-learn
+skips itself is ``check_array_api_input``, which needs SCIPY_ARRAY_API). Rows are clipped to the
+declared ``row_norm`` by default (``clip_rows=True``), which is what the checks' unbounded data
+need. Here the checks run with three speed settings only -- a large eps (the checks' accuracy
+thresholds are for non-private models), a short horizon and one chain -- no check is waived. The
 Poisson regressor shares their fit/predict code and runs the checks that depend on its target
-(positive-only counts) and link. Skipped by scikit-learn itself: ``check_array_api_input``
-(needs SCIPY_ARRAY_API) and the multiclass checks (tag ``multi_class=False``).
+(positive-only counts) and link. Skipped by scikit-learn itself: ``check_array_api_input`` and
+the multiclass checks (tag ``multi_class=False``).
 """
 
 import pytest
@@ -21,7 +24,7 @@ from dp_infer.infer.estimators import (
     PrivateHuberRegression, PrivateLogisticRegression, PrivatePoissonRegression,
 )
 
-_CFG = dict(eps=50.0, horizon=0.3, num_chains=1, clip_rows=True, random_state=0)
+_CFG = dict(eps=50.0, horizon=0.3, num_chains=1, random_state=0)  # speed only; clip_rows is the default
 
 
 @parametrize_with_checks([PrivateLogisticRegression(**_CFG), PrivateHuberRegression(**_CFG)])

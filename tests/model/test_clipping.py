@@ -1,0 +1,128 @@
+"""Clipping a model's gradients: the default from the likelihood and declared bounds, the refusal
+for Poisson without a count bound, the charged private count, and the how-to's code
+(docs/how-to/clipping.md) run as written."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import dp_infer
+from dp_infer.model.clipping import composed_event, default_clip_norm, split_budget
+from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
+from dp_infer.privacy.events import GdpEvent
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def logreg(X=None, y=None):
+    b = numpyro.sample("b", dist.Normal(0.0, 2.0))
+    w = numpyro.sample("w", dist.Normal(0.0, 2.0).expand([X.shape[1]]).to_event(1))
+    with numpyro.plate("data", X.shape[0]):
+        numpyro.sample("y", dist.Bernoulli(logits=b + X @ w), obs=y)
+
+
+def normal(X=None, y=None):
+    b = numpyro.sample("b", dist.Normal(0.0, 2.0))
+    with numpyro.plate("data", X.shape[0]):
+        numpyro.sample("y", dist.Normal(b + X[:, 0], 1.0), obs=y)
+
+
+def poisson(X=None, y=None):
+    b = numpyro.sample("b", dist.Normal(0.0, 2.0))
+    with numpyro.plate("data", X.shape[0]):
+        numpyro.sample("y", dist.Poisson(jnp.exp(b + X[:, 0])), obs=y)
+
+
+def test_default_clip_from_the_likelihood_and_declared_bounds():
+    C, why = default_clip_norm(logreg, 3)
+    assert C == pytest.approx(math.sqrt(2.0)) and "assumed" in why  # |y - p| <= 1, ||(1, x)|| <= sqrt(2)
+    C, why = default_clip_norm(logreg, 3, {"x_norm": 3.0})
+    assert C == pytest.approx(math.sqrt(10.0)) and "declared" in why
+    C, _ = default_clip_norm(poisson, 1, {"y_max": 20.0, "x_norm": 1.0})
+    assert C == pytest.approx(20.0 * math.sqrt(2.0))
+    with pytest.raises(ValueError, match=r"Poisson.*bounds=\{'y_max': Y\}"):
+        default_clip_norm(poisson, 1)
+    with pytest.warns(UserWarning, match="Normal, whose per-example gradient has no bound"):
+        assert default_clip_norm(normal, 1)[0] == 1.0
+    with pytest.raises(ValueError, match="bounds: unknown key"):
+        default_clip_norm(logreg, 3, {"y_maks": 3})
+
+
+def test_poisson_without_a_bound_is_refused_before_the_ledger_is_charged(tmp_path):
+    from dp_infer.privacy.ledger import Ledger
+
+    X, y = np.zeros((20, 1)), np.ones(20)
+    led = Ledger(tmp_path / "l.db")
+    led.register_dataset("d", 5.0, 1e-5)
+    with pytest.raises(ValueError, match="Poisson"):
+        dp_infer.fit(model=poisson, X=X, y=y, eps=1.0, delta=1e-5, ledger=led, dataset_id="d", progress_bar=False)
+    assert led.spent("d")["n_runs"] == 0
+
+
+def test_the_count_and_the_run_compose_to_the_target():
+    eps, delta, share = 1.0, 1e-5, 0.05
+    eps_run, mu_c = split_budget(eps, delta, share)
+    mu = gdp_mu(eps, delta)
+    assert gdp_mu(eps_run, delta) ** 2 + mu_c ** 2 == pytest.approx(mu ** 2, rel=1e-9)
+    ev = composed_event(GdpEvent(mu=gdp_mu(eps_run, delta), label="run"), mu_c)
+    assert gdp_epsilon(ev.mu, delta) == pytest.approx(eps, rel=1e-9)
+    assert split_budget(eps, delta, 0.0) == (eps, 0.0)
+    with pytest.raises(ValueError, match="clip_count_share"):
+        split_budget(eps, delta, 1.0)
+
+
+@pytest.mark.slow
+def test_a_fit_reports_the_charged_count_and_spends_exactly_the_target():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(400, 1))
+    y = rng.poisson(np.exp(1.0 + 2.0 * X[:, 0])).astype(float)
+    with pytest.warns(UserWarning, match="active on about"):
+        run = dp_infer.fit(model=poisson, X=X, y=y, eps=2.0, delta=1e-5, clip_norm=0.5, seed=2, horizon=0.5,
+                           progress_bar=False)
+    rep = run.report()
+    assert rep["eps_spent"] == pytest.approx(2.0, rel=1e-6)  # run + count = the target, not more
+    assert rep["clipped_rows"]["noise_sd"] == pytest.approx(1.0 / rep["clipped_rows"]["mu"])
+    # exact count at the released mean, recomputed here: the model has one latent (b), d eta / d b = 1,
+    # so a row is clipped when |y - rate| > 0.5
+    b = float(run.posterior_mean()[0])
+    exact = int(np.sum(np.abs(y - np.exp(b + X[:, 0])) > 0.5))
+    c = run.clipped_rows
+    # the noisy count is within 5 noise sd of the exact one (fails with probability < 1e-6)
+    assert abs(c["noisy_count"] - exact) < 5 * c["noise_sd"]
+    # a run without the count spends the same target on the chain alone
+    run0 = dp_infer.fit(model=poisson, X=X, y=y, eps=2.0, delta=1e-5, clip_norm=0.5, seed=2, horizon=0.5,
+                        progress_bar=False, clip_count_share=0.0)
+    assert run0.clipped_rows is None and run0.plan.beta > run.plan.beta
+
+
+@pytest.mark.slow
+def test_the_how_to_runs_and_shows_the_bias(capsys):
+    text = (ROOT / "docs" / "how-to" / "clipping.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(code) == 1
+    ns: dict = {}
+    exec(compile(code[0], "docs/how-to/clipping.md", "exec"), ns)  # noqa: S102 - our own docs page
+    out = capsys.readouterr().out
+    assert "refused:" in out
+    fits, ref = ns["fits"], ns["ref"]
+    bad, good, safe = fits["clip 1"], fits["clip 6"], fits["declared y_max=40"]
+    # the bad clip: most rows clipped (private count, 5 sd margin) and the intercept off NUTS's by more
+    # than 0.05 (NUTS's posterior sd of b is about 0.02 at n = 1000)
+    assert bad.clipped_rows["noisy_count"] - 5 * bad.clipped_rows["noise_sd"] > 0.5 * 1000
+    assert abs(bad.get_samples()["b"].mean() - ref["b"]) > 0.05
+    # the declared bound: nothing clipped (within 5 noise sd), and a larger sensitivity (smaller beta)
+    assert safe.clipped_rows["noisy_count"] < 5 * safe.clipped_rows["noise_sd"]
+    assert safe.plan.beta < good.plan.beta < bad.plan.beta
+    # the typical-size clip: under a tenth of the rows clipped, draws centred on NUTS's (4 of their sd)
+    assert good.clipped_rows["noisy_count"] < 0.1 * 1000
+    for run in (good, safe):
+        s = run.get_samples()["b"]
+        assert abs(s.mean() - ref["b"]) < 4 * s.std()
