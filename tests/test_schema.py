@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -66,7 +67,10 @@ def test_columns_matched_by_name_not_position():
 
 
 def test_drop_policy_drops_rows_and_counts_them():
-    fm = FeatureMap(small_schema())
+    drop = Schema(columns=tuple(replace(c, missing="drop") for c in small_schema().columns),
+                  target=S.binary_target("y", "yes", "no"))
+    assert not drop.n_is_public and small_schema().n_is_public  # neutral is the default
+    fm = FeatureMap(drop)
     df = pd.DataFrame({"age": ["30", "?", "40"], "color": ["g", "r", "NA"], "sex": ["F"] * 3,
                        "edu": ["lo"] * 3, "y": ["no", "yes", ""]})
     enc = fm.transform(df)

@@ -98,6 +98,7 @@ def schema_sample_data(csv_file, schema_file, *, target: str | None = None, test
     schema = load_schema(schema_file)
     if schema.target is None:
         raise ValueError(f"schema: {schema_file} declares no target; add a 'target' entry")
+    schema.require_public_n(f"schema {schema_file}")  # on the schema alone: the plan's n is public
     if target is not None and target != schema.target.name:
         raise ValueError(f"target: --target {target!r} differs from the schema's target {schema.target.name!r}")
     if split is not None and not (0.0 < float(split) < 1.0):

@@ -8,7 +8,12 @@ Coding (identifiable: no direction of theta is flat on every admissible row):
 * categorical: one 0/1 coordinate per level except the reference level (all zeros);
 * binary: one 0/1 coordinate, 1 for the second level;
 * ``missing: {fill: v}``: the fill value is encoded as above, plus a 0/1 indicator coordinate
-  ``<name>:missing`` unless ``indicator: false``.
+  ``<name>:missing`` unless ``indicator: false``;
+* ``missing: neutral`` (the default): every coordinate of the column is 0 (the centre of its
+  encoded range, or its reference level), which every column already admits;
+* a missing target label is an error (a row is never dropped silently: n stays the file's row
+  count), except in a schema that already drops rows (``missing: drop`` on a column: n is then
+  private, see :mod:`dp_infer.schema.spec`), where the row is dropped too.
 
 Then every coordinate is multiplied by ``s = row_norm / R`` where ``R`` is the exact largest
 norm of an encoded row (:meth:`FeatureMap.admissible_rows` before scaling), so the largest
@@ -226,7 +231,10 @@ class FeatureMap:
                 drop |= miss[col.column]
         if use_target:
             tmiss = _missing_mask(df[tname], sch.na_values)
-            rep.dropped_missing[tname] = int((tmiss & ~drop).sum())
+            if tmiss.any() and sch.n_is_public:
+                raise ValueError(f"data: target column {tname!r} of {where} has a missing label; a row is "
+                                 "never dropped for it (n is public): label or remove such rows in the file")
+            rep.dropped_missing[tname] = int((tmiss & ~drop).sum())  # only under missing: drop
             drop |= tmiss
         keep = ~drop
         X = np.zeros((df.shape[0], self.dim))
@@ -248,7 +256,7 @@ class FeatureMap:
                        X: np.ndarray, rep: DataReport) -> np.ndarray:
         col, j = lay.col, lay.start
         present = keep & ~miss
-        filled = keep & miss  # only possible under the fill policy (drop removed the others)
+        filled = keep & miss  # fill or neutral policy (drop removed the others)
         clipped = np.zeros(len(s), dtype=bool)
         where = f"data column {col.column!r}"
         if col.kind == "numeric":
@@ -280,6 +288,7 @@ class FeatureMap:
                     X[:, j + k] = (present & (arr == level)).astype(float)
         if filled.any():
             rep.filled_missing[col.column] = rep.filled_missing.get(col.column, 0) + int(filled.sum())
+        if filled.any() and col.missing.policy == "fill":
             fp = lay.fill_point()
             X[np.ix_(filled, np.arange(j, j + len(fp)))] = fp
         if lay.indicator:
