@@ -166,6 +166,8 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     run = PrivateRun.from_mcmc(mcmc, plan, potential, source, feature_names=feature_names)
     if plan.release == "purified_mean":
         run.purified = purify_estimate(plan, domain, run.posterior_mean(), key_purify)
+        # the upstream chain is covered only by (eps_a, delta_a): the run keeps the release alone
+        run.theta = run.diverging = run.samples = run._mcmc = None
     return run
 
 

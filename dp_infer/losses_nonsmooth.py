@@ -41,7 +41,7 @@ __all__ = ["hinge", "absolute", "quantile", "smoothed_hinge", "smoothed_quantile
 def _binary_labels(y: np.ndarray) -> None:
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"y must contain only 0/1 labels for the hinge loss; {int(bad.sum())} row(s) do not")
+        raise ValueError("y must contain only 0/1 labels for the hinge loss; a label is not 0 or 1")
 
 
 def _bounded_labels(bound: float | None):
@@ -51,7 +51,7 @@ def _bounded_labels(bound: float | None):
     def check(y: np.ndarray) -> None:
         over = int(np.sum(np.abs(y) > bound))
         if over:
-            raise ValueError(f"{over} label(s) exceed the declared label_bound={bound}")
+            raise ValueError(f"y: a label exceeds the declared label_bound={bound} (|y| <= label_bound)")
 
     return check
 

@@ -78,6 +78,8 @@ class PrivateRun:
         state = self.__dict__.copy()
         for k in _TRANSIENT:
             state[k] = None
+        if state.get("purified") is not None:  # pure route: the purified estimate is the release
+            state["theta"] = state["diverging"] = state["samples"] = None
         if state.get("model") is not None:
             try:
                 pickle.dumps(state["model"])
@@ -109,6 +111,9 @@ class PrivateRun:
         only accounted release). ``pure``: the raw draws are only covered by the upstream
         (eps_a, delta_a) guarantee; release :meth:`estimate` (purified) instead.
         """
+        if self.purified is not None:
+            raise ValueError("theta: a pure-route run releases only its purified estimate (run.estimate()); "
+                             "the upstream draws, covered only by (eps_a, delta_a), are not kept")
         if self.theta is None:
             raise ValueError("this run holds constrained site draws only: use get_samples(), or load it with "
                              "the model (PrivateRun.load(path, model=...)) to get the flat draws")

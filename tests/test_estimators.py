@@ -75,7 +75,7 @@ def test_regressors():
 def test_rows_beyond_the_declared_norm_are_refused_unless_clipped():
     X, y = _classification()
     X = 3 * X
-    with pytest.raises(ValueError, match="exceed the declared row_norm"):
+    with pytest.raises(ValueError, match="exceeds the declared row_norm"):
         PrivateLogisticRegression(random_state=0, **FAST).fit(X, y)
     m = PrivateLogisticRegression(clip_rows=True, random_state=0, **FAST).fit(X, y)
     assert m.clip_report_.n_clipped > 0

@@ -43,7 +43,7 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
         return run_and_report_proximal(loss, X, y, command=command, eps=eps, delta=delta, pure=pure, route=route,
                                        chains=chains, lam_rel=lam_rel, radius=radius, seed=seed, key_impl=key_impl,
                                        ledger=ledger, dataset_id=dataset_id, budget=budget, X_test=X_test,
-                                       y_test=y_test, out=out)
+                                       y_test=y_test, out=out, nonprivate=nonprivate)
     if not pure:
         check_delta(delta)  # delta = 0 means pure eps in Python; on the command line that is --pure
     X, y = loss.check_data(X, y)

@@ -108,7 +108,7 @@ def schema_sample_data(csv_file, schema_file, *, target: str | None = None, test
     if split_seed is not None and (isinstance(split_seed, bool) or split_seed < 0):
         raise ValueError(f"split_seed must be an integer >= 0, got {split_seed!r}")
     fmap = FeatureMap(schema)
-    enc = fmap.transform(csv_file, **read_kwargs)
+    enc = fmap.transform(csv_file, nonprivate_warnings=nonprivate, **read_kwargs)
     echo(f"{csv_file}: {enc.X.shape[0]} rows encoded by schema {schema_file}: {fmap.dim} features, "
          f"row-norm bound {fmap.row_norm:g}")
     if nonprivate:

@@ -216,8 +216,8 @@ class Schema:
     ``intercept``: prepend a constant coordinate. ``row_norm``: encoded rows are scaled so that
     the largest admissible row has exactly this l2 norm (``None``: no scaling). ``extra_columns``:
     what to do with data columns the schema does not mention (``error`` or ``ignore``; columns
-    listed in ``ignore`` are always skipped). ``clip_warn_fraction``: a local warning is shown
-    when more than this share of rows had a value clipped to its bounds. ``read``: optional CSV
+    listed in ``ignore`` are always skipped). ``clip_warn_fraction``: a NON-PRIVATE local warning
+    is shown, on request only, when more than this share of rows had a value clipped. ``read``: optional CSV
     dialect (``delimiter``, ``header``, ``names``, ``quotechar``, ``comment``, ``skiprows``,
     ``encoding``) used as defaults when a delimited file is read with this schema.
     """
