@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dp_infer import fit, losses
-from dp_infer.fit_proximal import fit_proximal, proximal_plan_for
+from dp_infer.infer.proximal import fit_proximal, proximal_plan_for
 from dp_infer.kernels import proximal as prox
 from dp_infer.losses import LossConstants, glm_loss
 
@@ -43,7 +43,7 @@ def test_a_loss_without_declared_convexity_is_refused_before_sampling():
 
 
 def test_builtin_nonsmooth_losses_declare_convexity():
-    from dp_infer import losses_nonsmooth as ns
+    from dp_infer.losses import nonsmooth as ns
 
     for loss in (ns.hinge(), ns.absolute(label_bound=1.0), ns.quantile(0.3, label_bound=1.0), losses.logistic(),
                  losses.huber()):

@@ -60,8 +60,8 @@ def test_row_norm_and_label_errors_hold_no_private_number():
 
 @pytest.mark.slow
 def test_proximal_report_run_file_and_pickle_hold_no_time():
-    from dp_infer import losses_nonsmooth as ns
-    from dp_infer.fit_proximal import fit_proximal
+    from dp_infer.losses import nonsmooth as ns
+    from dp_infer.infer.proximal import fit_proximal
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 2)) / 3

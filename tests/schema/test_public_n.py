@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dp_infer.schema as S
-from dp_infer.calibrate import calibrate
+from dp_infer.routes.calibrate import calibrate
 from dp_infer.cli.schema_commands import schema_sample_data
 from dp_infer.schema import FeatureMap, Schema, save_schema
 
