@@ -15,7 +15,7 @@ import numpy as np
 
 from .common import (
     NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charge_ledger, echo_nonprivate_accuracy,
-    mode_option, run_label, with_options,
+    mode_option, preflight, run_label, with_options,
 )
 from .posterior import check_mode_options, run_and_report_posterior
 
@@ -62,7 +62,8 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     click.echo("Routes considered (data independent: n, dimension and the loss's declared constants)")
     click.echo(plan.explain())
     click.echo("")
-    led, receipt = charge_ledger(ledger, dataset_id, budget, plan.event, run_label(command, plan.route))
+    led, receipt = charge_ledger(ledger, dataset_id, budget, plan.event, run_label(command, plan.route),
+                                 plan=plan)
     t0 = time.time()
     run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress)
     elapsed = time.time() - t0
@@ -113,6 +114,7 @@ def demo(mode, eps, delta, pure, route, radius, horizon, chains, kernel, frictio
     on the embedded pipeline's features."""
     from .. import datasets, losses
 
+    preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
@@ -184,6 +186,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     from .. import datasets, losses
     from ..losses import nonsmooth as losses_nonsmooth
 
+    preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)

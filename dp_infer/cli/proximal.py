@@ -36,7 +36,8 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
                "and the loss's declared constants only)")
     click.echo(plan.explain())
     click.echo("")
-    led, receipt = charge_ledger(ledger, dataset_id, budget, plan.event, run_label(command, plan.route))
+    led, receipt = charge_ledger(ledger, dataset_id, budget, plan.event, run_label(command, plan.route),
+                                 plan=plan)
     run = sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
     if receipt is not None:
         led.complete(receipt)

@@ -123,12 +123,14 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
                      chains, draws, mcr_permutations, json_path, ledger, dataset_id, budget, seed, nonprivate):
     """Private draws from the Rashomon-thresholded Gibbs law and the Rashomon measures."""
     from .. import datasets
-    from .common import NONPRIVATE_BANNER, charge_ledger, run_label
+    from .common import NONPRIVATE_BANNER, charge_ledger, preflight, run_label
     from ..domains import L2Ball
     from ..rashomon.models import linear_model
     from ..rashomon.plan import plan_rashomon
     from ..rashomon.sampler import sample_rashomon
 
+    preflight(out=json_path, out_param="--json", out_suffixes=(".json",), seed=seed, dataset_id=dataset_id,
+              ledger=ledger, budget=budget)
     if adult == (csv_file is not None):
         raise ValueError("give exactly one of CSV_FILE or --adult")
     if csv_file is not None and target is None:
@@ -182,8 +184,9 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
         # the same data-independent plan sample_rashomon makes, charged before the data are used
         rp = plan_rashomon(model.loss, X.shape[0], dim, psi, eps=eps, delta=delta, horizon=horizon,
                            num_chains=chains, num_draws=draws, domain=domain, threshold_width=threshold_width)
+        model.check_labels(y, X.shape[0], "y")  # the labels too, before the charge (as the Python API)
         led, receipt = charge_ledger(ledger, dataset_id, budget, rp.event,
-                                     run_label("rashomon", rp.sampling_plan.route))
+                                     run_label("rashomon", rp.sampling_plan.route), plan=rp.sampling_plan)
     else:
         kw.update(beta=beta)
         led = receipt = None

@@ -170,6 +170,10 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
     from ..schema import save_schema
     from ..schema.draft import draft_nonprivate, draft_private
 
+    from .common import preflight
+
+    preflight(out=out, out_param="-o/--out", out_suffixes=(".yaml", ".yml", ".json"), dataset_id=dataset_id,
+              ledger=ledger, budget=budget)
     kw = _read_kwargs(delimiter, no_header, names)
     kind_map = {}
     for item in kinds:

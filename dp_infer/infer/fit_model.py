@@ -33,6 +33,7 @@ from ..routes.calibrate import calibrate
 from ..kernels._common import check_extra_fields
 from ..model.bridge import loss_from_model
 from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
+from .preflight import check_plan_resources, check_sampling_options
 from .run import PrivateRun, charge_ledger
 
 __all__ = ["fit_model", "sample_model", "plan_model"]
@@ -138,6 +139,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     :param dims: ArviZ dims per latent site, over the model's own (plate names, ``<site>_dim_<i>``).
     Everything else is :func:`dp_infer.fit`'s.
     """
+    check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method, num_chains=num_chains)
     prepared = _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name)
     ml = prepared[0]
     extra_fields = tuple(extra_fields)
@@ -146,6 +148,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
                                kernel=kernel, friction=friction, lam_rel=lam_rel, num_draws=num_draws,
                                **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
+    check_plan_resources(plan)
     led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}")
     run = sample_model(model, X, y, plan, sample=sample, clip_norm=clip_norm, smoothness=smoothness,
                        init_strategy=init_strategy, domain=domain, prior_curvature=c_prior, _prepared=prepared,
