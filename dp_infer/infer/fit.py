@@ -106,7 +106,7 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     row-sharded data in row blocks (:mod:`dp_infer.parallel.sharding`): same plan, same draws to float
     tolerance for the same key.
     """
-    check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method, num_chains=num_chains)
+    check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method)
     sharded = mesh is not None or isinstance(X, ShardedRows)
     if sharded and (model is not None or prior_potential is not None):
         raise ValueError("mesh must be None with model=... or prior_potential (sharded data run a per-example loss)")
