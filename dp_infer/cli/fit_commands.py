@@ -222,10 +222,14 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
             "quantile": lambda: losses_nonsmooth.quantile(quantile_level, row_norm=row_norm)}[loss_name]()
     X, y, names = datasets.load_csv(csv_file, target)
     Xt = yt = None
-    if test_csv:  # read and matched by name before anything is charged
+    if test_csv:  # read, matched by name and checked (labels too) before anything is charged
         Xt, yt, _ = datasets.load_csv(test_csv, target, columns=names)
-        Xt, _ = datasets.clip_rows(Xt, row_norm)
-    Xc, rep = datasets.clip_rows(X, row_norm)
+        Xt, _ = datasets.clip_rows(Xt, row_norm, names)
+        try:
+            loss.check_data(Xt, yt)
+        except ValueError as e:
+            raise ValueError(f"--test-csv: {e}") from None
+    Xc, rep = datasets.clip_rows(X, row_norm, names)
     click.echo(f"{csv_file}: {X.shape[0]} rows, {X.shape[1]} features; rows are clipped to norm {row_norm:g}")
     if nonprivate:
         click.echo(f"  {NONPRIVATE_BANNER}: rows clipped: {rep.n_clipped}")

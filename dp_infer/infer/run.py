@@ -256,6 +256,9 @@ class PrivateRun:
                                     site=site, max_draws=max_draws)
         loss = (self.potential_description.get("loss") or {}).get("name")
         theta = self.estimate()[None, :] if self.purified is not None else self.draws().reshape(-1, self.plan.dim)
+        if not np.all(np.isfinite(theta)):  # a diverged chain or a damaged file: no silent class 0
+            raise ValueError("theta: the released draws hold a non-finite value (NaN or inf: a diverged chain or a "
+                             "damaged run file); predictions from them would be meaningless")
         return loss_predictive(loss, theta, Xa, max_draws=max_draws)
 
     def _num_features(self) -> int | None:
