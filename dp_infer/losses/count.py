@@ -72,7 +72,7 @@ def poisson(max_count: float, domain: Domain, row_norm: float = 1.0, l2: float =
     def labels(y):
         bad = int(np.sum((y < 0) | (y > Y)))
         if bad:
-            raise ValueError(f"y must be counts (integers) in [0, max_count={Y:g}]; a label is not")
+            raise ValueError(f"y must be counts in [0, max_count={Y:g}] (integers); a label is not")
 
     consts = constants_with_l2(k["lipschitz"], k["grad_diff"], k["smoothness"], 0.0, domain,
                       lambda rr: k["value_range"], convex=True)
