@@ -16,7 +16,8 @@ import time
 import click
 import numpy as np
 
-from .common import mixing_block, print_report, echo_nonprivate_accuracy, echo_spent, open_ledger
+from .common import (echo_nonprivate_accuracy, echo_spent, mixing_block, note_unrecorded, open_cli_ledger,
+                     print_report)
 
 __all__ = ["run_and_report_posterior", "check_mode_options"]
 
@@ -87,7 +88,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
         if X_test.shape[1] != np.shape(X)[1]:
             raise ValueError(f"the test data have {X_test.shape[1]} feature columns, the training data "
                              f"{np.shape(X)[1]}")
-    led = open_ledger(ledger, dataset_id, budget)
+    led = open_cli_ledger(ledger, dataset_id, budget)
     t0 = time.time()
     run = fit_posterior(loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision,
                         ess=DEFAULT_ESS if ess is None else ess, num_chains=chains, kernel=kernel,
@@ -98,6 +99,8 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
     click.echo("")
     if led is not None:
         echo_spent(led, ledger, dataset_id, "the run was charged before any private computation")
+    else:
+        note_unrecorded()
     if feature_names is not None:
         run.feature_names = list(feature_names)
     dt = run.to_datatree()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import click
 
-from .common import NONPRIVATE_BANNER, charge_ledger, print_report, run_label
+from ..infer.preflight import check_plan_resources
+from .common import NONPRIVATE_BANNER, charged_command, print_report
 
 __all__ = ["run_and_report_proximal"]
 
@@ -36,11 +37,9 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
                "and the loss's declared constants only)")
     click.echo(plan.explain())
     click.echo("")
-    led, receipt = charge_ledger(ledger, dataset_id, budget, plan.event, run_label(command, plan.route),
-                                 plan=plan)
-    run = sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
-    if receipt is not None:
-        led.complete(receipt)
+    check_plan_resources(plan, prefix="--")  # before the charge
+    with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
+        run = sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
     if out is not None:  # written first: the draws are paid for
         from ..diagnostics import save
 

@@ -25,6 +25,10 @@ Checks (:func:`check_mixing`, :func:`single_chain_rhat`, :func:`privacy_cost_of_
     paid in privacy (K chains: ``mu_K = sqrt(K) mu_1`` in GDP, ``eps_K(a) = K eps_1(a)`` in
     RDP), so splitting one chain into pseudo-chains is the cheapest convergence check.
 
+Uncertainty (:func:`noise_aware_interval`, :mod:`.noise_aware`)
+    An interval for the parameter from a posterior-mode run's draws that accounts for the
+    sampling error and the privacy (Monte-Carlo) noise: post-processing, free.
+
 Files (:func:`save`, :func:`load`; :func:`dp_infer.diagnostics.plots.report_from_file` adds plots)
     netCDF-4 (``.nc``; needs the ``h5netcdf`` or ``netCDF4`` package), zarr (``.zarr``; needs
     ``zarr``) or a dependency-free ``.zip`` of one netCDF-3 file per group (SciPy's writer).
@@ -45,9 +49,11 @@ from .export import to_datatree
 from .io import load, save
 from .mixing import check_mixing, single_chain_rhat
 from .mixing_report import DIVERGENCE_ADVICE, RHAT_ADVICE, MixingReport
+from .noise_aware import NoiseAwareInterval, noise_aware_interval
 from .privacy_report import (
-    DEBUG_WARNING, FLAT_REPORT_KEYS, PRIVATE_ATTR, REPORT_ATTR, UNKNOWN_REASON_ATTR, WARNING_ATTR,
-    get_report, is_private, privacy_cost_of_chains, privacy_status, report_to_dict,
+    DEBUG_WARNING, DRAWS_ATTR, ESTIMATE_STATEMENT, FLAT_REPORT_KEYS, PRIVATE_ATTR, REPORT_ATTR,
+    UNKNOWN_REASON_ATTR, WARNING_ATTR, get_report, is_private, privacy_cost_of_chains, privacy_status,
+    report_to_dict, target_statement,
 )
 from .report import format_report, summary
 
@@ -58,6 +64,9 @@ __all__ = [
     "UNKNOWN_REASON_ATTR",
     "DEBUG_WARNING",
     "FLAT_REPORT_KEYS",
+    "DRAWS_ATTR",
+    "ESTIMATE_STATEMENT",
+    "target_statement",
     "report_to_dict",
     "to_datatree",
     "is_private",
@@ -71,6 +80,8 @@ __all__ = [
     "check_mixing",
     "single_chain_rhat",
     "privacy_cost_of_chains",
+    "noise_aware_interval",
+    "NoiseAwareInterval",
     "format_report",
     "summary",
 ]

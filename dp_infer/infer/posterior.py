@@ -18,7 +18,8 @@ from numpyro.infer import MCMC
 
 from .._validation import check_choice, check_delta, check_target_epsilon
 from .preflight import check_plan_resources, check_sampling_options
-from .run import PrivateRun, charge_ledger
+from .run import PrivateRun
+from ..privacy.ledger import charged
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss
 from ..routes.plan import SamplingPlan
@@ -53,6 +54,15 @@ class PosteriorRun(PrivateRun):
         d = super().report()
         d["posterior"]["achieved"] = self.achieved_mixing()
         return d
+
+    def released_segment(self, mcmc) -> tuple[np.ndarray, np.ndarray | None]:
+        """The kernel ran on ``phi``: the released draws are ``theta = C phi`` (post-processing), or
+        ``theta = phi * phi_scale`` for a model run whitened by its prior's scales."""
+        phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+        div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
+        scale = getattr(self, "phi_scale", None)
+        theta = phi * scale if scale is not None else phi @ preconditioner_chol(self.plan).T
+        return theta, None if div is None else np.asarray(div, dtype=bool)
 
 
 def _prior_term(precision: np.ndarray):
@@ -162,14 +172,12 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     charge = GdpEvent(mu=mu, label="posterior_mode (the run's (eps, delta) target)",
                       assumptions=dry.event.assumptions, metadata=dict(dry.event.metadata))
     check_plan_resources(dry)
-    led, receipt = charge_ledger(ledger, dataset_id, charge, "dp_infer fit posterior")
-    if preconditioner == "private":
-        sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
-    plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
-    if plan.event.mu > charge.mu * (1 + 1e-12):
-        raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
-    run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
-                           chain_method=chain_method)
-    if receipt is not None:
-        led.complete(receipt)
+    with charged(ledger, dataset_id, charge, "dp_infer fit posterior"):
+        if preconditioner == "private":
+            sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
+        plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
+        if plan.event.mu > charge.mu * (1 + 1e-12):
+            raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
+        run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
+                               chain_method=chain_method)
     return run

@@ -31,8 +31,10 @@ def test_sample_posterior_mode_reports_planned_and_achieved_mixing_and_charges_t
                                     "--reproducible-seed", "4"])
     assert res.exit_code == 0, res.output
     for needle in ("Posterior mode", "beta / n", "planned bulk ESS", "achieved", "max R-hat",
-                   "ArviZ diagnostics of the released draws", "charged before any private computation"):
+                   "ArviZ diagnostics of the released draws", "charged before any private computation",
+                   "posterior (tempered at beta = "):
         assert needle in res.output, needle
+    assert "not a posterior" not in res.output
     assert out.exists()
     # the ledger holds the whole target: the path and the second moment composed in GDP, at least
     # what the run reports as spent (never under-reported), at most the (2, 1e-5) asked for

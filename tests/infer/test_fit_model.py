@@ -188,7 +188,9 @@ def test_summary_is_over_the_released_draws_after_burn_in():
     table = az.summary(dt)
     np.testing.assert_allclose(table.loc["b", "mean"], run.get_samples()["b"].mean(), atol=0.006)
     text = run.summary()
-    assert "Posterior summary" in text and "routes_considered" not in text
+    # an estimate-mode run never looks like a posterior (issue 27, part 4)
+    assert "Estimate-path summary" in text and "Posterior summary" not in text
+    assert "estimate path, not a posterior" in text and "routes_considered" not in text
 
 
 def test_a_bridged_loss_is_not_fitted_without_its_prior():

@@ -43,7 +43,9 @@ class temper(Messenger):
         super().__init__(fn)
 
     def process_message(self, msg):
-        if msg["type"] == "sample" and msg.get("is_observed"):
+        # the model's observation "y" only: NumPyro's potential_energy adds each constrained latent's
+        # log-Jacobian as an observed factor site (_<site>_log_det), which belongs to the prior
+        if msg["type"] == "sample" and msg.get("is_observed") and msg["name"] == "y":
             msg["scale"] = self.scale if msg.get("scale") is None else self.scale * msg["scale"]
 
 

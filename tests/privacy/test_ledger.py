@@ -15,6 +15,7 @@ from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.events import GdpEvent, PureDpEvent, ZcdpEvent
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import (
+    charged,
     BudgetExceededError,
     ChargeReceipt,
     Ledger,
@@ -56,11 +57,11 @@ def _charge_worker(path, dataset_id, mu, barrier, results):
         results.put(("error", repr(e)))
 
 
-def _killed_worker(path, dataset_id, mu, charged, failed):
+def _killed_worker(path, dataset_id, mu, charge_done, failed):
     try:
         ledger = Ledger(path)
-        with ledger.reserve(dataset_id, GdpEvent(mu), run_label="killed-run"):
-            charged.set()
+        with charged(ledger, dataset_id, GdpEvent(mu), "killed-run"):
+            charge_done.set()
             time.sleep(600)  # the parent SIGKILLs us here, before complete() runs
     except BaseException:
         failed.set()
@@ -133,16 +134,16 @@ def test_charge_over_budget_is_refused_and_not_recorded(tmp_path):
     assert led.spent("d")["eps"] == pytest.approx(Accountant([first, (z, 3)]).get_epsilon(DELTA), rel=1e-12)
 
 
-def test_reserve_completes_on_clean_exit_and_stays_charged_on_error(tmp_path):
+def test_charged_completes_on_clean_exit_and_stays_charged_on_error(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     led.register_dataset("d", eps_budget=10.0, delta_budget=DELTA)
-    with led.reserve("d", GdpEvent(0.5), "clean") as rec:
+    with charged(led, "d", GdpEvent(0.5), "clean") as rec:
         assert led.history("d")[-1]["status"] == "charged"  # recorded before the body runs
     with pytest.raises(RuntimeError, match="boom"):
-        with led.reserve("d", GdpEvent(0.5), "crashed"):
+        with charged(led, "d", GdpEvent(0.5), "crashed"):
             raise RuntimeError("boom")
     hist = led.history("d")
-    assert [(h["run_label"], h["status"]) for h in hist] == [("clean", "completed"), ("crashed", "charged")]
+    assert [(h["run_label"].split()[0], h["status"]) for h in hist] == [("clean", "completed"), ("crashed", "charged")]
     assert led.spent("d")["eps"] == pytest.approx(Accountant([(GdpEvent(0.5), 2)]).get_epsilon(DELTA), rel=1e-12)
     led.complete(rec)  # idempotent
 
@@ -197,7 +198,7 @@ def test_killed_run_stays_charged_and_counts(tmp_path):
     assert p.exitcode == -signal.SIGKILL
     led = Ledger(path)
     hist = led.history("d")
-    assert [(h["run_label"], h["status"]) for h in hist] == [("killed-run", "charged")]
+    assert [(h["run_label"].split()[0], h["status"]) for h in hist] == [("killed-run", "charged")]
     assert led.spent("d")["eps"] == pytest.approx(Accountant([GdpEvent(0.8)]).get_epsilon(DELTA), rel=1e-12)
     assert led.spent("d")["n_charged"] == 1
 
