@@ -90,7 +90,7 @@ def check_finite_array(name: str, value: Any, *, ndim: int | None = None) -> np.
     bad = ~np.isfinite(arr)
     if bad.any():
         raise ValueError(
-            f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf); "
-            "clean or impute them before fitting"
+            f"{name} contains a non-finite value (NaN or inf); every entry must be a finite number: "
+            "clean or impute it before fitting"
         )
     return arr

@@ -47,11 +47,21 @@ class ClipReport:
         return {"n_rows": self.n_rows, "n_clipped": self.n_clipped, "row_norm": self.row_norm}
 
 
-def clip_rows(X, row_norm: float = 1.0) -> tuple[np.ndarray, ClipReport]:
-    """Scale every row with ||x||_2 > row_norm down to norm row_norm; report how many."""
+def clip_rows(X, row_norm: float = 1.0, names=None) -> tuple[np.ndarray, ClipReport]:
+    """Scale every row with ||x||_2 > row_norm down to norm row_norm; report how many.
+
+    A row whose norm overflows float64 (a cell near 1e155 or beyond) would be scaled to zeros:
+    it is refused instead, naming the column (``names``: the column names, else its index)."""
     R = check_positive("row_norm", row_norm)
     X = check_finite_array("X", X, ndim=2)
-    norms = np.linalg.norm(X, axis=1)
+    with np.errstate(over="ignore"):
+        norms = np.linalg.norm(X, axis=1)
+    if not np.all(np.isfinite(norms)):
+        big = np.abs(X) > 1e150
+        j = int(np.argmax(big.any(axis=0))) if big.any() else int(np.argmax(np.abs(X).max(axis=0)))
+        col = repr(str(names[j])) if names is not None and j < len(names) else f"{j}"
+        raise ValueError(f"X: column {col} holds a value too large for its row's norm to be computed "
+                         "(|value| above about 1e150); rescale that column (declared units) before fitting")
     over = norms > R
     scale = np.where(over, R / np.maximum(norms, 1e-300), 1.0)
     return X * scale[:, None], ClipReport(int(X.shape[0]), int(over.sum()), R)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._validation import check_finite_array, check_positive, check_positive_int
 
-__all__ = ["Domain", "Euclidean", "L2Ball", "Box"]
+__all__ = ["Domain", "Euclidean", "L2Ball", "Box", "covers"]
 
 
 class Domain:
@@ -183,3 +183,33 @@ class Box(Domain):
 
     def describe(self) -> dict:
         return {**super().describe(), "lower": self.lower.tolist(), "upper": self.upper.tolist()}
+
+
+def covers(outer: Domain | None, inner: Domain, tol: float = 1e-12) -> bool:
+    """True when ``inner`` is a subset of ``outer`` (``outer`` None or unbounded: all of R^dim).
+
+    Exact for L2Ball / Box in either role (a ball inside a box: its centre +- radius per
+    coordinate; a box inside a ball: its farthest corner). Any other pair counts as not covered.
+    ``tol`` is relative to the outer set's size (float rounding only).
+    """
+    if outer is None or isinstance(outer, Euclidean):
+        return True
+    if outer.dim != inner.dim or not inner.bounded:
+        return False
+    slack = tol * max(1.0, outer.diameter)
+    if isinstance(outer, L2Ball):
+        if isinstance(inner, L2Ball):
+            return float(np.linalg.norm(inner.center - outer.center)) + inner.radius <= outer.radius + slack
+        if isinstance(inner, Box):
+            far = np.maximum(np.abs(inner.lower - outer.center), np.abs(inner.upper - outer.center))
+            return float(np.linalg.norm(far)) <= outer.radius + slack
+        return False
+    if isinstance(outer, Box):
+        if isinstance(inner, L2Ball):
+            lo, hi = inner.center - inner.radius, inner.center + inner.radius
+        elif isinstance(inner, Box):
+            lo, hi = inner.lower, inner.upper
+        else:
+            return False
+        return bool(np.all(lo >= outer.lower - slack) and np.all(hi <= outer.upper + slack))
+    return False

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-__all__ = ["KEY_IMPLS", "KeySource", "secret_key", "describe_seed"]
+__all__ = ["KEY_IMPLS", "KeySource", "secret_key", "describe_seed", "check_seed"]
 
 #: key implementation -> number of uint32 words of key material
 KEY_IMPLS = {"threefry2x32": 2, "rbg": 4}
@@ -71,6 +71,23 @@ def _check_impl(impl: str) -> str:
     return impl
 
 
+def check_seed(seed, impl: str = "threefry2x32", *, seed_name: str = "seed", impl_name: str = "key_impl") -> None:
+    """Refuse (one-line ``ValueError``) a ``key_impl`` that is not one of :data:`KEY_IMPLS`, or a
+    ``seed`` that is not None or an integer in ``[0, 2**(32 words))``; makes no key (callers check
+    before charging a ledger). ``seed_name`` / ``impl_name``: the parameters' names in the message
+    (the CLI's ``--reproducible-seed`` / ``--key-impl``)."""
+    if not isinstance(impl, str) or impl not in KEY_IMPLS:
+        raise ValueError(f"{impl_name} must be one of {tuple(KEY_IMPLS)}, got {impl!r}")
+    if seed is None:
+        return
+    bits = 32 * KEY_IMPLS[impl]
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{seed_name} must be None (secret, from the operating system) or an integer >= 0, "
+                         f"got {seed!r}")
+    if int(seed) >= 2 ** bits:
+        raise ValueError(f"{seed_name} must lie in [0, 2**{bits}) for {impl_name}={impl!r}, got {seed!r}")
+
+
 def secret_key(seed: int | None = None, *, impl: str = "threefry2x32") -> tuple[jax.Array, KeySource]:
     """A JAX key for a private run and a description of its source.
 
@@ -84,12 +101,8 @@ def secret_key(seed: int | None = None, *, impl: str = "threefry2x32") -> tuple[
     if seed is None:
         data = np.array([secrets.randbits(32) for _ in range(words)], dtype=np.uint32)
         return jax.random.wrap_key_data(data, impl=impl), KeySource("os_entropy", impl, 32 * words)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be None (secret, from the operating system) or an integer >= 0, "
-                         f"got {seed!r}")
+    check_seed(seed, impl)
     seed = int(seed)
-    if seed >= 2 ** (32 * words):
-        raise ValueError(f"seed must lie in [0, 2**{32 * words}) for key_impl={impl!r}, got {seed!r}")
     if impl == "threefry2x32":
         # the same key material as jax.random.PRNGKey(seed) for 64-bit seeds
         data = np.array([(seed >> 32) & 0xFFFFFFFF, seed & 0xFFFFFFFF], dtype=np.uint32)

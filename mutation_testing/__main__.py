@@ -9,7 +9,8 @@ For each module listed in ``targets.toml`` (all of them, in ``order``, when none
 3. every mutant is classified ``killed`` / ``timeout`` / ``survived`` / ``no tests``, and a
    surviving mutant is further marked
    * ``cosmetic`` when it changes only text that no computation reads (an error message, a
-     validator's parameter name, an event label, an assumption text, metadata) -- decided on the
+     validator's parameter name, an event label, an assumption text; never metadata, which
+     ``privacy_cost_of_chains`` reads back) -- decided on the
      Python AST of the original and mutated function, see :func:`cosmetic`;
    * ``equivalent`` when it matches an entry of ``equivalent.toml`` (with its reason);
    anything else is a real survivor: a gap in the tests.
@@ -39,8 +40,9 @@ RESULTS = SCRATCH / "results.json"
 
 # Calls whose string arguments only feed a message (validators name the parameter in their error).
 _MESSAGE_CALLS = ("check_", "_check", "resolve_log_delta", "warn", "warning", "info", "debug", "error")
-# Keyword arguments / parameters that are text or metadata only (never read by a computation).
-_TEXT_KEYWORDS = {"label", "assumptions", "extra_assumptions", "metadata", "name"}
+# Keyword arguments / parameters that are text only (never read by a computation). NOT metadata:
+# an event's metadata is read back (privacy_cost_of_chains recomputes mu and eps from it; issue 30).
+_TEXT_KEYWORDS = {"label", "assumptions", "extra_assumptions", "name"}
 
 
 def load_targets() -> dict:
@@ -129,13 +131,10 @@ def _text_context(path) -> bool:
             params = node.args[len(node.args) - len(node.defaults):] if field == "defaults" else node.kwonlyargs
             if isinstance(idx, int) and idx < len(params) and params[idx].arg in _TEXT_KEYWORDS:
                 return True
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in ("meta", "extra", "metadata")
-                                                for t in node.targets):
-            return True
     return False
 
 
-_FREE_KEYWORDS = {"label", "metadata"}  # whole value free to change: never read by a computation
+_FREE_KEYWORDS = {"label"}  # whole value free to change: a label is text nothing reads back
 
 
 def _under_free_keyword(path) -> bool:
@@ -143,7 +142,7 @@ def _under_free_keyword(path) -> bool:
 
 
 def _dropped_free_keywords(a, b) -> bool:
-    """``b`` is the keyword list ``a`` minus some label=/metadata= arguments."""
+    """``b`` is the keyword list ``a`` minus some label= arguments."""
     if not (isinstance(a, list) and isinstance(b, list) and all(isinstance(k, ast.keyword) for k in a + b)):
         return False
     kept = [ast.dump(k) for k in b]
@@ -163,9 +162,10 @@ def cosmetic(orig_src: str, mutant_src: str) -> bool:
     """The mutant differs from the original only in text that no computation reads.
 
     Every difference must be either a string constant (replaced by another string or None) in a
-    message context (raise, f-string, a validator's parameter name, a label / assumption text /
-    metadata argument or default), or a change of a ``label=`` / ``metadata=`` argument (dropped or
-    replaced). Dropping ``assumptions=`` is NOT cosmetic: an event must state its assumptions.
+    message context (raise, f-string, a validator's parameter name, a label / assumption text
+    argument or default), or a change of a ``label=`` argument (dropped or replaced). Dropping
+    ``assumptions=`` is NOT cosmetic (an event must state its assumptions), and nothing under
+    ``metadata=`` is: computations read it back (``privacy_cost_of_chains``).
     """
     diffs = _ast_diffs(ast.parse(orig_src), ast.parse(mutant_src))
     if not diffs:

@@ -199,7 +199,7 @@ def test_fit_bad_arguments(kw, needle):
 @pytest.mark.parametrize("data,needle", [
     ((np.where(np.arange(100).reshape(50, 2) == 3, np.nan, X), Y), "non-finite"),
     ((X, Y[:-1]), "same number of rows"),
-    ((X * 10, Y), "exceed the declared row_norm"),
+    ((X * 10, Y), "exceeds the declared row_norm"),
     ((X, Y + 2), "0/1 labels"),
     ((X[:, 0], Y), "must be a 2-D array"),
 ])

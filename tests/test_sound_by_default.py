@@ -145,7 +145,9 @@ def test_neighbours_get_bit_identical_plans_and_reports(route, kw):
     assert runs[0].plan == runs[1].plan
     assert _strip(runs[0].report()) == _strip(runs[1].report())
     # and the chains do differ (the data are used, only not by the plan)
-    assert not np.array_equal(runs[0].draws(), runs[1].draws())
+    if route != "pure":  # a pure run keeps only its purified estimate, which with one key may
+        # legitimately coincide on neighbours (the purifier's coin picked its uniform draw)
+        assert not np.array_equal(runs[0].released_draws(), runs[1].released_draws())
 
 
 def test_stationary_plan_is_a_function_of_declared_constants_only():

@@ -33,7 +33,7 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
 
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
-    consts = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0)
+    consts = LossConstants(lipschitz=2.0, grad_diff=2.0, smoothness=1.0, strong_convexity=1.0, convex=True)
     sens = consts.grad_diff / n
     c_d, c_dp = 1.0 / n, -1.0 / n          # mean(d) with the canary at +1 / -1, others 0
     k_d, k_dp, k_p = random.split(secret_key(seed)[0], 3)

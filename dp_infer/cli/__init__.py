@@ -8,6 +8,7 @@ in :mod:`dp_infer.cli.rashomon`); :mod:`.common` holds the options and helpers t
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 
 import click
@@ -53,6 +54,14 @@ def run() -> None:
         sys.exit(e.exit_code)
     except (ValueError, BudgetExceededError) as e:
         click.echo(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", err=True)
+        sys.exit(2)
+    except OSError as e:  # a file the command could not read or write: name it, in CLI words
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        click.echo(f"error: {where}{e.strerror or str(e).splitlines()[0]}", err=True)
+        sys.exit(2)
+    except sqlite3.Error as e:  # a ledger the database layer refused (read-only, damaged page, ...)
+        click.echo(f"error: --ledger: the ledger database refused the operation ({str(e).splitlines()[0]}); "
+                   "check the file's permissions and integrity", err=True)
         sys.exit(2)
     except Exception as e:  # noqa: BLE001 - no traceback reaches a CLI user
         if os.environ.get("DP_INFER_DEBUG"):

@@ -29,6 +29,34 @@ def note_unrecorded(eps=None, delta=None, what: str = "this run") -> None:
                "spend and enforce a budget)", err=True)
 
 
+def preflight(*, out=None, out_param: str = "--out", out_suffixes=None, seed=None, key_impl: str = "threefry2x32",
+              dataset_id=None, ledger=None, budget=None) -> None:
+    """Everything of a command that can be checked before the data are read and anything is
+    charged: the output path (writable, supported suffix), ``--reproducible-seed`` against
+    ``--key-impl``, ``--dataset-id`` (no surrounding whitespace), the ledger file (an empty file
+    is refused) and ``--budget`` without ``--ledger``. One-line errors in CLI words."""
+    from ..infer.preflight import RUN_FILE_SUFFIXES, check_output_path
+    from ..privacy.ledger_records import check_dataset_id
+    from ..randomness import check_seed
+
+    check_output_path(out, param=out_param, suffixes=out_suffixes or RUN_FILE_SUFFIXES)
+    check_seed(seed, key_impl, seed_name="--reproducible-seed", impl_name="--key-impl")
+    if dataset_id is not None:
+        try:
+            check_dataset_id(dataset_id)
+        except ValueError as e:
+            raise ValueError("--" + str(e).replace("dataset_id", "dataset-id", 1)) from None
+    if budget is not None and ledger is None:
+        raise ValueError("--budget needs --ledger (the file that keeps the spend)")
+    if ledger is not None:
+        from pathlib import Path
+
+        p = Path(ledger).expanduser()
+        if p.exists() and p.is_file() and p.stat().st_size == 0:
+            raise ValueError(f"--ledger: {str(p)!r} is an empty file, not a dp_infer ledger (a truncated ledger "
+                             "would lose its recorded spend); restore it, or give a path that does not exist")
+
+
 def echo_spent(led, ledger, dataset_id, what: str) -> None:
     sp = led.spent(dataset_id)
     click.echo(f"ledger {ledger}: {what}; dataset {dataset_id!r} has spent eps = {sp['eps']:.4g} of "

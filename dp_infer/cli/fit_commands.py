@@ -13,9 +13,10 @@ import time
 import click
 import numpy as np
 
+from ..infer.preflight import check_plan_resources
 from .common import (
     NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charged_command, echo_nonprivate_accuracy,
-    mode_option, with_options,
+    mode_option, preflight, with_options,
 )
 from .posterior import check_mode_options, run_and_report_posterior
 
@@ -38,7 +39,7 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
         return run_and_report_proximal(loss, X, y, command=command, eps=eps, delta=delta, pure=pure, route=route,
                                        chains=chains, lam_rel=lam_rel, radius=radius, seed=seed, key_impl=key_impl,
                                        ledger=ledger, dataset_id=dataset_id, budget=budget, X_test=X_test,
-                                       y_test=y_test, out=out)
+                                       y_test=y_test, out=out, nonprivate=nonprivate)
     if not pure:
         check_delta(delta)  # delta = 0 means pure eps in Python; on the command line that is --pure
     X, y = loss.check_data(X, y)
@@ -56,6 +57,7 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     click.echo("Routes considered (data independent: n, dimension and the loss's declared constants)")
     click.echo(plan.explain())
     click.echo("")
+    check_plan_resources(plan, prefix="--")  # steps and memory, before the charge
     with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
         t0 = time.time()
         run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress)
@@ -114,6 +116,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
     if mode == "estimate" and (full or plots is not None):
         raise ValueError("--full and --plots apply to --mode posterior only")
 
+    preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
@@ -181,6 +184,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     from .. import datasets, losses
     from ..losses import nonsmooth as losses_nonsmooth
 
+    preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
@@ -216,10 +220,14 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
             "quantile": lambda: losses_nonsmooth.quantile(quantile_level, row_norm=row_norm)}[loss_name]()
     X, y, names = datasets.load_csv(csv_file, target)
     Xt = yt = None
-    if test_csv:  # read and matched by name before anything is charged
+    if test_csv:  # read, matched by name and checked (labels too) before anything is charged
         Xt, yt, _ = datasets.load_csv(test_csv, target, columns=names)
-        Xt, _ = datasets.clip_rows(Xt, row_norm)
-    Xc, rep = datasets.clip_rows(X, row_norm)
+        Xt, _ = datasets.clip_rows(Xt, row_norm, names)
+        try:
+            loss.check_data(Xt, yt)
+        except ValueError as e:
+            raise ValueError(f"--test-csv: {e}") from None
+    Xc, rep = datasets.clip_rows(X, row_norm, names)
     click.echo(f"{csv_file}: {X.shape[0]} rows, {X.shape[1]} features; rows are clipped to norm {row_norm:g}")
     if nonprivate:
         click.echo(f"  {NONPRIVATE_BANNER}: rows clipped: {rep.n_clipped}")

@@ -83,8 +83,15 @@ def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, 
     from ..datasets import clip_rows
     from ..infer.run import PrivateRun
 
+    from ..infer.preflight import check_output_path
+
+    check_output_path(out, param="-o/--out", suffixes=(".csv",))
     model = load_model_function(model_spec) if model_spec else None
     run = PrivateRun.load(run_file, model=model)
+    if model is None and run.model_description is not None:
+        raise ValueError(f"--model: {run_file} was fitted from a NumPyro model: give --model FILE.py:FUNCTION")
+    if model is not None and run.model_description is None:
+        raise ValueError(f"--model: {run_file} was not fitted from a NumPyro model (fit(model=...)); drop --model")
     encoded = encode_with_stored_schema(run_file, data_file, delimiter, no_header, names)
     labels = target = None
     if encoded is not None:  # a schema run: encode the raw columns exactly as in training

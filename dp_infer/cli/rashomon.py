@@ -125,12 +125,15 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
     from .. import datasets
     import contextlib
 
-    from .common import NONPRIVATE_BANNER, charged_command
+    from ..infer.preflight import check_plan_resources
+    from .common import NONPRIVATE_BANNER, charged_command, preflight
     from ..domains import L2Ball
     from ..rashomon.models import linear_model
     from ..rashomon.plan import plan_rashomon
     from ..rashomon.sampler import sample_rashomon
 
+    preflight(out=json_path, out_param="--json", out_suffixes=(".json",), seed=seed, dataset_id=dataset_id,
+              ledger=ledger, budget=budget)
     if adult == (csv_file is not None):
         raise ValueError("give exactly one of CSV_FILE or --adult")
     if csv_file is not None and target is None:
@@ -184,6 +187,8 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
         # the same data-independent plan sample_rashomon makes, charged before the data are used
         rp = plan_rashomon(model.loss, X.shape[0], dim, psi, eps=eps, delta=delta, horizon=horizon,
                            num_chains=chains, num_draws=draws, domain=domain, threshold_width=threshold_width)
+        model.check_labels(y, X.shape[0], "y")  # the labels too, before the charge (as the Python API)
+        check_plan_resources(rp.sampling_plan, prefix="--")
         charge = charged_command(ledger, dataset_id, budget, rp.event, "rashomon", rp.sampling_plan.route)
     else:
         kw.update(beta=beta)

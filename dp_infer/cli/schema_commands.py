@@ -98,6 +98,7 @@ def schema_sample_data(csv_file, schema_file, *, target: str | None = None, test
     schema = load_schema(schema_file)
     if schema.target is None:
         raise ValueError(f"schema: {schema_file} declares no target; add a 'target' entry")
+    schema.require_public_n(f"schema {schema_file}")  # on the schema alone: the plan's n is public
     if target is not None and target != schema.target.name:
         raise ValueError(f"target: --target {target!r} differs from the schema's target {schema.target.name!r}")
     if split is not None and not (0.0 < float(split) < 1.0):
@@ -107,7 +108,7 @@ def schema_sample_data(csv_file, schema_file, *, target: str | None = None, test
     if split_seed is not None and (isinstance(split_seed, bool) or split_seed < 0):
         raise ValueError(f"split_seed must be an integer >= 0, got {split_seed!r}")
     fmap = FeatureMap(schema)
-    enc = fmap.transform(csv_file, **read_kwargs)
+    enc = fmap.transform(csv_file, nonprivate_warnings=nonprivate, **read_kwargs)
     echo(f"{csv_file}: {enc.X.shape[0]} rows encoded by schema {schema_file}: {fmap.dim} features, "
          f"row-norm bound {fmap.row_norm:g}")
     if nonprivate:
@@ -169,6 +170,10 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
     from ..schema import save_schema
     from ..schema.draft import draft_nonprivate, draft_private
 
+    from .common import preflight
+
+    preflight(out=out, out_param="-o/--out", out_suffixes=(".yaml", ".yml", ".json"), dataset_id=dataset_id,
+              ledger=ledger, budget=budget)
     kw = _read_kwargs(delimiter, no_header, names)
     kind_map = {}
     for item in kinds:

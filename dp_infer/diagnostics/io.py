@@ -83,13 +83,37 @@ def _save_zip(dt: xr.DataTree, path: Path) -> None:
             zf.writestr(f"{name}.nc", ds.to_netcdf(engine="scipy"))
 
 
+#: largest uncompressed size read from a run zip, per member and in total (bytes); a larger
+#: (or lying) member is refused before it is inflated further (a zip bomb must not fill memory)
+MAX_ZIP_READ_BYTES = 2 * 2**30
+
+
+def _read_member(zf: zipfile.ZipFile, name: str, budget: int) -> bytes:
+    """The bytes of one member, read in chunks and refused beyond ``budget`` (whatever its header says)."""
+    info = zf.getinfo(name)
+    if info.file_size > budget:
+        raise ValueError(f"member {name!r} unpacks to {info.file_size} bytes, more than the "
+                         f"{budget} bytes a run file may hold (MAX_ZIP_READ_BYTES)")
+    out = bytearray()
+    with zf.open(name) as f:
+        while chunk := f.read(1 << 20):
+            out += chunk
+            if len(out) > budget:
+                raise ValueError(f"member {name!r} unpacks to more than the {budget} bytes a run file may hold "
+                                 "(MAX_ZIP_READ_BYTES)")
+    return bytes(out)
+
+
 def _load_zip(path: Path) -> xr.DataTree:
     groups = {}
+    left = MAX_ZIP_READ_BYTES
     with zipfile.ZipFile(path) as zf:
         for name in zf.namelist():
             if not name.endswith(".nc"):
                 continue
-            with xr.open_dataset(io.BytesIO(zf.read(name)), engine="scipy") as ds:
+            raw = _read_member(zf, name, left)
+            left -= len(raw)
+            with xr.open_dataset(io.BytesIO(raw), engine="scipy") as ds:
                 ds = ds.load()
             ds.attrs = _decode_attrs_nc3(ds.attrs)
             for var in ds.variables.values():

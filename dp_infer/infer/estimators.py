@@ -288,7 +288,7 @@ class SchemaTransformer(TransformerMixin, BaseEstimator):
 
     ``fit`` reads nothing from the data beyond checking the column names: the map comes from the
     schema alone. Rows cannot be dropped inside a Pipeline, so a missing value in a column with
-    ``missing: drop`` raises (declare ``missing: {fill: ...}`` or drop rows before). The
+    ``missing: drop`` raises (keep the default ``missing: neutral`` or declare ``missing: {fill: ...}``). The
     NON-PRIVATE counts of the last call are in ``last_report_`` (local only).
     """
 
@@ -311,8 +311,8 @@ class SchemaTransformer(TransformerMixin, BaseEstimator):
         enc = self.feature_map_.transform(X, target="ignore")
         self.last_report_ = enc.report
         if enc.X.shape[0] != enc.kept.shape[0]:
-            raise ValueError(f"X: {enc.kept.size - enc.X.shape[0]} row(s) hold a missing value in a column with "
-                             "missing: drop; a Pipeline cannot drop rows (declare a fill value or drop them first)")
+            raise ValueError("X: a row holds a missing value in a column with missing: drop; a Pipeline cannot "
+                             "drop rows (keep the default missing: neutral or declare a fill value)")
         return enc.X
 
     def get_feature_names_out(self, input_features=None):

@@ -25,6 +25,7 @@ from ..routes.calibrate import calibrate
 from ..routes.plan import SamplingPlan
 from ..potentials import gibbs_potential
 from ..randomness import secret_key
+from .preflight import check_plan_resources, check_sampling_options
 from .run import PrivateRun
 from ..privacy.ledger import charged
 from ..parallel.sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
@@ -109,6 +110,7 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     row-sharded data in row blocks (:mod:`dp_infer.parallel.sharding`): same plan, same draws to float
     tolerance for the same key.
     """
+    check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method)
     sharded = mesh is not None or isinstance(X, ShardedRows)
     if sharded and (model is not None or prior_potential is not None):
         raise ValueError("mesh must be None with model=... or prior_potential (sharded data run a per-example loss)")
@@ -170,6 +172,8 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     run = PrivateRun.from_mcmc(mcmc, plan, potential, source, feature_names=feature_names)
     if plan.release == "purified_mean":
         run.purified = purify_estimate(plan, domain, run.posterior_mean(), key_purify)
+        # the upstream chain is covered only by (eps_a, delta_a): the run keeps the release alone
+        run.theta = run.diverging = run.samples = run._mcmc = None
     return run
 
 
@@ -220,6 +224,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     as :class:`~dp_infer.parallel.sharding.ShardedRows` with ``y=None``, samples the same plan on
     row-sharded data (:mod:`dp_infer.parallel.sharding`; loss, estimate target, Langevin routes only).
     """
+    check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method, num_chains=num_chains)
     # checks every route shares, once, before any route is chosen or anything is charged
     eps = check_target_epsilon(eps)
     if delta is not None and delta != 0:  # None or 0: a pure-eps target
@@ -297,6 +302,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                      num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                      num_draws=num_draws, **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
+    check_plan_resources(plan)
     with charged(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}"):
         run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
                      chain_method=chain_method, extra_fields=extra_fields, debug=debug, mesh=mesh)

@@ -35,6 +35,7 @@ from ..routes.calibrate import calibrate
 from ..kernels._common import check_extra_fields
 from ..model.bridge import loss_from_model
 from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
+from .preflight import check_plan_resources, check_sampling_options
 from .run import PrivateRun
 from ..privacy.ledger import charged
 from ..model.clipping import (DEFAULT_COUNT_SHARE, check_bounds, clip_warning, composed_event, default_clip_norm,
@@ -177,6 +178,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
         (``{"group": 8}``: indices in ``0 .. 7``, checked before anything is charged).
     Everything else is :func:`dp_infer.fit`'s.
     """
+    check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method, num_chains=num_chains)
     prepared = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name,
                              model_kwargs, index_ranges, bounds)
     ml = prepared[0]
@@ -188,6 +190,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
                                kernel=kernel, friction=friction, lam_rel=lam_rel, num_draws=num_draws,
                                **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
+    check_plan_resources(plan)
     if mu_count > 0:  # the count is charged with the run, before anything touches the data
         plan = dataclasses.replace(plan, eps=eps, event=composed_event(plan.event, mu_count), options=())
     with charged(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}"):

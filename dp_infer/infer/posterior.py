@@ -17,6 +17,7 @@ import numpy as np
 from numpyro.infer import MCMC
 
 from .._validation import check_choice, check_delta, check_target_epsilon
+from .preflight import check_plan_resources, check_sampling_options
 from .run import PrivateRun
 from ..privacy.ledger import charged
 from ..kernels import Langevin, UnderdampedLangevin
@@ -123,6 +124,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+    check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method, num_chains=num_chains)
     eps = check_target_epsilon(eps)
     delta = check_delta(delta)
     if not isinstance(preconditioner, SecondMoment):
@@ -169,6 +171,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     # bisection that stops just below the path's share, so the target is the safe side)
     charge = GdpEvent(mu=mu, label="posterior_mode (the run's (eps, delta) target)",
                       assumptions=dry.event.assumptions, metadata=dict(dry.event.metadata))
+    check_plan_resources(dry)
     with charged(ledger, dataset_id, charge, "dp_infer fit posterior"):
         if preconditioner == "private":
             sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)

@@ -33,17 +33,25 @@ __all__ = ["ProximalRun", "fit_proximal", "sample_proximal", "proximal_plan_for"
 class ProximalRun:
     """A finished proximal-route run: the plan and the released final positions.
 
-    ``debug_info`` (proposals and loss evaluations of the oracle) is computed from the private
-    data and is NOT covered by the guarantee: never release it.
+    ``debug_info`` (proposals and loss evaluations of the oracle, and the wall-clock time, which
+    depends on the data through the rejection sampler) is computed from the private data and is
+    NOT covered by the guarantee: it stays out of :meth:`report`, the run file and a pickle.
     """
 
     plan: ProximalPlan
     final: np.ndarray  # (chains, dim): the only release
     randomness: dict
-    elapsed_seconds: float
     debug_info: dict = field(default_factory=dict, repr=False)
     loss_name: str | None = None
     feature_names: list | None = None
+
+    @property
+    def elapsed_seconds(self) -> float | None:
+        """NON-PRIVATE wall-clock time of the sampling (the rejection oracle's work depends on the data)."""
+        return self.debug_info.get("elapsed_seconds")
+
+    def __getstate__(self):
+        return {**self.__dict__, "debug_info": {}}  # the release only
 
     def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
         """Released draws as (chains, 1, dim): one final position per chain."""
@@ -59,7 +67,6 @@ class ProximalRun:
     def report(self) -> dict:
         d = self.plan.as_dict()
         d["randomness"] = self.randomness
-        d["elapsed_seconds"] = self.elapsed_seconds
         return d
 
     def to_datatree(self):
@@ -114,6 +121,12 @@ class ProximalRun:
                          "does not cover a continuation (run fit again with more chains instead)")
 
 
+def _require_convex(loss: PerExampleLoss) -> None:
+    if not loss.constants.convex:
+        raise ValueError(f"loss: the proximal route needs a convex loss and {loss.name!r} does not declare "
+                         "convexity (LossConstants(convex=True), only for a loss you know is convex in theta)")
+
+
 def proximal_plan_for(loss: PerExampleLoss, n: int, num_features: int, *, eps: float, delta: float,
                       num_chains: int = 1, lam_rel: float | None = None, theta_scale: float = 10.0,
                       rgo: str = "linearised", rgo_scale: float | str = "auto", tv_fraction: float = 0.01,
@@ -126,6 +139,7 @@ def proximal_plan_for(loss: PerExampleLoss, n: int, num_features: int, *, eps: f
                          "(clipped_loss) bounds only gradients: use a built-in Lipschitz loss")
     if not math.isfinite(loss.constants.grad_diff):
         raise ValueError("the loss has no finite gradient-difference bound G: declare data bounds")
+    _require_convex(loss)
     if delta is None or delta == 0:
         raise ValueError("the proximal route gives (eps, delta)-DP: pass delta in (0, 1)")
     return plan_proximal(eps=eps, delta=delta, n=n, dim=loss.num_params(num_features),
@@ -158,6 +172,7 @@ def sample_proximal(loss: PerExampleLoss, X, y, plan: ProximalPlan, *, seed: int
     if loss.num_params(X.shape[1]) != plan.dim:
         raise ValueError(f"the plan was made for dim = {plan.dim} but the loss has "
                          f"{loss.num_params(X.shape[1])} parameters")
+    _require_convex(loss)
     key, source = secret_key(seed, impl=key_impl)
     t0 = time.perf_counter()
     with jax.enable_x64(True):
@@ -168,9 +183,14 @@ def sample_proximal(loss: PerExampleLoss, X, y, plan: ProximalPlan, *, seed: int
         run = jax.jit(jax.vmap(lambda k, x: prox.sample_chain(k, rgo, x, plan.num_steps)))
         last, tot = run(jax.random.split(k_run, plan.num_draws), x0)
         final = np.asarray(last.x, dtype=np.float64)
+        if int(np.sum(np.asarray(tot.convexity_violations))) > 0:  # draws off the target: never returned
+            raise ValueError(f"loss: {loss.name!r} is declared convex but a Bregman gap of the proximal "
+                             "sampler was negative beyond rounding: it is not convex in theta; the draws "
+                             "were discarded")
         info = {"proposals_per_step": float(np.mean(np.asarray(tot.proposals))) / plan.num_steps,
                 "evaluations_per_step": float(np.mean(np.asarray(tot.evaluations))) / plan.num_steps}
-    return ProximalRun(plan, final, source.describe(), time.perf_counter() - t0, info, loss_name=loss.name)
+    return ProximalRun(plan, final, source.describe(), {**info, "elapsed_seconds": time.perf_counter() - t0},
+                       loss_name=loss.name)
 
 
 def fit_proximal(loss: PerExampleLoss, X, y, *, eps: float, delta: float, num_chains: int = 1,

@@ -90,6 +90,8 @@ class PrivateRun:
         state = self.__dict__.copy()
         for k in _TRANSIENT:
             state[k] = None
+        if state.get("purified") is not None:  # pure route: the purified estimate is the release
+            state["theta"] = state["diverging"] = state["samples"] = None
         if state.get("model") is not None:
             try:
                 pickle.dumps(state["model"])
@@ -121,6 +123,9 @@ class PrivateRun:
         only accounted release). ``pure``: the raw draws are only covered by the upstream
         (eps_a, delta_a) guarantee; release :meth:`estimate` (purified) instead.
         """
+        if self.purified is not None:
+            raise ValueError("theta: a pure-route run releases only its purified estimate (run.estimate()); "
+                             "the upstream draws, covered only by (eps_a, delta_a), are not kept")
         if self.theta is None:
             raise ValueError("this run holds constrained site draws only: use get_samples(), or load it with "
                              "the model (PrivateRun.load(path, model=...)) to get the flat draws")
@@ -271,6 +276,9 @@ class PrivateRun:
                                     site=site, max_draws=max_draws)
         loss = (self.potential_description.get("loss") or {}).get("name")
         theta = self.estimate()[None, :] if self.purified is not None else self.draws().reshape(-1, self.plan.dim)
+        if not np.all(np.isfinite(theta)):  # a diverged chain or a damaged file: no silent class 0
+            raise ValueError("theta: the released draws hold a non-finite value (NaN or inf: a diverged chain or a "
+                             "damaged run file); predictions from them would be meaningless")
         return loss_predictive(loss, theta, Xa, max_draws=max_draws)
 
     def _num_features(self) -> int | None:

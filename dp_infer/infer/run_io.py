@@ -41,7 +41,31 @@ def plan_from_dict(d: dict) -> SamplingPlan:
     if ev and own[len(own) - len(ev):] == ev:
         own = own[: len(own) - len(ev)]
     kw["assumptions"] = tuple(own)
-    return SamplingPlan(event=event, **kw)
+    plan = SamplingPlan(event=event, **kw)
+    _check_report_against_event(d, plan)
+    return plan
+
+
+def _check_report_against_event(d: dict, plan: SamplingPlan) -> None:
+    """Refuse a report whose numbers differ from what its stored event gives (an edited or damaged
+    run file): eps_spent is recomputed by the plan's accountant, mu read off the event."""
+    import math
+
+    def differs(stored, recomputed):
+        if stored is None:
+            return False
+        try:
+            stored = float(stored)
+        except (TypeError, ValueError):
+            return True
+        if recomputed is None or not math.isfinite(stored):
+            return not (recomputed is None and stored is None)
+        return not math.isclose(stored, float(recomputed), rel_tol=1e-9, abs_tol=1e-12)
+
+    for key, recomputed in (("eps_spent", plan.spent()["eps"]), ("mu", getattr(plan.event, "mu", None))):
+        if differs(d.get(key), recomputed):
+            raise ValueError(f"run file: the report's {key} = {d.get(key)!r} does not match its stored privacy event "
+                             f"({recomputed!r}): the file was edited or damaged; it is not taken as genuine")
 
 
 def _arrays(dt, group: str) -> dict[str, np.ndarray]:
@@ -103,6 +127,8 @@ def run_from_tree(cls, dt, *, model: Callable | None = None):
     if report is None:
         raise ValueError("the run file carries no privacy report: not a dp_infer run (or a debug export)")
     plan = plan_from_dict(report)
+    if "posterior" not in dt.children:
+        raise ValueError("the run file has no 'posterior' group (its released draws): damaged or not a dp_infer run")
     draws = _released(dt, "posterior")
     stats = _released(dt, "sample_stats")
     div = stats.get("diverging")
@@ -111,6 +137,8 @@ def run_from_tree(cls, dt, *, model: Callable | None = None):
     purified = theta = samples = None
     feature_names = None
     if plan.release == "purified_mean":
+        if "theta" not in draws:
+            raise ValueError("the run file has no 'theta' estimate in its posterior group: damaged")
         purified = draws["theta"][0, 0]
         div = None
     elif description is not None:

@@ -83,11 +83,15 @@ class ProximalInfo(NamedTuple):
     """NON-PRIVATE instrumentation of one step (functions of the data; never release them).
 
     ``proposals``: oracle proposals drawn (int32); ``evaluations``: single-example loss
-    evaluations of the sequential algorithm (float, it can exceed 2^31 over a run).
+    evaluations of the sequential algorithm (float, it can exceed 2^31 over a run);
+    ``convexity_violations``: proposals whose Bregman gap was negative beyond rounding (the
+    linearised oracle; > 0 means the loss is not convex as declared and the draws do not follow
+    the target: :func:`dp_infer.fit_proximal.sample_proximal` refuses them).
     """
 
     proposals: jax.Array
     evaluations: jax.Array
+    convexity_violations: Any = 0
 
 
 class RGO(NamedTuple):
@@ -119,7 +123,7 @@ def exact_gaussian_rgo(*, step_size: float, strong_convexity: float, center=None
     def sample(key, y):
         mean, var = gaussian_part(y, eta, m, center)
         x = mean + jnp.sqrt(var) * random.normal(key, y.shape, y.dtype)
-        return x, ProximalInfo(jnp.ones((), jnp.int32), jnp.zeros((), y.dtype))
+        return x, ProximalInfo(jnp.ones((), jnp.int32), jnp.zeros((), y.dtype), jnp.zeros((), jnp.int32))
 
     return RGO(eta, sample)
 
@@ -131,21 +135,25 @@ def _rejection_loop(key, propose_batch, dim, dtype):
         return jnp.logical_not(carry[1])
 
     def body(carry):
-        key, _, x, props, evals = carry
+        key, _, x, props, evals, bad = carry
         key, sub = random.split(key)
-        cand, acc, ev = propose_batch(sub)  # (b, d), (b,), (b,)
+        out = propose_batch(sub)  # (b, d), (b,), (b,)[, (b,) bool: a negative gap]
+        cand, acc, ev = out[:3]
         any_acc = jnp.any(acc)
         first = jnp.argmax(acc)
         used = jnp.where(any_acc, first + 1, acc.shape[0]).astype(jnp.int32)
+        live = jnp.arange(acc.shape[0]) < used
         # evaluations spent up to and including the first accepted proposal
-        ev_used = jnp.sum(jnp.where(jnp.arange(acc.shape[0]) < used, ev, 0.0))
+        ev_used = jnp.sum(jnp.where(live, ev, 0.0))
+        if len(out) > 3:
+            bad = bad + jnp.sum(live & out[3]).astype(jnp.int32)
         x = jnp.where(any_acc, cand[first], x)
-        return key, any_acc, x, props + used, evals + ev_used
+        return key, any_acc, x, props + used, evals + ev_used, bad
 
     init_carry = (key, jnp.zeros((), bool), jnp.zeros((dim,), dtype), jnp.zeros((), jnp.int32),
-                  jnp.zeros((), dtype))
-    _, _, x, props, evals = lax.while_loop(cond, body, init_carry)
-    return x, ProximalInfo(props, evals)
+                  jnp.zeros((), dtype), jnp.zeros((), jnp.int32))
+    _, _, x, props, evals, bad = lax.while_loop(cond, body, init_carry)
+    return x, ProximalInfo(props, evals, bad)
 
 
 def _taylor_layout(A: int):
@@ -253,8 +261,9 @@ def linearised_rgo(example_fn: Callable, data, *, step_size: float,
     :param data: pytree of arrays with a leading axis of length n.
 
     Per proposal the acceptance log-probability is ``-mean_j [f_j(x) - f_j(w) - <g_j, x - w>]``
-    where each bracket is >= 0 by convexity; brackets are clipped at 0 to absorb rounding
-    (float64), which changes the acceptance probability only at rounding level.
+    where each bracket is >= 0 by convexity. Brackets within float64 rounding of 0 (relative
+    1e-9 of the terms) are clipped at 0; a more negative one means the loss is not convex:
+    it is counted in ``ProximalInfo.convexity_violations`` (never clipped silently).
     ``ProximalInfo.evaluations`` counts n evaluations per proposal plus 2 n for fbar(w) and
     its subgradient.
     """
@@ -274,9 +283,12 @@ def linearised_rgo(example_fn: Callable, data, *, step_size: float,
         def one(k):
             k1, k2 = random.split(k)
             x = shift + sd * random.normal(k1, y.shape, y.dtype)
-            gap = jnp.mean(jnp.maximum(values(x, data) - fw - gw @ (x - w), 0.0))
+            fx, lin = values(x, data), gw @ (x - w)
+            raw = fx - fw - lin
+            tol = 1e-9 * (1.0 + jnp.abs(fx) + jnp.abs(fw) + jnp.abs(lin))
+            gap = jnp.mean(jnp.maximum(raw, 0.0))
             accept = jnp.log(random.uniform(k2, (), y.dtype)) <= -gap
-            return x, accept, jnp.asarray(n, y.dtype)
+            return x, accept, jnp.asarray(n, y.dtype), jnp.any(raw < -tol)
 
         def propose_batch(k):
             return jax.vmap(one)(random.split(k, b))
@@ -330,10 +342,11 @@ def sample_chain(rng_key, rgo: RGO, x0, num_steps: int, *, keep: str = "last"):
         s, tot = carry
         next_key, k = random.split(s.rng_key)
         s, info = step(k, s._replace(rng_key=next_key))
-        tot = ProximalInfo(tot.proposals + info.proposals, tot.evaluations + info.evaluations)
+        tot = ProximalInfo(tot.proposals + info.proposals, tot.evaluations + info.evaluations,
+                           tot.convexity_violations + jnp.asarray(info.convexity_violations, jnp.int32))
         return (s, tot), (s.x if keep == "all" else None)
 
-    zero = ProximalInfo(jnp.zeros((), jnp.int32), jnp.zeros((), state.x.dtype))
+    zero = ProximalInfo(jnp.zeros((), jnp.int32), jnp.zeros((), state.x.dtype), jnp.zeros((), jnp.int32))
     (last, tot), xs = lax.scan(body, (state, zero), None, length=num_steps)
     if keep == "all":
         return last, tot, xs

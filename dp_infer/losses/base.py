@@ -14,6 +14,9 @@ Constants (seed-001 digest §2.2), all with respect to replace-one neighbouring 
   (last iterate, stationary) refuse such losses.
 * ``smoothness_is_declared``: M was declared by the user and is not checked by the library; a
   guarantee that needs it states it as an assumption.
+* ``convex``: every per-example loss is convex in theta (declared; True for every built-in loss,
+  False by default for a custom one). Routes that need convexity (the proximal sampler) refuse a
+  loss that does not declare it.
 * ``link_derivative_bound``: for a generalised linear loss ``phi(<theta, x>, y)``, a bound ``a`` on
   ``|phi'|`` (the gradient is ``phi' x``). It lets a sensitivity be computed over the rows that can
   occur, in any metric (:mod:`dp_infer.privacy.metric_sensitivity`); None for other losses.
@@ -63,6 +66,7 @@ class LossConstants:
     clipped: bool = False
     smoothness_is_declared: bool = False
     link_derivative_bound: float | None = None
+    convex: bool = False
 
     def gradient_sensitivity(self, n: int) -> float:
         """sup_theta ||grad L(theta; D) - grad L(theta; D')|| for the mean loss over n examples."""
@@ -86,6 +90,7 @@ class LossConstants:
             "clipped": self.clipped,
             "smoothness_is_declared": self.smoothness_is_declared,
             "link_derivative_bound": self.link_derivative_bound,
+            "convex": self.convex,
         }
 
 
@@ -163,8 +168,8 @@ class PerExampleLoss:
         over = int(np.sum(norms > self.row_norm * (1 + 1e-6)))
         if over and self.clip_norm is None:
             raise ValueError(
-                f"{over} row(s) of X exceed the declared row_norm={self.row_norm} "
-                f"(max {norms.max():.4g}); clip them with dp_infer.datasets.clip_rows, which reports how many"
+                f"X: a row exceeds the declared row_norm={self.row_norm} (every row must have l2 norm <= "
+                "row_norm); clip the rows with dp_infer.datasets.clip_rows, which reports how many (locally)"
             )
         if self.label_check is not None:
             self.label_check(y)
@@ -190,7 +195,8 @@ def domain_radius(domain: Domain | None) -> float:
 
 
 def constants_with_l2(lip: float, grad_diff: float, smooth: float | None, l2: float, domain: Domain | None,
-             value_range_fn: Callable[[float], float | None], link: float | None = None) -> LossConstants:
+             value_range_fn: Callable[[float], float | None], link: float | None = None,
+             convex: bool = False) -> LossConstants:
     r = domain_radius(domain)
     lip_total = lip + l2 * r if l2 else lip
     smooth_total = None if smooth is None else smooth + l2
@@ -199,8 +205,9 @@ def constants_with_l2(lip: float, grad_diff: float, smooth: float | None, l2: fl
         vr = vr + 0.5 * l2 * r * r
     # the L2 term is the same for every example: it cancels in a gradient DIFFERENCE, so a GLM's
     # link bound |phi'| <= a still bounds grad l(z) - grad l(z') = phi'(z) x - phi'(z') x'
+    # ``convex``: declared by the caller (every built-in loss passes True)
     return LossConstants(lipschitz=lip_total, grad_diff=grad_diff, smoothness=smooth_total,
-                         strong_convexity=l2, value_range=vr, link_derivative_bound=link)
+                         strong_convexity=l2, value_range=vr, link_derivative_bound=link, convex=convex)
 
 
 def glm_loss(name: str, link: Callable[[jax.Array, jax.Array], jax.Array], constants: LossConstants,
@@ -231,7 +238,8 @@ def clipped_fraction(loss: PerExampleLoss, theta, X, y) -> float:
 
 
 def clipped_loss(fn: ExampleLoss, clip_norm: float, *, name: str = "clipped",
-                 smoothness: float | None = None, domain: Domain | None = None) -> PerExampleLoss:
+                 smoothness: float | None = None, domain: Domain | None = None,
+                 convex: bool = False) -> PerExampleLoss:
     """Wrap any per-example loss so that jax.grad of its mean is the mean of clipped gradients.
 
     Each per-example gradient is rescaled to norm <= clip_norm (a ``jax.custom_vjp``), so
@@ -240,12 +248,15 @@ def clipped_loss(fn: ExampleLoss, clip_norm: float, *, name: str = "clipped",
     exp(-beta L) unless no clip is active; ``smoothness`` (if declared) is the user's claim and
     is not enforced (``constants.smoothness_is_declared``). Clipping breaks contraction, so the
     last-iterate and stationary routes refuse clipped losses. Rows are not norm-checked.
+    ``convex`` declares ``fn`` convex in theta (not checked: an assumption).
     """
     C = check_positive("clip_norm", clip_norm)
+    if not isinstance(convex, bool):
+        raise ValueError(f"convex must be True or False, got {convex!r}")
     if smoothness is not None:
         smoothness = check_positive("smoothness", smoothness)
     consts = LossConstants(lipschitz=C, grad_diff=2 * C, smoothness=smoothness, clipped=True,
-                           smoothness_is_declared=smoothness is not None)
+                           smoothness_is_declared=smoothness is not None, convex=convex)
     return PerExampleLoss(name, fn, consts, math.inf, None, 0.0, domain, clip_norm=C)
 
 

@@ -72,12 +72,12 @@ def poisson(max_count: float, domain: Domain, row_norm: float = 1.0, l2: float =
     def labels(y):
         bad = int(np.sum((y < 0) | (y > Y)))
         if bad:
-            raise ValueError(f"y must be counts in [0, max_count={Y:g}]; {bad} label(s) are not")
+            raise ValueError(f"y must be counts in [0, max_count={Y:g}] (integers); a label is not")
 
     consts = constants_with_l2(k["lipschitz"], k["grad_diff"], k["smoothness"], 0.0, domain,
-                      lambda rr: k["value_range"])
+                      lambda rr: k["value_range"], convex=True)
     if l2:  # (l2/2)||theta||^2 adds l2 r to the gradient bound and l2 r^2 / 2 to the range
         consts = LossConstants(lipschitz=k["lipschitz"] + l2 * r, grad_diff=k["grad_diff"],
                                smoothness=k["smoothness"] + l2, strong_convexity=l2,
-                               value_range=k["value_range"] + 0.5 * l2 * r * r)
+                               value_range=k["value_range"] + 0.5 * l2 * r * r, convex=True)
     return glm_loss("poisson", poisson_link, consts, R, labels, l2, domain)

@@ -23,7 +23,7 @@ __all__ = ["logistic", "multinomial_logistic", "squared", "huber", "smoothed_hin
 def _binary_labels(y: np.ndarray) -> None:
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"y must contain only 0/1 labels for the logistic loss; {int(bad.sum())} row(s) do not")
+        raise ValueError("y must contain only 0/1 labels for the logistic loss; a label is not 0 or 1")
 
 
 def logistic(row_norm: float = 1.0, l2: float = 0.0, domain: Domain | None = None) -> PerExampleLoss:
@@ -38,7 +38,7 @@ def logistic(row_norm: float = 1.0, l2: float = 0.0, domain: Domain | None = Non
     def link(z, y):
         return jax.nn.softplus(z) - y * z
 
-    consts = constants_with_l2(R, 2 * R, R * R / 4, l2, domain, lambda r: r * R, link=1.0)
+    consts = constants_with_l2(R, 2 * R, R * R / 4, l2, domain, lambda r: r * R, link=1.0, convex=True)
     return glm_loss("logistic", link, consts, R, _binary_labels, l2, domain)
 
 
@@ -63,10 +63,10 @@ def multinomial_logistic(num_classes: int, row_norm: float = 1.0, l2: float = 0.
     def labels(y):
         bad = ~np.isin(y, np.arange(K))
         if bad.any():
-            raise ValueError(f"y must contain integer labels in [0, {K - 1}]; {int(bad.sum())} row(s) do not")
+            raise ValueError(f"y must contain integer labels in [0, {K - 1}]; a label is not")
 
     consts = constants_with_l2(math.sqrt(2) * R, 2 * math.sqrt(2) * R, R * R / 2, l2, domain,
-                      lambda r: 2 * r * R)
+                      lambda r: 2 * r * R, convex=True)
     return PerExampleLoss("multinomial_logistic", fn, consts, R, labels, l2, domain,
                           num_params_fn=lambda d: d * K)
 
@@ -94,9 +94,10 @@ def squared(label_bound: float, domain: Domain, row_norm: float = 1.0, l2: float
     def labels(y):
         over = int(np.sum(np.abs(y) > B))
         if over:
-            raise ValueError(f"{over} label(s) exceed the declared label_bound={B}")
+            raise ValueError(f"y: a label exceeds the declared label_bound={B} (|y| <= label_bound)")
 
-    consts = constants_with_l2(lip, 2 * lip, R * R, l2, domain, lambda rr: 0.5 * (rr * R + B) ** 2, link=r * R + B)
+    consts = constants_with_l2(lip, 2 * lip, R * R, l2, domain, lambda rr: 0.5 * (rr * R + B) ** 2,
+                               link=r * R + B, convex=True)
     return glm_loss("squared", link, consts, R, labels, l2, domain)
 
 
@@ -115,7 +116,7 @@ def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
         a = jnp.abs(r)
         return jnp.where(a <= t, 0.5 * r * r, t * (a - 0.5 * t))
 
-    consts = constants_with_l2(t * R, 2 * t * R, R * R, l2, domain, lambda r: None, link=t)
+    consts = constants_with_l2(t * R, 2 * t * R, R * R, l2, domain, lambda r: None, link=t, convex=True)
     return glm_loss("huber", link, consts, R, None, l2, domain)
 
 
@@ -135,7 +136,7 @@ def smoothed_hinge(smoothing: float = 1.0, row_norm: float = 1.0, l2: float = 0.
         z = (2.0 * y - 1.0) * t
         return jnp.where(z >= 1.0, 0.0, jnp.where(z <= 1.0 - g, 1.0 - z - 0.5 * g, (1.0 - z) ** 2 / (2.0 * g)))
 
-    consts = constants_with_l2(R, 2 * R, R * R / g, l2, domain, lambda r: r * R + 1.0, link=1.0)
+    consts = constants_with_l2(R, 2 * R, R * R / g, l2, domain, lambda r: r * R + 1.0, link=1.0, convex=True)
     return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain)
 
 

@@ -41,7 +41,7 @@ __all__ = ["hinge", "absolute", "quantile", "smoothed_hinge", "smoothed_quantile
 def _binary_labels(y: np.ndarray) -> None:
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"y must contain only 0/1 labels for the hinge loss; {int(bad.sum())} row(s) do not")
+        raise ValueError("y must contain only 0/1 labels for the hinge loss; a label is not 0 or 1")
 
 
 def _bounded_labels(bound: float | None):
@@ -51,7 +51,7 @@ def _bounded_labels(bound: float | None):
     def check(y: np.ndarray) -> None:
         over = int(np.sum(np.abs(y) > bound))
         if over:
-            raise ValueError(f"{over} label(s) exceed the declared label_bound={bound}")
+            raise ValueError(f"y: a label exceeds the declared label_bound={bound} (|y| <= label_bound)")
 
     return check
 
@@ -84,7 +84,7 @@ def hinge(row_norm: float = 1.0, domain: Domain | None = None) -> PerExampleLoss
     def link(z, y):
         return jnp.maximum(0.0, 1.0 - (2.0 * y - 1.0) * z)
 
-    consts = constants_with_l2(R, 2.0 * R, None, 0.0, domain, lambda r: 1.0 + r * R)
+    consts = constants_with_l2(R, 2.0 * R, None, 0.0, domain, lambda r: 1.0 + r * R, convex=True)
     return glm_loss("hinge", link, consts, R, _binary_labels, 0.0, domain)
 
 
@@ -102,7 +102,7 @@ def absolute(row_norm: float = 1.0, label_bound: float | None = None,
     def link(z, y):
         return jnp.abs(z - y)
 
-    consts = constants_with_l2(R, 2.0 * R, None, 0.0, domain, _regression_range(1.0, R, B))
+    consts = constants_with_l2(R, 2.0 * R, None, 0.0, domain, _regression_range(1.0, R, B), convex=True)
     return glm_loss("absolute", link, consts, R, _bounded_labels(B), 0.0, domain)
 
 
@@ -123,7 +123,7 @@ def quantile(tau: float = 0.5, row_norm: float = 1.0, label_bound: float | None 
         r = y - z
         return jnp.maximum(t * r, (t - 1.0) * r)
 
-    consts = constants_with_l2(slope * R, 2.0 * slope * R, None, 0.0, domain, _regression_range(slope, R, B))
+    consts = constants_with_l2(slope * R, 2.0 * slope * R, None, 0.0, domain, _regression_range(slope, R, B), convex=True)
     return glm_loss(f"quantile({t:g})", link, consts, R, _bounded_labels(B), 0.0, domain)
 
 
@@ -153,7 +153,7 @@ def smoothed_hinge(smoothing: float = 0.5, row_norm: float = 1.0, l2: float = 0.
         z = 1.0 - (2.0 * y - 1.0) * t
         return jnp.where(z <= 0.0, 0.0, jnp.where(z <= w, 0.5 * z * z / w, z - 0.5 * w))
 
-    consts = constants_with_l2(R, 2.0 * R, R * R / w, l2, domain, lambda r: 1.0 + r * R)
+    consts = constants_with_l2(R, 2.0 * R, R * R / w, l2, domain, lambda r: 1.0 + r * R, convex=True)
     return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain)
 
 
@@ -178,7 +178,7 @@ def smoothed_quantile(tau: float = 0.5, smoothing: float = 0.5, row_norm: float 
         return (t - 0.5) * r + 0.5 * _huber_scalar(r, w)
 
     consts = constants_with_l2(slope * R, 2.0 * slope * R, R * R / (2.0 * w), l2, domain,
-                      _regression_range(slope, R, B))
+                      _regression_range(slope, R, B), convex=True)
     return glm_loss(f"smoothed_quantile({t:g})", link, consts, R, _bounded_labels(B), l2, domain)
 
 

@@ -43,6 +43,7 @@ from ..losses import PerExampleLoss
 from ..privacy.events import PureDpEvent
 from ..randomness import secret_key
 from ._release import Release
+from .assumptions import require_constants_cover
 from .gibbs_rejection import BallIntersection, exact_gibbs_draw
 
 __all__ = ["num_rounds", "round_epsilons", "explicit_radius", "seed_radius", "run_rounds",
@@ -105,6 +106,7 @@ def _check_inputs(loss, X, y, domain, strong_convexity):
     p = loss.num_params(X.shape[1])
     if domain.dim != p:
         raise ValueError(f"domain.dim = {domain.dim} does not match the {p} parameters")
+    require_constants_cover(loss, domain, "the iterated exponential mechanism")
     m = loss.constants.strong_convexity if strong_convexity is None else strong_convexity
     m = check_positive("strong_convexity", m)
     G = loss.constants.grad_diff

@@ -58,10 +58,10 @@ def _check_data(X, y, row_norm, label_bound):
         raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got {y.shape[0]}")
     over = int(np.sum(np.linalg.norm(X, axis=1) > row_norm * (1 + 1e-12)))
     if over:
-        raise ValueError(f"{over} row(s) of X exceed the declared row_norm={row_norm:g} (clip them first)")
+        raise ValueError(f"X: a row exceeds the declared row_norm={row_norm:g} (l2 norm <= row_norm; clip the rows first)")
     over = int(np.sum(np.abs(y) > label_bound * (1 + 1e-12)))
     if over:
-        raise ValueError(f"{over} label(s) exceed the declared label_bound={label_bound:g} (clip them first)")
+        raise ValueError(f"y: a label exceeds the declared label_bound={label_bound:g} (|y| <= label_bound; clip first)")
     return X, y
 
 

@@ -37,6 +37,7 @@ from ..privacy.conversions import gdp_mu, resolve_log_delta
 from ..privacy.events import GdpEvent
 from ..randomness import secret_key
 from ._release import Release
+from .assumptions import require_constants_cover
 from .purifier import plan_purification
 
 __all__ = ["dp_gd", "pure_dp_gd", "dp_sgd_noise_multiplier", "dp_sgd", "pure_dp_sgd"]
@@ -52,6 +53,7 @@ def _check(loss, X, y, domain, steps):
     d = loss.num_params(X.shape[1])
     if domain.dim != d:
         raise ValueError(f"domain.dim must equal the number of parameters {d}, got {domain.dim}")
+    require_constants_cover(loss, domain, "noisy gradient descent")
     c = loss.constants
     if not (math.isfinite(c.grad_diff) and math.isfinite(c.lipschitz)):
         raise ValueError("loss must declare a finite lipschitz and grad_diff on the domain (bounded gradients)")

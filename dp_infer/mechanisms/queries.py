@@ -48,7 +48,7 @@ def _check_values(values: Any) -> np.ndarray:
         raise ValueError(f"values must be a non-empty 2-D array (records x queries), got shape {v.shape}")
     bad = ~np.isfinite(v) | (v < 0.0) | (v > 1.0)
     if bad.any():
-        raise ValueError(f"values must lie in [0, 1] (q_j(record_i)); {int(bad.sum())} entries do not")
+        raise ValueError("values must lie in [0, 1] (q_j(record_i)); an entry does not")
     return v
 
 

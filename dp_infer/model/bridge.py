@@ -251,6 +251,7 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
             raise ValueError(f"observed site {k!r} is not batched by row: observe it inside "
                              f"`with numpyro.plate('data', len({y_name}))` (a likelihood summed over "
                              "all rows, e.g. one numpyro.factor, has no per-example loss to clip)")
+    _check_observations(tr, observed, y, y_name)
     # unconstrained parametrisation of the latents
     unc = {k: s["fn"].support for k, s in latent.items()}
     z0 = {k: biject_to(unc[k]).inv(s["value"]) for k, s in latent.items()}
@@ -291,6 +292,22 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
     return ModelLoss(loss, prior_potential, unravel, tuple(latent), dim, _constrain, model,
                      tuple(layouts), tuple(observed), x_name, y_name, int(X.shape[1]), plates, unc,
                      row_args, dict(static))
+
+
+def _check_observations(tr, observed, y, y_name: str) -> None:
+    """Every observation must lie in its site's support (read on the placeholder trace): NumPyro
+    evaluates ``log_prob`` outside the support without a word (a Bernoulli site would take y = 2).
+    The message names the data argument and the support, never a value."""
+    from numpyro.distributions import constraints
+
+    for k in observed:
+        support = tr[k]["fn"].support
+        if isinstance(support, type(constraints.dependent)):  # parameter-dependent: not checkable here
+            continue
+        ok = np.asarray(support(jnp.asarray(y)))
+        if not bool(np.all(ok)):
+            raise ValueError(f"{y_name}: an observation lies outside the support of the observed site {k!r} "
+                             f"({type(support).__name__.lstrip('_')}); check the labels' coding")
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def check_cast_rows(X_cast, row_norm: float, *, name: str = "X") -> None:
     x = np.asarray(X_cast).astype(np.float64)
     bad = ~np.isfinite(x)
     if bad.any():
-        raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) after the cast to "
+        raise ValueError(f"{name} contains a non-finite value after the cast to "
                          f"{np.asarray(X_cast).dtype}; clean them before fitting")
     if math.isinf(row_norm):
         return
@@ -67,6 +67,6 @@ def check_cast_rows(X_cast, row_norm: float, *, name: str = "X") -> None:
     over = int(np.sum(norms > row_norm * (1 + 1e-6)))
     if over:
         raise ValueError(
-            f"{over} row(s) of {name} exceed the declared row_norm={row_norm} after the cast to "
-            f"{np.asarray(X_cast).dtype} (max {norms.max():.6g}); cast with rounding='toward_zero', "
+            f"{name}: a row exceeds the declared row_norm={row_norm} after the cast to "
+            f"{np.asarray(X_cast).dtype}; cast with rounding='toward_zero', "
             "which never lengthens a row")

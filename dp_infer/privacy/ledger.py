@@ -110,6 +110,11 @@ class Ledger:
         self.path = Path(path).expanduser()
         if self.path.exists() and self.path.is_dir():
             raise ValueError(f"path must be a file, not a directory: {str(self.path)!r}")
+        if self.path.exists() and self.path.stat().st_size == 0:
+            # a ledger is created only where no file exists: an empty file is a truncated ledger
+            # (its recorded spend lost) or something else, never a fresh start at eps = 0
+            raise ValueError(f"ledger: {str(self.path)!r} is an empty file, not a dp_infer ledger (a truncated "
+                             "ledger would lose its recorded spend); restore it, or give a path that does not exist")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._init_schema()

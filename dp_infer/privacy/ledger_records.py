@@ -88,6 +88,9 @@ def iso(t: float | None) -> str | None:
 def check_dataset_id(dataset_id: Any) -> str:
     if not isinstance(dataset_id, str) or not dataset_id.strip():
         raise ValueError(f"dataset_id must be a non-empty string, got {dataset_id!r}")
+    if dataset_id != dataset_id.strip():
+        raise ValueError(f"dataset_id must not start or end with whitespace (it would name another dataset, "
+                         f"with a fresh budget), got {dataset_id!r}")
     return dataset_id
 
 

@@ -76,8 +76,8 @@ class LinearModelClass:
         norms = np.linalg.norm(X, axis=1)
         over = int(np.sum(norms > self.row_norm * (1 + 1e-6)))
         if over:
-            raise ValueError(f"{over} row(s) of {name} exceed the declared row_norm={self.row_norm:g} (max "
-                             f"{norms.max():.4g}); clip them with dp_infer.datasets.clip_rows")
+            raise ValueError(f"{name}: a row exceeds the declared row_norm={self.row_norm:g} (l2 norm <= "
+                             "row_norm); clip the rows with dp_infer.datasets.clip_rows")
         return X
 
     def design(self, X, name: str = "X", *, dim: int | None = None) -> np.ndarray:
@@ -92,11 +92,11 @@ class LinearModelClass:
         if self.task == "classification":
             bad = ~np.isin(y, (0.0, 1.0))
             if bad.any():
-                raise ValueError(f"{name} must contain only 0/1 labels for a {self.kind} model; "
-                                 f"{int(bad.sum())} row(s) do not")
+                raise ValueError(f"{name} must contain only 0/1 labels for a {self.kind} model; a label is not "
+                                 "0 or 1")
         elif self.label_bound is not None and np.any(np.abs(y) > self.label_bound):
-            raise ValueError(f"{int(np.sum(np.abs(y) > self.label_bound))} label(s) of {name} exceed the "
-                             f"declared label_bound={self.label_bound:g}")
+            raise ValueError(f"{name}: a label exceeds the declared label_bound={self.label_bound:g} "
+                             "(|y| <= label_bound)")
         return y
 
     def scores(self, draws, X, *, name: str = "X_eval") -> np.ndarray:

@@ -15,26 +15,26 @@ __all__ = ["numeric", "categorical", "binary", "ordinal", "binary_target", "nume
 # ---------------------------------------------------------------------------------------------
 
 def numeric(name: str, lo: float, hi: float, *, transform: str = "none", source: str | None = None,
-            missing: Any = "drop") -> Column:
+            missing: Any = "neutral") -> Column:
     """A numeric feature with public bounds [lo, hi] (raw units) and an optional transform."""
     return Column(name, "numeric", bounds=(lo, hi), transform=transform, source=source,
                   missing=Missing.from_obj(f"column {name!r}", missing))
 
 
 def categorical(name: str, levels: Sequence[str], *, reference: str | None = None,
-                unknown: str = "error", source: str | None = None, missing: Any = "drop") -> Column:
+                unknown: str = "error", source: str | None = None, missing: Any = "neutral") -> Column:
     """A categorical feature with public levels (reference level coded as all zeros)."""
     return Column(name, "categorical", levels=tuple(levels), reference=reference, unknown=unknown,
                   source=source, missing=Missing.from_obj(f"column {name!r}", missing))
 
 
-def binary(name: str, levels: Sequence[str], *, source: str | None = None, missing: Any = "drop") -> Column:
+def binary(name: str, levels: Sequence[str], *, source: str | None = None, missing: Any = "neutral") -> Column:
     """A two-level feature: one coordinate, 1 for ``levels[1]``."""
     return Column(name, "binary", levels=tuple(levels), source=source,
                   missing=Missing.from_obj(f"column {name!r}", missing))
 
 
-def ordinal(name: str, levels: Sequence[str], *, source: str | None = None, missing: Any = "drop") -> Column:
+def ordinal(name: str, levels: Sequence[str], *, source: str | None = None, missing: Any = "neutral") -> Column:
     """Ordered levels: one coordinate, rank mapped linearly onto [-1, 1]."""
     return Column(name, "ordinal", levels=tuple(levels), source=source,
                   missing=Missing.from_obj(f"column {name!r}", missing))

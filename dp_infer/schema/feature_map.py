@@ -8,7 +8,12 @@ Coding (identifiable: no direction of theta is flat on every admissible row):
 * categorical: one 0/1 coordinate per level except the reference level (all zeros);
 * binary: one 0/1 coordinate, 1 for the second level;
 * ``missing: {fill: v}``: the fill value is encoded as above, plus a 0/1 indicator coordinate
-  ``<name>:missing`` unless ``indicator: false``.
+  ``<name>:missing`` unless ``indicator: false``;
+* ``missing: neutral`` (the default): every coordinate of the column is 0 (the centre of its
+  encoded range, or its reference level), which every column already admits;
+* a missing target label is an error (a row is never dropped silently: n stays the file's row
+  count), except in a schema that already drops rows (``missing: drop`` on a column: n is then
+  private, see :mod:`dp_infer.schema.spec`), where the row is dropped too.
 
 Then every coordinate is multiplied by ``s = row_norm / R`` where ``R`` is the exact largest
 norm of an encoded row (:meth:`FeatureMap.admissible_rows` before scaling), so the largest
@@ -76,8 +81,8 @@ def _parse_numbers(s: pd.Series, where: str, ok: np.ndarray) -> np.ndarray:
                              errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     bad = ok & ~np.isfinite(vals)
     if bad.any():
-        i = int(np.argmax(bad))
-        raise ValueError(f"{where}: data row {i + 1} holds {s.iloc[i]!r}, not a finite number")
+        raise ValueError(f"{where}: a cell is not a finite number (declared numeric; the value is not "
+                         "shown: it is private)")
     return vals
 
 
@@ -186,14 +191,18 @@ class FeatureMap:
                 "row_norm": self.row_norm, "exact": self._admissible.exact}
 
     # ------------------------------------------------------------------ applying the map
-    def transform(self, data: Any, *, target: str = "required", **read_kwargs) -> EncodedData:
+    def transform(self, data: Any, *, target: str = "required", nonprivate_warnings: bool = False,
+                  **read_kwargs) -> EncodedData:
         """Encode a table (path, DataFrame, Arrow/polars table): columns matched by NAME.
 
         ``target``: ``"required"`` (the schema's target must be present), ``"optional"`` (used if
         present) or ``"ignore"``. Out-of-bound numbers are clipped and unknown levels handled as
         declared; the counts go to the returned NON-PRIVATE report. Raises a one-line
         ``ValueError`` (missing column, non-numeric value, undeclared level or label, ...)
-        before anything else is computed from the rows.
+        before anything else is computed from the rows; it names the column and what it allows,
+        never a cell's value or its row. ``nonprivate_warnings``: emit the NON-PRIVATE
+        :class:`~dp_infer.schema.report.ClippingWarning` (a private count; whether it fires
+        depends on the rows), off by default so nothing private reaches stderr unasked.
         """
         if target not in ("required", "optional", "ignore"):
             raise ValueError(f"target must be 'required', 'optional' or 'ignore', got {target!r}")
@@ -226,7 +235,10 @@ class FeatureMap:
                 drop |= miss[col.column]
         if use_target:
             tmiss = missing_mask(df[tname], sch.na_values)
-            rep.dropped_missing[tname] = int((tmiss & ~drop).sum())
+            if tmiss.any() and sch.n_is_public:
+                raise ValueError(f"data: target column {tname!r} of {where} has a missing label; a row is "
+                                 "never dropped for it (n is public): label or remove such rows in the file")
+            rep.dropped_missing[tname] = int((tmiss & ~drop).sum())  # only under missing: drop
             drop |= tmiss
         keep = ~drop
         X = np.zeros((df.shape[0], self.dim))
@@ -241,14 +253,15 @@ class FeatureMap:
         rep.n_rows_clipped = int((clipped_row & keep).sum())
         if rep.n_rows_kept == 0:
             raise ValueError(f"data: no row of {where} is left after dropping rows with missing values")
-        rep.warn_if_clipped(sch.clip_warn_fraction)
+        if nonprivate_warnings:
+            rep.warn_if_clipped(sch.clip_warn_fraction)
         return EncodedData(X, None if y is None else y[keep], list(self.feature_names), rep, keep)
 
     def _encode_column(self, lay: _Layout, s: pd.Series, miss: np.ndarray, keep: np.ndarray,
                        X: np.ndarray, rep: DataReport) -> np.ndarray:
         col, j = lay.col, lay.start
         present = keep & ~miss
-        filled = keep & miss  # only possible under the fill policy (drop removed the others)
+        filled = keep & miss  # fill or neutral policy (drop removed the others)
         clipped = np.zeros(len(s), dtype=bool)
         where = f"data column {col.column!r}"
         if col.kind == "numeric":
@@ -265,8 +278,7 @@ class FeatureMap:
             declared = set(col.levels)
             unknown = present & ~lv.isin(declared).to_numpy()
             if unknown.any() and col.unknown != OTHER_LEVEL:
-                i = int(np.argmax(unknown))
-                raise ValueError(f"{where}: data row {i + 1} holds {lv.iloc[i]!r}, not a declared level of "
+                raise ValueError(f"{where}: a cell is not a declared level of "
                                  f"{col.name!r} (levels: {list(col.levels)}); declare it or set unknown: other")
             if col.unknown == OTHER_LEVEL:
                 rep.unknown_levels[col.column] = int(unknown.sum())
@@ -280,6 +292,7 @@ class FeatureMap:
                     X[:, j + k] = (present & (arr == level)).astype(float)
         if filled.any():
             rep.filled_missing[col.column] = rep.filled_missing.get(col.column, 0) + int(filled.sum())
+        if filled.any() and col.missing.policy == "fill":
             fp = lay.fill_point()
             X[np.ix_(filled, np.arange(j, j + len(fp)))] = fp
         if lay.indicator:
@@ -294,16 +307,14 @@ class FeatureMap:
             pos, neg = lv.isin(t.positive).to_numpy(), lv.isin(t.negative).to_numpy()
             bad = keep & ~(pos | neg)
             if bad.any():
-                i = int(np.argmax(bad))
-                raise ValueError(f"{where}: data row {i + 1} holds {lv.iloc[i]!r}, not among the declared "
+                raise ValueError(f"{where}: a label is not among the declared "
                                  f"labels (positive {list(t.positive)}, negative {list(t.negative)})")
             return pos.astype(float)
         v = _parse_numbers(s, where, keep)
         if t.kind == "count":
             bad = keep & ((v < 0) | (np.floor(np.nan_to_num(v)) != np.nan_to_num(v)))
             if bad.any():
-                i = int(np.argmax(bad))
-                raise ValueError(f"{where}: data row {i + 1} holds {s.iloc[i]!r}, not a count (an integer >= 0)")
+                raise ValueError(f"{where}: a cell is not a count (an integer >= 0)")
             lo, hi = 0.0, float(t.max_count)
         else:
             lo, hi = t.bounds

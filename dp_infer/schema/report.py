@@ -18,7 +18,9 @@ NON_PRIVATE_NOTICE = ("NON-PRIVATE local data report: counts computed from the d
 
 
 class ClippingWarning(UserWarning):
-    """More rows than the schema's ``clip_warn_fraction`` had a value clipped (local only)."""
+    """More rows than the schema's ``clip_warn_fraction`` had a value clipped (NON-PRIVATE, local
+    only: emitted only on request, ``FeatureMap.transform(..., nonprivate_warnings=True)`` or the
+    CLI's ``--nonprivate-diagnostics``)."""
 
 
 @dataclass
@@ -45,7 +47,7 @@ class DataReport:
     def warn_if_clipped(self, threshold: float) -> bool:
         """Emit a :class:`ClippingWarning` when the clipped-row share exceeds ``threshold``."""
         if self.fraction_rows_clipped > threshold:
-            warnings.warn(f"{self.source}: {self.n_rows_clipped} of {self.n_rows_kept} rows "
+            warnings.warn(f"NON-PRIVATE: {self.source}: {self.n_rows_clipped} of {self.n_rows_kept} rows "
                           f"({100 * self.fraction_rows_clipped:.1f}%) had a value clipped to its declared "
                           f"bounds (more than clip_warn_fraction = {threshold:g}); check the bounds "
                           "(local, non-private notice)", ClippingWarning, stacklevel=3)

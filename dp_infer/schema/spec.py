@@ -18,10 +18,16 @@ Column kinds
 Target kinds: ``binary`` (declared ``positive`` and ``negative`` labels, coded 1/0), ``numeric``
 (declared ``bounds``, clipped), ``count`` (integers in [0, ``max_count``], clipped above).
 
-Missing values: per column, ``drop`` (the row is dropped) or ``fill`` (a declared fill value
-inside the bounds / among the levels, plus a 0/1 indicator coordinate unless
-``indicator: false``). Which cells count as missing: the schema's ``na_values`` strings plus
-null cells of typed tables.
+Missing values: per column, ``neutral`` (the default: every encoded coordinate of the column is
+0 -- the centre of a numeric or ordinal column's encoded range, the reference level of a
+categorical or binary column; no extra coordinate, so the admissible rows do not change),
+``fill`` (a declared fill value inside the bounds / among the levels, plus a 0/1 indicator
+coordinate unless ``indicator: false``) or ``drop`` (the row is dropped). Under ``neutral`` and
+``fill`` a missing cell never removes a row, so n is the number of rows in the file: public.
+``drop`` makes n a function of the private cells (two files differing in one cell, present vs
+missing, have different n): the private fit path (``dp-infer sample --schema``) refuses it and
+:attr:`Schema.n_is_public` is False; keep it for public files. Which cells count as missing: the
+schema's ``na_values`` strings plus null cells of typed tables.
 """
 
 from __future__ import annotations
@@ -34,39 +40,44 @@ from ._checks import SchemaError, check_bounds, check_choice, check_levels, chec
 from .target import TARGET_KINDS, Target
 
 __all__ = ["Missing", "Column", "Target", "Schema", "SchemaError", "COLUMN_KINDS", "TARGET_KINDS",
-           "TRANSFORMS", "OTHER_LEVEL"]
+           "TRANSFORMS", "OTHER_LEVEL", "MISSING_POLICIES"]
 
 COLUMN_KINDS = ("numeric", "categorical", "binary", "ordinal")
 TRANSFORMS = ("none", "clip", "log", "log1p")
 OTHER_LEVEL = "other"
 DEFAULT_NA_VALUES = ("", "NA", "NaN", "?")
+#: per-column missing-value policies; ``neutral`` is the default (n stays public)
+MISSING_POLICIES = ("neutral", "fill", "drop")
 
 
 @dataclass(frozen=True)
 class Missing:
-    """Missing-value policy of one column: ``drop`` the row, or ``fill`` with a declared value
-    (plus a 0/1 indicator coordinate when ``indicator``)."""
+    """Missing-value policy of one column: ``neutral`` (default: encoded coordinates 0, n stays
+    public), ``fill`` with a declared value (plus a 0/1 indicator coordinate when ``indicator``),
+    or ``drop`` the row (n becomes private: see the module docstring)."""
 
-    policy: str = "drop"
+    policy: str = "neutral"
     fill: Any = None
     indicator: bool = True
 
     def __post_init__(self):
-        check_choice("missing", "policy", self.policy, ("drop", "fill"))
+        check_choice("missing", "policy", self.policy, MISSING_POLICIES)
         if self.policy == "fill" and self.fill is None:
             raise schema_error("missing", "policy 'fill' needs a declared fill value")
         if not isinstance(self.indicator, bool):
             raise schema_error("missing", f"indicator must be true or false, got {self.indicator!r}")
 
     def to_dict(self) -> Any:
-        if self.policy == "drop":
-            return "drop"
+        if self.policy in ("drop", "neutral"):
+            return self.policy
         return {"fill": self.fill, "indicator": self.indicator}
 
     @classmethod
     def from_obj(cls, where: str, obj: Any) -> "Missing":
-        if obj is None or obj == "drop":
+        if obj is None or obj == "neutral":
             return cls()
+        if obj == "drop":
+            return cls("drop")
         if isinstance(obj, Missing):
             return obj
         if isinstance(obj, Mapping):
@@ -74,9 +85,9 @@ class Missing:
             if unknown:
                 raise schema_error(where, f"unknown key(s) {sorted(unknown)} in missing (allowed: fill, indicator)")
             if "fill" not in obj:
-                raise schema_error(where, "missing must be 'drop' or {fill: VALUE, indicator: true|false}")
+                raise schema_error(where, "missing must be 'neutral', 'drop' or {fill: VALUE, indicator: true|false}")
             return cls("fill", obj["fill"], obj.get("indicator", True))
-        raise schema_error(where, f"missing must be 'drop' or {{fill: VALUE, indicator: true|false}}, got {obj!r}")
+        raise schema_error(where, f"missing must be 'neutral', 'drop' or {{fill: VALUE, indicator: ...}}, got {obj!r}")
 
 
 @dataclass(frozen=True)
@@ -205,8 +216,8 @@ class Schema:
     ``intercept``: prepend a constant coordinate. ``row_norm``: encoded rows are scaled so that
     the largest admissible row has exactly this l2 norm (``None``: no scaling). ``extra_columns``:
     what to do with data columns the schema does not mention (``error`` or ``ignore``; columns
-    listed in ``ignore`` are always skipped). ``clip_warn_fraction``: a local warning is shown
-    when more than this share of rows had a value clipped to its bounds. ``read``: optional CSV
+    listed in ``ignore`` are always skipped). ``clip_warn_fraction``: a NON-PRIVATE local warning
+    is shown, on request only, when more than this share of rows had a value clipped. ``read``: optional CSV
     dialect (``delimiter``, ``header``, ``names``, ``quotechar``, ``comment``, ``skiprows``,
     ``encoding``) used as defaults when a delimited file is read with this schema.
     """
@@ -282,6 +293,22 @@ class Schema:
     def source_columns(self) -> tuple[str, ...]:
         """Data columns the features read (each once, in schema order)."""
         return tuple(dict.fromkeys(c.column for c in self.columns))
+
+    @property
+    def n_is_public(self) -> bool:
+        """No column drops rows (no ``missing: drop``): n is the file's row count (schema only)."""
+        return not self.drop_columns
+
+    @property
+    def drop_columns(self) -> tuple[str, ...]:  # features with missing: drop (they make n private)
+        return tuple(c.name for c in self.columns if c.missing.policy == "drop")
+
+    def require_public_n(self, where: str = "schema") -> None:
+        """Refuse a schema whose ``missing: drop`` makes n private (on the schema alone)."""
+        if self.drop_columns:
+            raise ValueError(f"{where}: column(s) {list(self.drop_columns)} declare missing: drop, which makes "
+                             "n private (a file with one more missing cell has one row fewer); declare "
+                             "missing: neutral (the default) or missing: {fill: VALUE}")
 
     def column(self, name: str) -> Column:
         for c in self.columns:

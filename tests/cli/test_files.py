@@ -105,7 +105,7 @@ def test_predict_from_a_model_run_needs_and_loads_the_model(monkeypatch, capsys,
     path = run.save(tmp_path / "m.zip")
     df[["v", "u"]].to_csv(tmp_path / "rows.csv", index=False)
     code, so, err = run_cli(monkeypatch, capsys, ["predict", path, tmp_path / "rows.csv"])
-    assert code == 2 and "predictions need the NumPyro model" in err
+    assert code == 2 and "--model: " in err and "was fitted from a NumPyro model" in err  # CLI words (issue 30)
     code, so, err = run_cli(monkeypatch, capsys, ["predict", path, tmp_path / "rows.csv", "--model", f"{src}:logreg",
                                                   "--out", tmp_path / "p.csv"])
     assert code == 0, err

@@ -225,7 +225,7 @@ def test_squared_constants_attained():
             c.value_range, rel=1e-14)
         ball = losses.squared(label_bound=B, domain=domains.L2Ball(2, 5.0), row_norm=R)
         assert ball.constants.lipschitz >= c.lipschitz  # a bound on the ball (not tight there)
-    with pytest.raises(ValueError, match="1 label"):
+    with pytest.raises(ValueError, match="a label exceeds the declared label_bound"):
         loss.check_data(np.zeros((2, 2)), np.array([B, -B * (1 + 1e-12)]))
     loss.check_data(np.zeros((2, 2)), np.array([B, -B]))
 
@@ -367,7 +367,7 @@ def test_check_data_edges():
     loss = losses.logistic(row_norm=2.0)
     X, y = loss.check_data([[2.0, 0.0], [0.0, -2.0], [1.2, 1.6]], [0.0, 1.0, 1.0])
     assert X.shape == (3, 2) and y.shape == (3,)
-    with pytest.raises(ValueError, match="1 row"):
+    with pytest.raises(ValueError, match="a row exceeds the declared row_norm"):
         loss.check_data([[2.0, 0.0], [3.0, 0.0]], [0.0, 1.0])
     with pytest.raises(ValueError, match="same number of rows, got 3 and 2"):
         loss.check_data(np.zeros((3, 4)), np.zeros(2))

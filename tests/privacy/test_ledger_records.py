@@ -123,9 +123,16 @@ def test_dataset_id_must_be_a_non_blank_string(bad):
 
 
 def test_valid_ids_and_labels_pass_unchanged():
-    for s in ("adult", " padded ", "ü"):
+    for s in ("adult", "ü", "two words"):
         assert LR.check_dataset_id(s) == s
         assert LR.check_run_label(s) == s
+    assert LR.check_run_label(" padded ") == " padded "
+
+
+@pytest.mark.parametrize("bad", [" padded ", "default ", "\tadult"])
+def test_dataset_id_with_surrounding_whitespace_is_another_dataset_and_refused(bad):
+    with pytest.raises(ValueError, match="dataset_id must not start or end with whitespace"):
+        LR.check_dataset_id(bad)
     assert LR.check_run_label(None) == ""
     assert LR.check_run_label("") == ""
 

@@ -234,14 +234,27 @@ def test_epsilon_is_the_accountants_eps_of_the_event(neighboring):
                                                                 neighboring=neighboring)
 
 
-@pytest.mark.parametrize("neighboring, rel", [("replace_one", dpa.NeighboringRelation.REPLACE_ONE),
-                                              ("add_remove", dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)])
-def test_pld_cross_check_is_dp_accountings_pld_with_the_given_interval(neighboring, rel):
-    for disc in (1e-2, 1e-3):
-        acc = pld.PLDAccountant(rel, value_discretization_interval=disc)
-        acc.compose(mb.minibatch_dp_accounting_event(BETA, H, T, 0.1, C, N, 2))
-        assert mb.minibatch_pld_epsilon(BETA, H, T, 0.1, C, N, DELTA, 2, neighboring=neighboring,
-                                        discretization=disc) == acc.get_epsilon(DELTA)
+def test_pld_cross_check_at_q_1_is_the_gaussian_mechanisms_exact_eps():
+    # issue 30 (finding 13): the old test rebuilt the function's body and compared with ==.
+    # Oracle from first principles instead: at q = 1 (add/remove) every step is the Gaussian
+    # mechanism. A step moves theta by h beta / n times the clipped sum (one record: <= C) and
+    # adds N(0, 2h) noise, so K T steps compose to mu-GDP with mu = sqrt(K T) h beta C / (n sqrt(2h)).
+    # The PLD answer must be on the safe side of the exact Gaussian profile (mpmath, 60 digits) and
+    # within its discretisation of it.
+    from tests.support.mp_oracles import gdp_delta_mp
+
+    for k, disc in ((1, 1e-3), (2, 1e-2)):
+        mu = math.sqrt(k * T) * H * BETA * C / (N * math.sqrt(2 * H))
+        e = mb.minibatch_pld_epsilon(BETA, H, T, 1.0, C, N, DELTA, k, neighboring="add_remove", discretization=disc)
+        assert gdp_delta_mp(e, mu) <= DELTA  # safe side, no tolerance
+        assert gdp_delta_mp(e - 20 * disc, mu) > DELTA  # and not loose beyond the discretisation
+    # the interval given is the one used: PLD is pessimistic, so a coarser grid reports more
+    fine, coarse = (mb.minibatch_pld_epsilon(BETA, H, T, 1.0, C, N, DELTA, neighboring="add_remove", discretization=d)
+                    for d in (1e-4, 5e-2))
+    assert coarse > fine
+
+
+def test_pld_cross_check_validates_its_arguments():
     for bad, name in ((0.0, "delta"), (1.0, "delta")):
         with pytest.raises(ValueError, match=name):
             mb.minibatch_pld_epsilon(BETA, H, T, 0.1, C, N, bad)

@@ -351,13 +351,24 @@ def test_edges_of_the_parameters_uncapped_capped_and_beyond_float_range():
 
 
 def test_draws_projected_onto_the_boundary_are_inside():
+    # issue 30 (finding 13): this test checked only the shape. Oracles now: draws on the sphere
+    # (norm 1 up to rounding, inside the 1e-9 tolerance) are accepted and one 1e-6 outside is
+    # refused; with project=True every output is inside the ball, and equals the closed-form
+    # projection y min(1, 1/|y|) of the unprojected output for the same key.
     dom = L2Ball(3, 1.0)
     p = PF.purification_parameters(dom, 1.0, 0.5, delta=1e-8)
     rng = np.random.default_rng(3)
     edge = rng.normal(size=(50, 3))
     edge /= np.linalg.norm(edge, axis=1, keepdims=True)  # on the sphere, up to rounding
-    out = PF.purify(4, edge, p, dom)
-    assert out.shape == (50, 3)
+    raw = PF.purify(4, edge, p, dom)
+    proj = PF.purify(4, edge, p, dom, project=True)
+    assert raw.shape == proj.shape == (50, 3)
+    norms = np.linalg.norm(raw, axis=1)
+    assert np.any(norms > 1.0)  # the Laplace noise leaves the ball: the projection has work to do
+    np.testing.assert_allclose(proj, raw * np.minimum(1.0, 1.0 / norms)[:, None], rtol=1e-12, atol=1e-15)
+    assert np.all(np.linalg.norm(proj, axis=1) <= 1.0 + 1e-12)
+    with pytest.raises(ValueError, match="outside the domain"):
+        PF.purify(4, edge * (1 + 1e-6), p, dom)
 
 
 def test_a_box_that_is_not_a_cube_uses_its_widths_and_purify_checks_the_dimension():

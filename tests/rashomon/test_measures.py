@@ -307,7 +307,7 @@ def test_bad_inputs_are_one_line_errors_before_any_work():
         (lambda: R.evaluate(draws, model, X[:, :1]), "X_eval must have 2 columns"),
         (lambda: R.evaluate(draws, model, X, y[:-1]), "y_eval must have one label per row (30)"),
         (lambda: R.evaluate(draws, model, X, np.r_[y[:-1], 2.0]), "only 0/1 labels"),
-        (lambda: R.evaluate(draws, model, X * 3), "exceed the declared row_norm=1"),
+        (lambda: R.evaluate(draws, model, X * 3), "exceeds the declared row_norm=1"),
         (lambda: R.evaluate(draws, model, X, reference=np.zeros(2)), "reference must be 3 finite"),
         (lambda: R.model_reliance(draws, X, y, model, features=[5]), "features must be column indices"),
         (lambda: R.model_reliance(draws, X, y, model, num_permutations=1), "num_permutations must be >= 2"),

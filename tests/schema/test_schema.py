@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -35,8 +36,8 @@ def test_encoding_matches_hand_computation_and_scale_is_exact():
     assert fm.raw_max_norm == pytest.approx(math.sqrt(5))
     df = pd.DataFrame({"age": ["20", "40", "70"], "color": ["r", "b", "g"], "sex": ["M", "F", "M"],
                        "edu": ["mid", "hi", "lo"], "y": ["yes", "no", "yes"]})
-    with pytest.warns(S.ClippingWarning):  # one row of three clipped > 5%
-        enc = fm.transform(df)
+    with pytest.warns(S.ClippingWarning):  # one row of three clipped > 5%, asked for
+        enc = fm.transform(df, nonprivate_warnings=True)
     want = np.array([[1, -1, 0, 0, 1, 0], [1, 0, 0, 1, 0, 1], [1, 1, 1, 0, 1, -1]]) / math.sqrt(5)
     np.testing.assert_allclose(enc.X, want, atol=1e-12)
     np.testing.assert_array_equal(enc.y, [1, 0, 1])
@@ -50,7 +51,8 @@ def test_transforms_missing_fill_indicator_and_unknown_other():
     fm = FeatureMap(Schema(columns=cols, intercept=False, row_norm=None))
     assert fm.feature_names == ["inc", "inc:missing", "c=b", "c=other"]
     with pytest.warns(S.ClippingWarning):
-        enc = fm.transform(pd.DataFrame({"inc": ["99", "?", "5000"], "c": ["b", "", "zzz"]}))
+        enc = fm.transform(pd.DataFrame({"inc": ["99", "?", "5000"], "c": ["b", "", "zzz"]}),
+                           nonprivate_warnings=True)
     u = lambda v: 2 * math.log1p(v) / math.log1p(999) - 1  # noqa: E731
     want = [[u(99), 0, 1, 0], [u(9), 1, 0, 0], [1, 0, 0, 1]]
     np.testing.assert_allclose(enc.X, want, atol=1e-12)
@@ -66,7 +68,10 @@ def test_columns_matched_by_name_not_position():
 
 
 def test_drop_policy_drops_rows_and_counts_them():
-    fm = FeatureMap(small_schema())
+    drop = Schema(columns=tuple(replace(c, missing="drop") for c in small_schema().columns),
+                  target=S.binary_target("y", "yes", "no"))
+    assert not drop.n_is_public and small_schema().n_is_public  # neutral is the default
+    fm = FeatureMap(drop)
     df = pd.DataFrame({"age": ["30", "?", "40"], "color": ["g", "r", "NA"], "sex": ["F"] * 3,
                        "edu": ["lo"] * 3, "y": ["no", "yes", ""]})
     enc = fm.transform(df)
@@ -202,10 +207,10 @@ def _frame(**over):
 @pytest.mark.parametrize("frame,needle", [
     (_frame().drop(columns="color"), "['color'] declared in the schema are missing"),
     (_frame(extra=["1", "2"]), "['extra'] of DataFrame are not in the schema"),
-    (_frame(age=["30", "thirty"]), "data row 2 holds 'thirty', not a finite number"),
+    (_frame(age=["30", "thirty"]), "a cell is not a finite number"),
     (_frame(age=["30", "inf"]), "not a finite number"),
-    (_frame(y=["no", "maybe"]), "'maybe', not among the declared labels"),
-    (_frame(color=["g", "purple"]), "'purple', not a declared level of 'color'"),
+    (_frame(y=["no", "maybe"]), "a label is not among the declared labels"),
+    (_frame(color=["g", "purple"]), "a cell is not a declared level of 'color'"),
     (_frame().drop(columns="y"), "target column 'y' is missing"),
 ])
 def test_bad_data(frame, needle):
@@ -277,7 +282,7 @@ def test_data_report_is_marked_non_private_and_warns_locally():
     df = _frame(age=["10", "40"])
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        enc = FeatureMap(sch).transform(df)
+        enc = FeatureMap(sch).transform(df, nonprivate_warnings=True)
     assert any(issubclass(x.category, S.ClippingWarning) for x in w)
     d = enc.report.as_dict()
     assert list(d)[0] == "NON_PRIVATE" and "never release" in d["NON_PRIVATE"]
