@@ -205,7 +205,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
 
             key, _ = secret_key(seed, impl=key_impl)
             key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
-            counted = private_clip_count(ml, run.posterior_mean(), ml_X(X), y, ml.loss.clip_norm, mu_count, key)
+            counted = private_clip_count(ml, run.posterior_mean(), prepared[3], y, ml.loss.clip_norm, mu_count, key)
             # the report holds what was charged (data independent); the released count is run.clipped_rows
             run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
             run.clipped_rows = counted
