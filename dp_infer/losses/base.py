@@ -45,7 +45,7 @@ import numpy as np
 
 from .._validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
 from ..domains import Domain, Euclidean
-from ..parallel.row_blocks import blocked_loss_sum, clip_tree, clipped_mean
+from .row_blocks import blocked_loss_sum, clip_tree, clipped_mean
 
 
 __all__ = ["LossConstants", "PerExampleLoss", "ExampleLoss", "glm_loss", "domain_radius", "constants_with_l2",
@@ -142,7 +142,7 @@ class PerExampleLoss:
         """Empirical loss L(theta; D) = mean of per-example losses.
 
         ``block_rows`` evaluates it (and its gradient, clipped or not) ``block_rows`` rows at a
-        time (:mod:`dp_infer.parallel.row_blocks`): the same function, memory O(block x d) beyond X.
+        time (:mod:`dp_infer.losses.row_blocks`): the same function, memory O(block x d) beyond X.
         """
         if block_rows is not None:
             return self.sum(theta, X, y, block_rows=block_rows) / X.shape[0]

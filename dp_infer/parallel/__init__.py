@@ -1,6 +1,6 @@
 """Running one plan on more hardware: row blocks, row-sharded data, several hosts, reduced precision.
 
-* :mod:`~dp_infer.parallel.row_blocks`: per-example sums and clipping in row blocks;
+* per-example sums in row blocks live with the losses (:mod:`~dp_infer.losses.row_blocks`);
 * :mod:`~dp_infer.parallel.sharding`: row-sharded data on a device mesh;
 * :mod:`~dp_infer.parallel.distributed`: several processes (hosts) running one plan;
 * :mod:`~dp_infer.parallel.precision`: reduced-precision storage of the rows, the row bound rechecked.

@@ -7,7 +7,7 @@ split along ``"chains"`` (the chains' initial points are placed so, NumPyro vect
 the compiler propagates the layout; the row reduction is manual over ``"rows"`` only).
 
 Computation. ``U(theta) = beta * (1/n) sum_i ell_i(theta) + (lam/2)||theta - theta0||^2`` with the
-sum computed as local sums in row blocks on every device (:mod:`dp_infer.parallel.row_blocks`) and one
+sum computed as local sums in row blocks on every device (:mod:`dp_infer.losses.row_blocks`) and one
 ``psum`` over ``"rows"`` (``jax.shard_map``); its gradient is the ``psum`` of the local
 (clipped, if the loss clips) gradient sums, returned by a ``custom_vjp`` so that reverse mode
 never goes through the collective. This is the function :class:`~dp_infer.potentials.GibbsPotential`
@@ -40,7 +40,7 @@ from jax.sharding import PartitionSpec as P
 from .._validation import check_nonnegative, check_positive, check_positive_int
 from ..losses import PerExampleLoss
 from .precision import DATA_DTYPES, ROUNDINGS, cast_rows, check_cast_rows, storage_dtype
-from .row_blocks import blocked_loss_sum_and_grad
+from ..losses.row_blocks import blocked_loss_sum_and_grad
 
 __all__ = ["ROWS", "CHAINS", "DEFAULT_BLOCK_ROWS", "data_mesh", "row_shard_range", "ShardedRows",
            "shard_rows", "ShardedPotential", "same_key_on_all_processes"]
