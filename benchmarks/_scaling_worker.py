@@ -99,7 +99,7 @@ def _chain_runner(U, args, dim, steps):
 
 def step(n, d, dtype, steps, block):
     from dp_infer.losses import logistic
-    from dp_infer.sharding import ShardedPotential, data_mesh, shard_rows
+    from dp_infer.parallel.sharding import ShardedPotential, data_mesh, shard_rows
 
     n, d, steps, block = int(n), int(d), int(steps), int(block)
     base = rss_mb()
@@ -133,7 +133,7 @@ def baseline(n, d, steps):
 
 def devices(n, d, steps, block):
     from dp_infer.losses import logistic
-    from dp_infer.sharding import ShardedPotential, data_mesh, shard_rows
+    from dp_infer.parallel.sharding import ShardedPotential, data_mesh, shard_rows
 
     n, d, steps, block = int(n), int(d), int(steps), int(block)
     loss = logistic(row_norm=1.0, l2=1e-3)
@@ -151,7 +151,7 @@ def devices(n, d, steps, block):
 
 def dtypes(n, d, steps, block):
     from dp_infer.losses import logistic
-    from dp_infer.sharding import ShardedPotential, data_mesh, shard_rows
+    from dp_infer.parallel.sharding import ShardedPotential, data_mesh, shard_rows
 
     n, d, steps, block = int(n), int(d), int(steps), int(block)
     loss = logistic(row_norm=1.0, l2=1e-3)
@@ -178,8 +178,8 @@ def adult():
     import dp_infer
     from dp_infer.datasets import load_adult
     from dp_infer.losses import logistic
-    from dp_infer.nonprivate import accuracy, minimize_loss
-    from dp_infer.sharding import data_mesh, shard_rows
+    from dp_infer.infer.nonprivate import accuracy, minimize_loss
+    from dp_infer.parallel.sharding import data_mesh, shard_rows
 
     data = load_adult()
     loss = logistic(row_norm=1.0, l2=1e-3)

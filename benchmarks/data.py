@@ -17,7 +17,8 @@ DELTA = 1e-5
 
 
 def _private(X, y, Xt, yt, eps, seed):
-    from dp_infer import fit, losses, nonprivate
+    from dp_infer import fit, losses
+    from dp_infer.infer import nonprivate
     from dp_infer.diagnostics import check_mixing, to_datatree
 
     t0 = time.perf_counter()
@@ -33,7 +34,8 @@ def _private(X, y, Xt, yt, eps, seed):
 
 
 def run(quick: bool, log=print):
-    from dp_infer import losses, nonprivate
+    from dp_infer import losses
+    from dp_infer.infer import nonprivate
     from dp_infer.datasets import load_adult
     from dp_infer.schema import FeatureMap
     from dp_infer.schema.adult import ADULT_COLUMNS, load_adult_raw

@@ -75,9 +75,9 @@ def _pinball(theta, X, y, tau=0.5):
 def _nonsmooth(quick, log):
     import dp_infer
     from dp_infer.datasets import load_adult
-    from dp_infer.losses_nonsmooth import hinge, quantile, smoothed_hinge, smoothed_quantile
-    from dp_infer.nonprivate import accuracy, minimize_loss
-    from dp_infer.fit_proximal import proximal_plan_for
+    from dp_infer.losses.nonsmooth import hinge, quantile, smoothed_hinge, smoothed_quantile
+    from dp_infer.infer.nonprivate import accuracy, minimize_loss
+    from dp_infer.infer.proximal import proximal_plan_for
 
     a = load_adult()
     eps_list = [1.0] if quick else [0.5, 1.0, 2.0]
@@ -141,7 +141,7 @@ def _public(quick, log):
     from dp_infer.datasets import load_adult
     from dp_infer.losses import logistic
     from dp_infer.mechanisms import dp_gd_warm_start, pda_dpmd
-    from dp_infer.nonprivate import accuracy
+    from dp_infer.infer.nonprivate import accuracy
 
     a = load_adult()
     fracs = [0.02] if quick else [0.01, 0.02, 0.05]

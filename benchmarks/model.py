@@ -50,7 +50,7 @@ def _gradient_times(X, y, beta, rounds, reps=20):
     import jax.numpy as jnp
 
     import dp_infer
-    from dp_infer.model_bridge import loss_from_model
+    from dp_infer.model.bridge import loss_from_model
 
     from ._common import block
 
@@ -75,7 +75,7 @@ def _gradient_times(X, y, beta, rounds, reps=20):
 
 def run(quick: bool, log=print) -> dict:
     from dp_infer.datasets import load_adult
-    from dp_infer.nonprivate import accuracy
+    from dp_infer.infer.nonprivate import accuracy
 
     data = load_adult()
     X, y = data.X_train, data.y_train

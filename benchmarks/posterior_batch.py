@@ -1,8 +1,8 @@
 """Many independent posterior-mode runs in one compiled call (compute batching only).
 
 For replicated datasets (the coverage simulation) every dataset gets its own private second
-moment and its own plan (:func:`dp_infer.posterior_plan.plan_posterior`), exactly as
-:func:`dp_infer.fit_posterior.fit_posterior` would make them; the chains of all datasets then run
+moment and its own plan (:func:`dp_infer.routes.posterior.plan_posterior`), exactly as
+:func:`dp_infer.infer.posterior.fit_posterior` would make them; the chains of all datasets then run
 side by side in one ``lax.scan`` whose length is the longest plan's number of steps, and a chain
 whose own plan has ended stops moving (its later states are discarded). Each dataset's released
 draws are therefore its plan's thinned trajectory, run for exactly its plan's number of steps: the
@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dp_infer.posterior_plan import plan_posterior, preconditioner_chol
-from dp_infer.preconditioning import private_second_moment
+from dp_infer.routes.posterior import plan_posterior, preconditioner_chol
+from dp_infer.routes.preconditioning import private_second_moment
 from dp_infer.privacy.conversions import gdp_mu
 
 

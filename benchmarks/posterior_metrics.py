@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from dp_infer.prediction import expected_calibration_error, log_loss  # noqa: F401 (re-exported)
+from dp_infer.infer.prediction import expected_calibration_error, log_loss  # noqa: F401 (re-exported)
 
 
 def predictive_probabilities(draws, X, max_draws: int = 2000) -> np.ndarray:

@@ -30,9 +30,9 @@ import jax
 import numpy as np
 
 from dp_infer import losses
-from dp_infer.fit_posterior import fit_posterior, sample_posterior
+from dp_infer.infer.posterior import fit_posterior, sample_posterior
 from dp_infer.cli.fit_commands import DEMO_ESS
-from dp_infer.posterior_plan import preconditioner_chol
+from dp_infer.routes.posterior import preconditioner_chol
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.randomness import secret_key
 

@@ -13,7 +13,7 @@ Methods:
   T = 200, lr = 2, theta <- theta - lr (sum + noise) / n.
 * ``diffprivlib``: diffprivlib LogisticRegression (pure eps, data_norm=1, C=1), run in a separate
   venv (benchmarks/.dpl-venv, created on first use) through a subprocess.
-* ``nonprivate``: dp_infer.nonprivate.minimize_loss (L-BFGS, float64).
+* ``nonprivate``: dp_infer.infer.nonprivate.minimize_loss (L-BFGS, float64).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 
 from dp_infer.domains import L2Ball
 from dp_infer.losses import logistic
-from dp_infer.nonprivate import accuracy, minimize_loss
+from dp_infer.infer.nonprivate import accuracy, minimize_loss
 from dp_infer.privacy.conversions import gdp_mu
 
 DPL_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".dpl-venv")
@@ -82,8 +82,8 @@ def dp_infer_seeds(loss, X, y, eps, delta, seeds, *, domain=None, **calib):
     exactly the law of a separate K-chain run; the pure route purifies each group's mean."""
     import dataclasses
 
-    from dp_infer.calibrate import calibrate
-    from dp_infer.fit import purify_estimate, sample
+    from dp_infer.routes.calibrate import calibrate
+    from dp_infer.infer.fit import purify_estimate, sample
 
     plan = calibrate(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, domain=domain, **calib)
     K = plan.num_chains

@@ -4,18 +4,18 @@ The names below are the public API (docs: API reference -> Public API). Everythi
 reached through its module: :mod:`dp_infer.privacy` (events, accountant, routes, ledger),
 :mod:`dp_infer.diagnostics`, :mod:`dp_infer.rashomon`, :mod:`dp_infer.audit`,
 :mod:`dp_infer.mechanisms` (Generalized Gaussian, sparse vector, queries, purification),
-:mod:`dp_infer.plots`, :mod:`dp_infer.cli`.
+:mod:`dp_infer.diagnostics.plots`, :mod:`dp_infer.cli`.
 """
 
 from . import datasets, domains, losses, potentials
-from .calibrate import calibrate
+from .routes.calibrate import calibrate
 from .domains import Box, Euclidean, L2Ball
-from .fit import PrivateRun, fit, sample
+from .infer.fit import PrivateRun, fit, sample
 from .kernels import Langevin, MinibatchSGLD, UnderdampedLangevin
 from .losses import clipped_loss, huber, logistic, multinomial_logistic, squared
-from .losses_nonsmooth import absolute, hinge, quantile
-from .model_bridge import loss_from_model
-from .plan import SamplingPlan, plan_trajectory
+from .losses.nonsmooth import absolute, hinge, quantile
+from .model.bridge import loss_from_model
+from .routes.plan import SamplingPlan, plan_trajectory
 from .potentials import gibbs_model, gibbs_potential, rashomon_potential
 from .randomness import secret_key
 

@@ -31,7 +31,7 @@ def devices(out):
     import numpy as np
 
     import dp_infer
-    from dp_infer.sharding import data_mesh, shard_rows
+    from dp_infer.parallel.sharding import data_mesh, shard_rows
 
     loss, X, y = problem()
     res = {"device_count": np.array(jax.device_count())}
@@ -49,15 +49,15 @@ def devices(out):
 
 def host(pid, port, csv, n, out):
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
-    from dp_infer.distributed import initialize
+    from dp_infer.parallel.distributed import initialize
 
     initialize(f"127.0.0.1:{port}", 2, int(pid))
     import jax
     import numpy as np
 
     import dp_infer
-    from dp_infer.distributed import process_row_range, read_rows
-    from dp_infer.sharding import data_mesh, shard_rows
+    from dp_infer.parallel.distributed import process_row_range, read_rows
+    from dp_infer.parallel.sharding import data_mesh, shard_rows
 
     loss, _, _ = problem()
     n = int(n)

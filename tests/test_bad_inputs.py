@@ -11,7 +11,7 @@ import pytest
 
 import dp_infer
 from dp_infer import cli, losses
-from dp_infer.calibrate import calibrate
+from dp_infer.routes.calibrate import calibrate
 from dp_infer.domains import L2Ball
 from dp_infer.privacy.ledger import Ledger
 from dp_infer.rashomon import sample_rashomon

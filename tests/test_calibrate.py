@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dp_infer import L2Ball, losses
-from dp_infer.calibrate import calibrate
+from dp_infer.routes.calibrate import calibrate
 from dp_infer.losses import LossConstants
 from dp_infer.privacy.conversions import gdp_delta, gdp_epsilon
 from dp_infer.privacy.exact import ula_quadratic_law

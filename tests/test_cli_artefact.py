@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dp_infer import cli
-from dp_infer.run import PrivateRun
+from dp_infer.infer.run import PrivateRun
 
 
 def run_cli(monkeypatch, capsys, args):

@@ -64,7 +64,7 @@ def test_posterior_fit_over_budget_is_refused_before_any_release(tmp_path, monke
     X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True) / 3.0)
     led = Ledger(tmp_path / "l.sqlite")
     led.register_dataset("d", 0.5, 1e-5)
-    import dp_infer.fit_posterior as fp
+    import dp_infer.infer.posterior as fp
 
     def no_release(*a, **k):  # the attack surface: a release before the charge would reach this
         raise AssertionError("the second moment was released before the budget check")

@@ -1,4 +1,4 @@
-"""Tests for dp_infer.diagnostics and dp_infer.plots (privacy-safe ArviZ export and checks).
+"""Tests for dp_infer.diagnostics and dp_infer.diagnostics.plots (privacy-safe ArviZ export and checks).
 
 All random inputs use fixed seeds. Statistical thresholds are stated next to each assertion.
 """
@@ -22,7 +22,7 @@ from numpyro.infer import MCMC
 from numpyro.infer.mcmc import MCMCKernel
 
 from dp_infer import diagnostics as D
-from dp_infer import plots as P
+from dp_infer.diagnostics import plots as P
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 Y = np.random.default_rng(123).normal(1.0, 2.0, size=25)  # the "private" data
@@ -496,7 +496,7 @@ def test_langevin_chains_started_far_apart_with_a_tiny_horizon_are_flagged():
 
 
 def test_moved_names_keep_working_with_a_deprecation_warning(tmp_path):
-    with pytest.warns(DeprecationWarning, match="moved to dp_infer.plots.report_from_file"):
+    with pytest.warns(DeprecationWarning, match="moved to dp_infer.diagnostics.plots.report_from_file"):
         fn = D.report_from_file
     assert fn is P.report_from_file
     from dp_infer.privacy import conversions, events
@@ -505,13 +505,4 @@ def test_moved_names_keep_working_with_a_deprecation_warning(tmp_path):
         assert events.gdp_mu is conversions.gdp_mu
     with pytest.raises(AttributeError):
         events.no_such_name  # noqa: B018
-    import importlib
-    import sys
-
-    sys.modules.pop("dp_infer.rashomon_cli", None)
-    with pytest.warns(DeprecationWarning, match="dp_infer.rashomon.cli"):
-        old = importlib.import_module("dp_infer.rashomon_cli")
-    from dp_infer.rashomon.cli import rashomon_command
-
-    assert old.rashomon_command is rashomon_command
 

@@ -17,8 +17,9 @@ from sklearn.utils.estimator_checks import (check_estimators_dtypes, check_fit2d
                                             check_fit_score_takes_y, check_regressors_train,
                                             parametrize_with_checks)
 
-from dp_infer.estimators import (PrivateHuberRegression, PrivateLogisticRegression,  # noqa: E402
-                                 PrivatePoissonRegression)
+from dp_infer.infer.estimators import (
+    PrivateHuberRegression, PrivateLogisticRegression, PrivatePoissonRegression,
+)
 
 _CFG = dict(eps=50.0, horizon=0.3, num_chains=1, clip_rows=True, random_state=0)
 

@@ -16,8 +16,9 @@ from sklearn.model_selection import GridSearchCV  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 
 import dp_infer.schema as S  # noqa: E402
-from dp_infer.estimators import (PrivateHuberRegression, PrivateLogisticRegression,  # noqa: E402
-                                 PrivatePoissonRegression, SchemaTransformer)
+from dp_infer.infer.estimators import (
+    PrivateHuberRegression, PrivateLogisticRegression, PrivatePoissonRegression, SchemaTransformer,
+)
 from dp_infer.privacy.accountant import Accountant  # noqa: E402
 from dp_infer.privacy.ledger import BudgetExceededError, Ledger  # noqa: E402
 

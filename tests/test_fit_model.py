@@ -16,8 +16,8 @@ from numpyro.infer.initialization import (init_to_feasible, init_to_mean, init_t
 
 import dp_infer
 from dp_infer.diagnostics import REPORT_ATTR, is_private
-from dp_infer.model_bridge import loss_from_model
-from dp_infer.model_init import initial_positions, prior_curvature
+from dp_infer.model.bridge import loss_from_model
+from dp_infer.model.initial import initial_positions, prior_curvature
 from dp_infer.privacy.ledger import Ledger
 
 
@@ -172,8 +172,8 @@ def test_the_prior_curvature_shrinks_the_step_but_not_beta():
     c = prior_curvature(ml)
     assert c == pytest.approx(1 / 0.05**2, rel=1e-4)  # N(0, 0.05): Hessian 400 I everywhere
     kw = dict(eps=2.0, delta=1e-5, horizon=20.0, num_chains=2)
-    a = dp_infer.fit_model.plan_model(ml, 60, **kw)[0]
-    b = dp_infer.fit_model.plan_model(ml, 60, prior_curvature_bound=0.0, **kw)[0]
+    a = dp_infer.infer.fit_model.plan_model(ml, 60, **kw)[0]
+    b = dp_infer.infer.fit_model.plan_model(ml, 60, prior_curvature_bound=0.0, **kw)[0]
     assert a.beta == b.beta and a.event == b.event
     assert a.step_size < b.step_size and a.step_size * (a.beta * 1.0 + c) <= 0.5 * (1 + 1e-9)
 

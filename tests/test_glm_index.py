@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from dp_infer import losses
-from dp_infer import losses_count as lc
-from dp_infer import losses_nonsmooth as ln
+from dp_infer.losses import count as lc
+from dp_infer.losses import nonsmooth as ln
 from dp_infer.domains import L2Ball
-from dp_infer.fit_posterior import fit_posterior
+from dp_infer.infer.posterior import fit_posterior
 from dp_infer.kernels.preconditioned import Preconditioner, reparametrise
 from dp_infer.potentials import gibbs_potential, rashomon_potential
 

@@ -14,7 +14,7 @@ from jax import lax
 from dp_infer import losses
 from dp_infer.kernels import langevin, sgld, underdamped
 from dp_infer.losses import LossConstants
-from dp_infer.plan import plan_trajectory
+from dp_infer.routes.plan import plan_trajectory
 
 
 def _run(algo, key, x0, num_steps, num_chains):

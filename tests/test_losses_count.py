@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dp_infer.domains import Box, L2Ball
-from dp_infer.losses_count import max_param_norm, poisson, poisson_nll
+from dp_infer.losses.count import max_param_norm, poisson, poisson_nll
 
 
 @pytest.mark.parametrize("Y,r,R", [(20.0, 2.0, 1.0), (3.0, 1.5, 0.5), (1.0, 3.0, 1.0)])

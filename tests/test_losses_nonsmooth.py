@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 import dp_infer
-from dp_infer import losses_nonsmooth as LN
+from dp_infer.losses import nonsmooth as LN
 from dp_infer.cli import main as cli_main
 from dp_infer.domains import L2Ball
-from dp_infer.fit_proximal import ProximalRun, proximal_plan_for
+from dp_infer.infer.proximal import ProximalRun, proximal_plan_for
 from dp_infer.losses import clipped_loss
 
 

@@ -30,7 +30,7 @@ from numpyro.infer.util import potential_energy
 from numpyro.primitives import Messenger
 
 import dp_infer
-from dp_infer.model_bridge import loss_from_model
+from dp_infer.model.bridge import loss_from_model
 
 BIAS = 0.03  # of the sd: ULA at h M_U = 0.1 (see the module docstring)
 

@@ -16,7 +16,7 @@ import math
 
 import pytest
 
-from dp_infer.calibrate import ROUTES, calibrate, default_regulariser
+from dp_infer.routes.calibrate import ROUTES, calibrate, default_regulariser
 from dp_infer.domains import Box, L2Ball
 from dp_infer.losses import LossConstants
 from dp_infer.privacy.accountant import Accountant

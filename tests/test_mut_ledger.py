@@ -78,7 +78,7 @@ def test_receipt_fields_follow_their_definitions_over_several_charges(tmp_path):
 
 
 def test_history_and_plot_rows_are_the_recorded_runs(tmp_path):
-    from dp_infer.privacy.ledger_records import _iso
+    from dp_infer.privacy.ledger_records import iso
 
     led = _ledger(tmp_path)
     a, b = PureDpEvent(0.4), ZcdpEvent(0.01)
@@ -93,7 +93,7 @@ def test_history_and_plot_rows_are_the_recorded_runs(tmp_path):
         [(2, "completed", DELTA, os.getpid()), (1, "charged", DELTA, os.getpid())]
     assert [h["event"] for h in hist] == [a.to_dict(), b.to_dict()]
     assert [h["time"] for h in hist] == [r1.charged_at, r2.charged_at]
-    assert [h["charged_at"] for h in hist] == [_iso(r1.charged_at), _iso(r2.charged_at)]
+    assert [h["charged_at"] for h in hist] == [iso(r1.charged_at), iso(r2.charged_at)]
     assert [h["eps_run"] for h in hist] == [r1.eps_run, r2.eps_run]
     assert [h["eps_after"] for h in hist] == [r1.eps_spent, r2.eps_spent]
     assert hist[0]["eps_run"] == Accountant([(a, 2)]).get_epsilon(DELTA)

@@ -95,11 +95,11 @@ def test_receipt_to_dict_is_every_field(tmp_path):
 
 
 def test_iso_times_are_utc_and_none_stays_none():
-    assert LR._iso(None) is None
-    assert LR._iso(0.0) == "1970-01-01T00:00:00+00:00"
+    assert LR.iso(None) is None
+    assert LR.iso(0.0) == "1970-01-01T00:00:00+00:00"
     leap = dt.datetime(2024, 2, 29, 23, 59, 30, 250000, tzinfo=dt.timezone.utc)
-    assert LR._iso(leap.timestamp()) == "2024-02-29T23:59:30.250000+00:00"
-    assert dt.datetime.fromisoformat(LR._iso(1.7e9)).timestamp() == 1.7e9
+    assert LR.iso(leap.timestamp()) == "2024-02-29T23:59:30.250000+00:00"
+    assert dt.datetime.fromisoformat(LR.iso(1.7e9)).timestamp() == 1.7e9
 
 
 def test_history_times_are_iso_of_the_charge(tmp_path):
@@ -119,21 +119,21 @@ def test_history_times_are_iso_of_the_charge(tmp_path):
 @pytest.mark.parametrize("bad", ["", "   ", "\t", None, 3, b"adult", ["adult"]])
 def test_dataset_id_must_be_a_non_blank_string(bad):
     with pytest.raises(ValueError, match="dataset_id must be a non-empty string"):
-        LR._check_dataset_id(bad)
+        LR.check_dataset_id(bad)
 
 
 def test_valid_ids_and_labels_pass_unchanged():
     for s in ("adult", " padded ", "ü"):
-        assert LR._check_dataset_id(s) == s
-        assert LR._check_run_label(s) == s
-    assert LR._check_run_label(None) == ""
-    assert LR._check_run_label("") == ""
+        assert LR.check_dataset_id(s) == s
+        assert LR.check_run_label(s) == s
+    assert LR.check_run_label(None) == ""
+    assert LR.check_run_label("") == ""
 
 
 @pytest.mark.parametrize("bad", [3, 1.5, b"x", ["x"], True])
 def test_run_label_must_be_a_string_or_none(bad):
     with pytest.raises(ValueError, match="run_label must be a string"):
-        LR._check_run_label(bad)
+        LR.check_run_label(bad)
 
 
 # --------------------------------------------------------------------------- JSON round trip
@@ -149,7 +149,7 @@ EVENTS = [
 
 @pytest.mark.parametrize("event", EVENTS, ids=lambda e: e.kind)
 def test_serialised_event_is_its_sorted_json_and_rebuilds_equal(event):
-    rebuilt, text = LR._serialise_event(event)
+    rebuilt, text = LR.serialise_event(event)
     assert text == json.dumps(event.to_dict(), sort_keys=True)
     assert json.loads(text) == event.to_dict()
     assert rebuilt == event and type(rebuilt) is type(event)
@@ -166,7 +166,7 @@ class _GdpWithExtra(GdpEvent):
 
 def test_event_that_does_not_round_trip_is_refused_and_not_recorded(tmp_path):
     with pytest.raises(ValueError, match="does not survive a JSON round trip"):
-        LR._serialise_event(_GdpWithExtra(0.5))
+        LR.serialise_event(_GdpWithExtra(0.5))
     led = Ledger(tmp_path / "l.sqlite")
     led.register_dataset("d", eps_budget=3.0, delta_budget=DELTA)
     with pytest.raises(ValueError, match="'gdp' does not survive a JSON round trip; cannot be recorded"):
@@ -177,4 +177,4 @@ def test_event_that_does_not_round_trip_is_refused_and_not_recorded(tmp_path):
 @pytest.mark.parametrize("bad", [{"kind": "gdp", "mu": 0.1}, 0.1, None, "gdp"])
 def test_non_events_are_refused_by_name(bad):
     with pytest.raises(ValueError, match=r"event must be a PrivacyEvent .* got " + type(bad).__name__):
-        LR._serialise_event(bad)
+        LR.serialise_event(bad)

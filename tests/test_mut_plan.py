@@ -1,4 +1,4 @@
-"""Oracle tests for dp_infer.plan (mutation testing, issue 19).
+"""Oracle tests for dp_infer.routes.plan (mutation testing, issue 19).
 
 Oracles that do not share plan.py's code: the trajectory route's closed form (beta = mu* /
 (Delta sqrt(K t / (2 gamma))), Delta = G / n, mu* the Gaussian profile's root in 60-digit mpmath),
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dp_infer.losses import LossConstants
-from dp_infer.plan import RouteOption, SamplingPlan, explain_options, plan_trajectory, step_schedule
+from dp_infer.routes.plan import RouteOption, SamplingPlan, explain_options, plan_trajectory, step_schedule
 from dp_infer.privacy.events import GdpEvent, PureDpEvent
 from mp_oracles import gdp_mu_for_delta_mp
 

@@ -1,4 +1,4 @@
-"""Oracle tests for dp_infer.posterior_plan (mutation testing, issue 19).
+"""Oracle tests for dp_infer.routes.posterior (mutation testing, issue 19).
 
 Oracles from the module's documented formulas, computed here independently: k effective draws
 over K chains of a direction of curvature c take sample time ``2 k gamma / (K c)`` (plus the
@@ -19,9 +19,8 @@ from scipy import linalg, optimize
 
 from dp_infer import losses
 from dp_infer.losses import LossConstants, PerExampleLoss
-from dp_infer.posterior_plan import (DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior,
-                                     preconditioner_chol)
-from dp_infer.preconditioning import SecondMoment, prior_second_moment, public_second_moment
+from dp_infer.routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
+from dp_infer.routes.preconditioning import SecondMoment, prior_second_moment, public_second_moment
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
 from dp_infer.privacy.events import GdpEvent
 from dp_infer.schema.admissible import AdmissibleRows, ConstantBlock, IntervalBlock, OneOfBlock
@@ -298,7 +297,7 @@ def test_the_inverse_temperature_search_range():
     (dict(prior_precision=(1.0, math.inf)), "must lie in (0, inf)"), (dict(prior_precision=(1.0, 1.0, 1.0)), "shape (2,)"),
     (dict(prior_precision=(1.0, 1e308)), "prior_precision must be at most 1e+100"),  # was a LinAlgError
     (dict(prior_precision=1.0000000000000002e100), "got max 1e+100"),
-    (dict(second_moment=np.eye(2)), "second_moment must be a dp_infer.preconditioning.SecondMoment, got ndarray"),
+    (dict(second_moment=np.eye(2)), "second_moment must be a dp_infer.routes.preconditioning.SecondMoment, got ndarray"),
     (dict(curvature=0.0), "curvature must"), (dict(preconditioner_curvature=-1.0), "preconditioner_curvature must"),
 ])
 def test_bad_inputs_are_refused_by_name(kw, needle):
@@ -312,7 +311,7 @@ def test_bad_inputs_are_refused_by_name(kw, needle):
 def test_non_loss_and_estimate_plans_are_refused():
     with pytest.raises(ValueError, match="loss must be a dp_infer.losses.PerExampleLoss, got LossConstants"):
         plan_posterior(_logistic().constants, 100, 2, eps=1.0, delta=1e-5, prior_precision=1.0)
-    from dp_infer.plan import plan_trajectory
+    from dp_infer.routes.plan import plan_trajectory
     est = plan_trajectory(_logistic().constants, 100, 2, eps=1.0, delta=1e-5)
     with pytest.raises(ValueError, match="no preconditioner"):
         preconditioner_chol(est)
@@ -323,7 +322,7 @@ def test_fit_posterior_refuses_a_private_second_moment_of_the_wrong_shape_before
     # multinomial logistic: 3 classes x 2 features = 6 parameters, but X'X / n is 2 x 2. The plan is
     # validated with a stand-in second moment without a matrix, so this was refused only after the
     # ledger was charged and the second moment released
-    from dp_infer.fit_posterior import fit_posterior
+    from dp_infer.infer.posterior import fit_posterior
     from dp_infer.privacy.ledger import Ledger
 
     rng = np.random.default_rng(0)

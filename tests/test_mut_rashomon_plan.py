@@ -279,7 +279,7 @@ def test_the_loss_domain_is_used_when_no_domain_is_passed():
 def _trajectory_oracle(p, n, dim, eps, delta, t, k, **run):
     # the documented contract: the path mode is plan_trajectory's plan at the thresholded sensitivity
     # Delta_psi and the threshold's curvature M_eff, with the caller's run choices
-    from dp_infer.plan import plan_trajectory
+    from dp_infer.routes.plan import plan_trajectory
 
     c = LossConstants(lipschitz=C.lipschitz, grad_diff=p.sensitivity * n, smoothness=p.curvature,
                       strong_convexity=C.strong_convexity)
@@ -315,7 +315,7 @@ def test_pure_plan_is_one_purified_chain_per_share_with_the_caller_s_choices():
     assert any("forced by the caller" in s for s in p.sampling_plan.notes)
     assert p.assumptions == p.sampling_plan.assumptions and p.assumptions[0].startswith("thresholded gradient")
     # the thresholded assumptions replace the calibrated plan's first (its plain gradient sensitivity)
-    from dp_infer.calibrate import calibrate
+    from dp_infer.routes.calibrate import calibrate
 
     c = LossConstants(lipschitz=C.lipschitz, grad_diff=p.sensitivity * 5000, smoothness=p.curvature,
                       strong_convexity=C.strong_convexity)

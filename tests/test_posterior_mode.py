@@ -12,12 +12,12 @@ import pytest
 
 from dp_infer import losses
 from dp_infer.audit import preconditioned_audit
-from dp_infer.fit_posterior import fit_posterior
+from dp_infer.infer.posterior import fit_posterior
 from dp_infer.kernels import langevin
 from dp_infer.kernels.preconditioned import (Preconditioner, PreconditionedState, build_kernel,
                                              reparametrise, stationary_covariance)
-from dp_infer.posterior_plan import plan_posterior
-from dp_infer.preconditioning import private_second_moment, public_second_moment
+from dp_infer.routes.posterior import plan_posterior
+from dp_infer.routes.preconditioning import private_second_moment, public_second_moment
 from dp_infer.privacy import path as path_privacy
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.conversions import gdp_mu

@@ -12,7 +12,7 @@ from numpyro.infer.util import log_likelihood, potential_energy
 from scipy import integrate, special
 
 from dp_infer import losses, potentials
-from dp_infer.model_bridge import loss_from_model
+from dp_infer.model.bridge import loss_from_model
 
 
 def _quadratic_loss(m):

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from dp_infer import losses
-from dp_infer.calibrate import calibrate
+from dp_infer.routes.calibrate import calibrate
 from dp_infer.domains import L2Ball
 from dp_infer.losses import LossConstants
 from dp_infer.privacy.accountant import Accountant

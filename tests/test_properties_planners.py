@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dp_infer.calibrate import calibrate
+from dp_infer.routes.calibrate import calibrate
 from dp_infer.kernels import langevin
 from dp_infer.losses import LossConstants
-from dp_infer.plan import plan_trajectory, step_schedule
+from dp_infer.routes.plan import plan_trajectory, step_schedule
 from dp_infer.privacy import last_iterate as LI
 from dp_infer.privacy import minibatch as mb
 from dp_infer.privacy import path as P

@@ -14,7 +14,7 @@ from benchmarks.posterior_batch import plan_private, run_logistic_plans
 from benchmarks.posterior_metrics import expected_calibration_error, log_loss, posterior_summary
 from benchmarks.quality_coverage import logistic_data, map_laplace, true_theta
 from dp_infer import losses
-from dp_infer.fit_posterior import sample_posterior
+from dp_infer.infer.posterior import sample_posterior
 from dp_infer.privacy import path as path_privacy
 from dp_infer.randomness import secret_key
 

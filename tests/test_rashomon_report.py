@@ -6,10 +6,8 @@ clipped-row count, and neighbouring datasets give identical privacy blocks and C
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import sys
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -130,19 +128,6 @@ def test_ledger_from_python(tmp_path, runs):
     with pytest.raises(BudgetExceededError):  # refused before the data are used
         R.sample_rashomon(MODEL, X, y, PSI, ledger=str(tmp_path / "l.sqlite"), dataset_id="d", **kw)
     assert len(led.history("d")) == 1
-
-
-def test_compare_breast_cancer_moved():
-    sys.modules.pop("benchmarks.rashomon_compare", None)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        try:
-            fn = R.compare_breast_cancer
-        except AttributeError as e:  # benchmarks/ not importable: the error says where it went
-            assert "benchmarks/rashomon_compare.py" in str(e)
-            return
-    assert any("benchmarks/rashomon_compare.py" in str(x.message) for x in w)
-    assert fn is importlib.import_module("benchmarks.rashomon_compare").compare_breast_cancer
 
 
 # ------------------------------------------------------------------------------ the command line

@@ -10,7 +10,8 @@ fits agree in test accuracy up to the rows the embedded pipeline shrank.
 import numpy as np
 import pytest
 
-from dp_infer import losses, nonprivate
+from dp_infer import losses
+from dp_infer.infer import nonprivate
 from dp_infer.datasets import load_adult
 from dp_infer.schema import FeatureMap
 from dp_infer.schema.adult import adult_schema, load_adult_raw

@@ -24,8 +24,8 @@ import dp_infer
 from dp_infer.domains import L2Ball
 from dp_infer.losses import clipped_loss, huber, logistic, multinomial_logistic, squared
 from dp_infer.potentials import gibbs_potential
-from dp_infer.precision import cast_rows, check_cast_rows
-from dp_infer.sharding import ShardedPotential, data_mesh, shard_rows
+from dp_infer.parallel.precision import cast_rows, check_cast_rows
+from dp_infer.parallel.sharding import ShardedPotential, data_mesh, shard_rows
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "sharded_worker.py"
@@ -180,7 +180,7 @@ def test_read_rows_reads_only_the_range(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    from dp_infer.distributed import count_rows, read_rows
+    from dp_infer.parallel.distributed import count_rows, read_rows
 
     X, rng = _rows(97, 3)
     y = (rng.random(97) < 0.5).astype(np.float32)

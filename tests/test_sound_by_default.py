@@ -14,9 +14,9 @@ import pytest
 
 import dp_infer
 from dp_infer import losses, randomness
-from dp_infer.calibrate import calibrate
+from dp_infer.routes.calibrate import calibrate
 from dp_infer.domains import Box, L2Ball
-from dp_infer.model_bridge import loss_from_model
+from dp_infer.model.bridge import loss_from_model
 from dp_infer.rashomon import plan_rashomon, sample_rashomon
 
 N, D = 200, 3

@@ -48,7 +48,7 @@ Families
 
 Routes (all on the quadratic family unless stated)
 --------------------------------------------------
-``trajectory``        :func:`dp_infer.plan.plan_trajectory` (exact GDP calibration); statistic the
+``trajectory``        :func:`dp_infer.routes.plan.plan_trajectory` (exact GDP calibration); statistic the
                       path's log-likelihood-ratio sufficient statistic (optimal, Neyman-Pearson)
                       ``S = x_K - x_0 + h beta sum_{k<K} x_k``; also ``final`` (last iterate).
 ``trajectory_unsafe`` the paper's Lemma 3.1 beta (:func:`~dp_infer.privacy.path.lemma_3_1_beta_unsafe`,
@@ -80,13 +80,7 @@ from .logistic import logistic_audit
 from .preconditioned import preconditioned_audit
 from .minibatch import minibatch_audit
 from .quadratic import ROUTES, quadratic_audit
-from .statistics import (
-    AuditResult,
-    audit_statistics,
-    clopper_pearson_upper,
-    eps_lower_bound,
-    json_safe,
-)
+from .statistics import AuditResult, audit_statistics, clopper_pearson_upper, eps_lower_bound, json_safe
 
 __all__ = [
     "AuditResult",

@@ -17,7 +17,7 @@ from ..kernels import langevin as ula
 # --------------------------------------------------------------------------- chains
 
 
-def _ula_batch(key, num_chains: int, grad_fn: Callable, x0, h: float, num_steps: int, *,
+def ula_batch(key, num_chains: int, grad_fn: Callable, x0, h: float, num_steps: int, *,
                project=None, chunk: int = 100_000, extremes: bool = False):
     """Vectorised ULA chains (functional core) returning (final x, sum_{k<K} x_k) per chain,
     plus (max_k x_k, min_k x_k) over the released path x_1..x_K with ``extremes``.
@@ -54,7 +54,7 @@ def _ula_batch(key, num_chains: int, grad_fn: Callable, x0, h: float, num_steps:
     return res if extremes else res[:2]
 
 
-def _ula_final_mu(beta: float, h: float, K: int, shift: float) -> float:
+def ula_final_mu(beta: float, h: float, K: int, shift: float) -> float:
     """GDP mu of ULA's final iterate on beta (x - c)^2/2, c differing by ``shift``, from x_0 = 0.
 
     The final iterate is Gaussian with mean (1 - c^K) c_D (c = 1 - h beta) and variance
@@ -64,7 +64,7 @@ def _ula_final_mu(beta: float, h: float, K: int, shift: float) -> float:
     return (1 - cc ** K) * shift / math.sqrt(2 * h * (1 - cc ** (2 * K)) / (1 - cc * cc))
 
 
-def _truncnorm_draws(key, n: int, mean: float, sd: float, lo: float, hi: float) -> np.ndarray:
+def truncnorm_draws(key, n: int, mean: float, sd: float, lo: float, hi: float) -> np.ndarray:
     """Exact draws from N(mean, sd^2) truncated to [lo, hi] (float64 inverse CDF)."""
     u = np.asarray(random.uniform(key, (n,), dtype=jnp.float32), dtype=np.float64)
     a, b = (lo - mean) / sd, (hi - mean) / sd

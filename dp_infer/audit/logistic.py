@@ -9,7 +9,7 @@ import numpy as np
 from jax import random
 
 from ..randomness import secret_key
-from .chains import _ula_batch
+from .chains import ula_batch
 from .statistics import AuditResult, audit_statistics
 
 
@@ -17,7 +17,7 @@ def logistic_audit(*, eps: float = 2.0, delta: float = 1e-5, n: int = 50, dim: i
                    num_samples: int = 20_000, confidence: float = 0.95, seed: int | None = None,
                    unsafe: bool = False) -> AuditResult:
     """Trajectory route on logistic regression with a label-flipped canary row (see module doc)."""
-    from .. import plan as plan_mod
+    from ..routes import plan as plan_mod
     from ..losses import logistic
     from ..privacy import path
 
@@ -42,7 +42,7 @@ def logistic_audit(*, eps: float = 2.0, delta: float = 1e-5, n: int = 50, dim: i
             z = Xj @ th
             return beta * (Xj.T @ (jax.nn.sigmoid(z) - yy)) / n
 
-        fin, _ = _ula_batch(key, num_samples, grad_fn, jnp.zeros(dim), pl.step_size, pl.num_steps, chunk=20_000)
+        fin, _ = ula_batch(key, num_samples, grad_fn, jnp.zeros(dim), pl.step_size, pl.num_steps, chunk=20_000)
         out.append(fin @ xc)
     lb, tau, s, fpr_u, fnr_u = audit_statistics(out[0], out[1], delta=delta, confidence=confidence)
     return AuditResult("logistic", "trajectory_unsafe" if unsafe else "trajectory", "final_projection",

@@ -9,7 +9,7 @@ import numpy as np
 from jax import random
 
 from ..randomness import secret_key
-from .chains import _truncnorm_draws, _ula_batch, _ula_final_mu
+from .chains import truncnorm_draws, ula_batch, ula_final_mu
 from .statistics import AuditResult, audit_statistics
 
 ROUTES = ("trajectory", "trajectory_unsafe", "last_iterate", "stationary", "pure", "purified",
@@ -26,7 +26,7 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
     statistic; trajectory routes only, default there), ``"final"`` (last iterate), or for the
     Rashomon routes ``"range"`` (default) / ``"mean"`` / ``"final"``. ``psi``: Rashomon threshold.
     """
-    from .. import plan as plan_mod
+    from ..routes import plan as plan_mod
     from ..losses import LossConstants
     from ..privacy import last_iterate, path, pure, stationary
     from ..privacy.conversions import gdp_epsilon, linear_rdp_epsilon
@@ -50,7 +50,7 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
         out = []
         for key, c in ((k_d, c_d), (k_dp, c_dp)):
             g = lambda z, c=c: beta * (z - c)  # noqa: E731  grad of beta * (z - mean d)^2 / 2
-            fin, acc = _ula_batch(key, num_samples, g, jnp.zeros(()), h, K, project=project)
+            fin, acc = ula_batch(key, num_samples, g, jnp.zeros(()), h, K, project=project)
             out.append(fin - 0.0 + h * beta * acc if stat == "llr" else fin)
         return out
 
@@ -73,22 +73,22 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
         K = int(math.ceil(mixing_times / (h * beta)))
         rho = last_iterate.last_iterate_rho(beta, sens, h, K, 1.0, 1.0)
         claimed = linear_rdp_epsilon(rho, delta)[0]   # the accountant's eps for the run (<= eps)
-        eps_exact = gdp_epsilon(_ula_final_mu(beta, h, K, sens), delta)
+        eps_exact = gdp_epsilon(ula_final_mu(beta, h, K, sens), delta)
         params.update(beta=beta, step_size=h, num_steps=K, rho=rho, target_eps=eps)
         t_d, t_dp = chains(beta, h, K)
     elif route == "stationary":
         beta = stationary.stationary_beta_max(eps, delta, sensitivity=sens, strong_convexity=1.0)
         h = 0.5 / beta
         K = int(math.ceil(mixing_times / (h * beta)))
-        eps_exact = gdp_epsilon(_ula_final_mu(beta, h, K, sens), delta)
+        eps_exact = gdp_epsilon(ula_final_mu(beta, h, K, sens), delta)
         params.update(beta=beta, step_size=h, num_steps=K)
         t_d, t_dp = chains(beta, h, K)
     elif route == "pure":
         beta = pure.pure_beta(eps, n, lipschitz=consts.lipschitz, diameter=2.0)
         claimed_delta = 0.0
         sd = 1.0 / math.sqrt(beta)
-        t_d = _truncnorm_draws(k_d, num_samples, c_d, sd, -1.0, 1.0)
-        t_dp = _truncnorm_draws(k_dp, num_samples, c_dp, sd, -1.0, 1.0)
+        t_d = truncnorm_draws(k_d, num_samples, c_d, sd, -1.0, 1.0)
+        t_dp = truncnorm_draws(k_dp, num_samples, c_dp, sd, -1.0, 1.0)
         from ..privacy.exact import max_log_ratio
 
         grid = np.linspace(-1.0, 1.0, 200_001)
@@ -111,7 +111,7 @@ def quadratic_audit(route: str = "trajectory", *, eps: float = 3.0, delta: float
             # w): exact L* = k, flat on |z - c| <= sqrt(2 psi), slope clip(u / w, 0, 1) beyond
             g = lambda z, c=c, w=rp.threshold_width: beta * jnp.clip(  # noqa: E731
                 ((z - c) ** 2 / 2 - psi) / w, 0.0, 1.0) * (z - c)
-            fin, acc, hi, lo = _ula_batch(key, num_samples, g, jnp.zeros(()), h, K, extremes=True)
+            fin, acc, hi, lo = ula_batch(key, num_samples, g, jnp.zeros(()), h, K, extremes=True)
             out.append({"final": fin, "mean": acc / K, "range": 0.5 * (hi + lo)}[stat])
         t_d, t_dp = out
     else:  # purified

@@ -1,7 +1,7 @@
 """Command line: ``dp-infer demo | sample | report | predict | budget | rashomon | schema``.
 
 One module per group of commands (:mod:`.fit_commands`, :mod:`.files`, :mod:`.schema_commands`, and the Rashomon command
-in :mod:`dp_infer.rashomon.cli`); :mod:`.common` holds the options and helpers they share.
+in :mod:`dp_infer.cli.rashomon`); :mod:`.common` holds the options and helpers they share.
 :func:`run` is the console entry point: any error is one line, never a traceback.
 """
 
@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from ..rashomon.cli import rashomon_command
+from .rashomon import rashomon_command
 from .files import budget, report
 from .fit_commands import demo, sample
 from .predict import predict_command

@@ -51,7 +51,7 @@ def charge_ledger(ledger, dataset_id, budget, event, label):
 
 def echo_nonprivate_accuracy(loss, X, y, X_test, y_test) -> None:
     """The test accuracy of a non-private fit on the private rows, labelled NON-PRIVATE."""
-    from .. import nonprivate as np_ref
+    from ..infer import nonprivate as np_ref
 
     th_np, _, _ = np_ref.minimize_loss(loss, X, y)
     click.echo(f"test accuracy of a non-private fit, {NONPRIVATE_BANNER}: "
@@ -61,14 +61,14 @@ def echo_nonprivate_accuracy(loss, X, y, X_test, y_test) -> None:
 _REPORT_FILE_ONLY = ("routes_considered", "event", "potential", "purification", "notes")
 
 
-def _print_report(report: dict) -> None:
+def print_report(report: dict) -> None:
     """The privacy report, less the long items kept in the run file (routes, event, potential)."""
     from ..diagnostics import format_report
 
     click.echo(format_report({k: v for k, v in report.items() if k not in _REPORT_FILE_ONLY}))
 
 
-def _mixing_block(dt, report) -> None:
+def mixing_block(dt, report) -> None:
     from ..diagnostics import check_mixing
 
     mix = check_mixing(dt, report)
@@ -97,7 +97,7 @@ _seed_options = [
     click.option("--key-impl", type=click.Choice(["threefry2x32", "rbg"]), default="threefry2x32",
                  show_default=True, help="JAX key implementation (rbg: 128-bit keys)"),
 ]
-_common = [
+COMMON_OPTIONS = [
     click.option("--eps", type=float, default=1.0, show_default=True, help="privacy epsilon in (0, 100]"),
     click.option("--delta", type=float, default=1e-5, show_default=True, help="privacy delta in (0, 1)"),
     click.option("--pure", is_flag=True, default=False,

@@ -12,7 +12,7 @@ import click
               help="directory for PNG plots (default: next to RUN_FILE)")
 def report(run_file, plots):
     """Print the summary, mixing checks and privacy report of a saved run; write plots."""
-    from ..plots import report_from_file
+    from ..diagnostics.plots import report_from_file
 
     click.echo(report_from_file(run_file, plots))
 
@@ -50,7 +50,7 @@ def show(ledger_file, dataset_id, plot):
         click.echo(f"  {r['run']}: status {r['status']}, eps of this run alone {r['eps_run']:.4g}, "
                    f"composed total {r['eps_cumulative']:.4g}")
     if plot:
-        from ..plots import plot_budget
+        from ..diagnostics.plots import plot_budget
 
         prev, inc = 0.0, []
         for r in recs:  # increments of the accountant's composed total, so bars sum to it

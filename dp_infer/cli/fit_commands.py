@@ -13,9 +13,10 @@ import time
 import click
 import numpy as np
 
-from .common import (NONPRIVATE_BANNER, _common, _mixing_block, _print_report, charge_ledger,
-                     echo_nonprivate_accuracy, mode_option,
-                     run_label, with_options)
+from .common import (
+    NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charge_ledger, echo_nonprivate_accuracy,
+    mode_option, run_label, with_options,
+)
 from .posterior import check_mode_options, run_and_report_posterior
 
 #: the demo's prior in posterior mode: N(0, 10^2) per coordinate on the schema's scaled features
@@ -31,11 +32,11 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
                     friction, lam_rel, radius, seed, key_impl, progress, ledger, dataset_id, budget,
                     X_test=None, y_test=None, out=None, nonprivate=False, feature_names=None,
                     extra_attrs=None):
-    from .. import nonprivate as np_ref
+    from ..infer import nonprivate as np_ref
     from .._validation import check_delta
-    from ..calibrate import calibrate
+    from ..routes.calibrate import calibrate
     from ..domains import L2Ball
-    from ..fit import sample
+    from ..infer.fit import sample
 
     if loss.constants.smoothness is None:  # hinge / quantile: the proximal route (seed 002)
         from .proximal import run_and_report_proximal
@@ -77,12 +78,12 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
         path = save(dt, out)
         click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
     report = run.report()
-    _print_report(report)
+    print_report(report)
     if plan.release == "trajectory":
         click.echo("")
         click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
                    "(post-processing: free; the same draws and checks as dp-infer report on --out)")
-        _mixing_block(dt, report)
+        mixing_block(dt, report)
     else:
         click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
     if X_test is not None and loss.name in ("logistic", "model_nll"):
@@ -101,7 +102,7 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
 
 @click.command()
 @mode_option("posterior")
-@with_options(_common)
+@with_options(COMMON_OPTIONS)
 def demo(mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ess, prior_precision,
          precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
     """Private Bayesian logistic regression on the embedded UCI Adult data.
@@ -171,7 +172,7 @@ def demo(mode, eps, delta, pure, route, radius, horizon, chains, kernel, frictio
 @click.option("--split-seed", type=click.IntRange(min=0), default=None,
               help="seed of the --split permutation (default: OS entropy)")
 @mode_option("estimate")
-@with_options(_common)
+@with_options(COMMON_OPTIONS)
 def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, schema_file,
            split, split_seed, mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
            ess, prior_precision, precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out,
@@ -180,7 +181,8 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
 
     --mode posterior plans for --ess effective draws of N(0, I / --prior-precision) x exp(-beta L)
     (with --schema, the sensitivity is taken over the rows the schema admits)."""
-    from .. import datasets, losses, losses_nonsmooth
+    from .. import datasets, losses
+    from ..losses import nonsmooth as losses_nonsmooth
 
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,

@@ -3,7 +3,7 @@ effective draws of ``prior x exp(-beta L)``.
 
 Same order of work as :mod:`.fit_commands`: check every input -> plan (data independent; the
 private second moment is a stand-in carrying its event) -> charge the ledger with the whole run
--> release the second moment, re-plan, sample (:func:`dp_infer.fit_posterior.fit_posterior`) ->
+-> release the second moment, re-plan, sample (:func:`dp_infer.infer.posterior.fit_posterior`) ->
 write ``--out`` -> print the plan, the privacy report, predicted vs achieved ESS and R-hat and
 ArviZ's checks of the released draws.
 """
@@ -16,7 +16,7 @@ import time
 import click
 import numpy as np
 
-from .common import _mixing_block, _print_report, echo_nonprivate_accuracy, echo_spent, open_ledger
+from .common import mixing_block, print_report, echo_nonprivate_accuracy, echo_spent, open_ledger
 
 __all__ = ["run_and_report_posterior", "check_mode_options"]
 
@@ -71,9 +71,9 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
                              nonprivate=False):
     """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss)."""
     from .._validation import check_delta
-    from ..fit_posterior import fit_posterior
-    from ..prediction import expected_calibration_error, log_loss, loss_predictive
-    from ..posterior_plan import DEFAULT_ESS
+    from ..infer.posterior import fit_posterior
+    from ..infer.prediction import expected_calibration_error, log_loss, loss_predictive
+    from ..routes.posterior import DEFAULT_ESS
 
     if loss.constants.smoothness is None:
         raise ValueError("--mode posterior needs a smooth loss (hinge / quantile run the proximal route: "
@@ -109,14 +109,14 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
     report = run.report()
     # the preconditioner (dim x dim), the prior vector and the posterior block are in the run file;
     # their summary is printed above and below
-    _print_report({k: v for k, v in report.items() if k not in ("preconditioner", "prior_precision", "posterior")})
+    print_report({k: v for k, v in report.items() if k not in ("preconditioner", "prior_precision", "posterior")})
     ach = report["posterior"]["achieved"]
     click.echo("")
     click.echo(f"bulk ESS: planned {report['posterior']['predicted_ess']:.0f}, achieved {ach['min_ess_bulk']:.0f} "
                f"(min over parameters); max R-hat {ach['max_rhat']:.4f}")
     click.echo(f"ArviZ diagnostics of the released draws after the first {run.plan.burn_in} per chain "
                "(post-processing: free; the same draws and checks as dp-infer report on --out)")
-    _mixing_block(dt, report)
+    mixing_block(dt, report)
     if X_test is not None and loss.name == "logistic":
         draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)
         prob = loss_predictive("logistic", draws, X_test)["probs"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .schema_commands import _with_read_options, encode_with_stored_schema
+from .schema_commands import with_read_options, encode_with_stored_schema
 
 
 def load_model_function(spec: str):
@@ -75,13 +75,13 @@ def read_rows(data_file, run) -> tuple[object, list[str]]:
               help="write the predictions as CSV (default: print the first rows)")
 @click.option("--model", "model_spec", default=None,
               help="FILE.py:FUNCTION -- the NumPyro model of a run fitted with fit(model=...)")
-@_with_read_options
+@with_read_options
 def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, names):
     """Predict DATA_FILE (columns matched by name) from the released draws of RUN_FILE."""
     import pandas as pd
 
     from ..datasets import clip_rows
-    from ..run import PrivateRun
+    from ..infer.run import PrivateRun
 
     model = load_model_function(model_spec) if model_spec else None
     run = PrivateRun.load(run_file, model=model)
@@ -108,7 +108,7 @@ def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, 
     elif "probs" in pred:
         for k in range(np.shape(pred["probs"])[1]):
             table[f"probability_{k}"] = np.asarray(pred["probs"])[:, k]
-    from ..prediction import labels_from
+    from ..infer.prediction import labels_from
 
     table["prediction"] = labels_from(pred)
     frame = pd.DataFrame(table)

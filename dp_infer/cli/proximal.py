@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from .common import _print_report, charge_ledger, run_label
+from .common import print_report, charge_ledger, run_label
 
 __all__ = ["run_and_report_proximal"]
 
@@ -16,9 +16,9 @@ __all__ = ["run_and_report_proximal"]
 def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, chains, lam_rel, radius, seed,
                             key_impl, ledger, dataset_id, budget, X_test=None, y_test=None, out=None):
     """Plan, charge, sample and print the proximal route (seed 002 Algorithm 1)."""
-    from .. import nonprivate as np_ref
+    from ..infer import nonprivate as np_ref
     from .._validation import check_delta
-    from ..fit_proximal import proximal_plan_for, sample_proximal
+    from ..infer.proximal import proximal_plan_for, sample_proximal
 
     if pure:
         raise ValueError("--pure is not available for losses without smoothness: the proximal route "
@@ -44,7 +44,7 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
 
         click.echo(f"wrote {save(run.to_datatree(), out)} (ArviZ DataTree: released final positions, privacy report)")
     report = run.report()
-    _print_report(report)
+    print_report(report)
     click.echo(f"released: the final position of each of {plan.num_draws} chain(s) "
                "(too few draws for R-hat/ESS; more chains cost privacy)")
     if X_test is not None and loss.name == "hinge":

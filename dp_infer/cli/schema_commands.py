@@ -29,7 +29,7 @@ _read_options = [
 ]
 
 
-def _with_read_options(f):
+def with_read_options(f):
     for opt in reversed(_read_options):
         f = opt(f)
     return f
@@ -75,7 +75,7 @@ class SchemaSampleData:
             return losses.logistic(row_norm=self.row_norm)
         if self.target_kind == "count":
             from ..domains import L2Ball
-            from ..losses_count import poisson
+            from ..losses.count import poisson
 
             if radius is None:
                 raise ValueError("radius: a count target (Poisson loss) needs a bounded domain: give --radius")
@@ -162,7 +162,7 @@ def schema_group() -> None:
               help="SQLite privacy ledger: a --private draft is charged before any statistic is computed")
 @click.option("--dataset-id", default="default", show_default=True, help="dataset name in the ledger")
 @click.option("--budget", type=(float, float), default=None, help="register the dataset's (eps, delta) budget")
-@_with_read_options
+@with_read_options
 def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id, budget, delimiter,
           no_header, names):
     """Draft a schema from DATA_FILE for review (non-private unless --private)."""
@@ -210,7 +210,7 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
 @schema_group.command("check")
 @click.argument("data_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False), required=True)
-@_with_read_options
+@with_read_options
 def check(data_file, schema_file, delimiter, no_header, names):
     """Encode DATA_FILE with a schema and print the feature map and the NON-PRIVATE data report."""
     from ..schema import FeatureMap, load_schema

@@ -25,7 +25,7 @@ Checks (:func:`check_mixing`, :func:`single_chain_rhat`, :func:`privacy_cost_of_
     paid in privacy (K chains: ``mu_K = sqrt(K) mu_1`` in GDP, ``eps_K(a) = K eps_1(a)`` in
     RDP), so splitting one chain into pseudo-chains is the cheapest convergence check.
 
-Files (:func:`save`, :func:`load`; :func:`dp_infer.plots.report_from_file` adds plots)
+Files (:func:`save`, :func:`load`; :func:`dp_infer.diagnostics.plots.report_from_file` adds plots)
     netCDF-4 (``.nc``; needs the ``h5netcdf`` or ``netCDF4`` package), zarr (``.zarr``; needs
     ``zarr``) or a dependency-free ``.zip`` of one netCDF-3 file per group (SciPy's writer).
     All attributes, including the JSON privacy report, survive the round trip.
@@ -33,7 +33,7 @@ Files (:func:`save`, :func:`load`; :func:`dp_infer.plots.report_from_file` adds 
 Modules: :mod:`.privacy_report` (attribute names, the report and the private/unknown status),
 :mod:`.export` (:func:`to_datatree`), :mod:`.io` (:func:`save`, :func:`load`), :mod:`.mixing`
 and :mod:`.mixing_report` (checks), :mod:`.report` (text). Plots live one floor up, in
-:mod:`dp_infer.plots`, which depends on this package and never the reverse.
+:mod:`dp_infer.diagnostics.plots`, which depends on this package and never the reverse.
 """
 
 from __future__ import annotations
@@ -46,17 +46,8 @@ from .io import load, save
 from .mixing import check_mixing, single_chain_rhat
 from .mixing_report import DIVERGENCE_ADVICE, RHAT_ADVICE, MixingReport
 from .privacy_report import (
-    DEBUG_WARNING,
-    FLAT_REPORT_KEYS,
-    PRIVATE_ATTR,
-    REPORT_ATTR,
-    UNKNOWN_REASON_ATTR,
-    WARNING_ATTR,
-    get_report,
-    is_private,
-    privacy_cost_of_chains,
-    privacy_status,
-    report_to_dict,
+    DEBUG_WARNING, FLAT_REPORT_KEYS, PRIVATE_ATTR, REPORT_ATTR, UNKNOWN_REASON_ATTR, WARNING_ATTR,
+    get_report, is_private, privacy_cost_of_chains, privacy_status, report_to_dict,
 )
 from .report import format_report, summary
 
@@ -84,7 +75,7 @@ __all__ = [
     "summary",
 ]
 
-_MOVED = {"report_from_file": "dp_infer.plots"}
+_MOVED = {"report_from_file": "dp_infer.diagnostics.plots"}
 
 
 def __getattr__(name):

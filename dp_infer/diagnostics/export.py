@@ -13,25 +13,11 @@ import numpy as np
 import xarray as xr
 
 from .._validation import check_positive
-from .extract import _as_array, _check_draw_array, _extract_mcmc, _extract_tree, _is_mcmc, _theta_divergence
+from .extract import as_array, check_draw_array, extract_mcmc, extract_tree, is_mcmc, theta_divergence
 from .privacy_report import (
-    _DEFAULT_THETA_NAME,
-    _FLAT_PREFIX,
-    DEBUG_WARNING,
-    DROPPED_ATTR,
-    FLAT_REPORT_KEYS,
-    FORMAT_ATTR,
-    FORMAT_VERSION,
-    NONPRIVATE_VARS_ATTR,
-    PRIVATE_ATTR,
-    REPORT_ATTR,
-    SUMMARY_ATTR,
-    UNKNOWN_REASON_ATTR,
-    WARNING_ATTR,
-    _jsonable,
-    _report_mismatch,
-    get_report,
-    report_to_dict,
+    DEFAULT_THETA_NAME, FLAT_PREFIX, DEBUG_WARNING, DROPPED_ATTR, FLAT_REPORT_KEYS, FORMAT_ATTR,
+    FORMAT_VERSION, NONPRIVATE_VARS_ATTR, PRIVATE_ATTR, REPORT_ATTR, SUMMARY_ATTR, UNKNOWN_REASON_ATTR,
+    WARNING_ATTR, jsonable, report_mismatch, get_report, report_to_dict,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -73,9 +59,9 @@ def _flat_attrs(report: Mapping[str, Any]) -> dict[str, Any]:
     for key in FLAT_REPORT_KEYS:
         v = report.get(key)
         if isinstance(v, bool):
-            out[_FLAT_PREFIX + key] = "true" if v else "false"
+            out[FLAT_PREFIX + key] = "true" if v else "false"
         elif isinstance(v, (int, float, str)):
-            out[_FLAT_PREFIX + key] = v
+            out[FLAT_PREFIX + key] = v
     return out
 
 
@@ -120,7 +106,7 @@ def to_datatree(
     :param run_attrs: public facts about the run for raw-draw input (``kernel``, ``thinning``,
         ``num_transitions``, ``kernel_step_size``, ...), stored as ``dp_infer_<key>``.
     :param theta_diverging: a ``(chain, draw)`` divergence flag the caller states is a function of
-        theta alone (a dp_infer kernel's own flag, e.g. from a :class:`~dp_infer.run.PrivateRun`);
+        theta alone (a dp_infer kernel's own flag, e.g. from a :class:`~dp_infer.infer.run.PrivateRun`);
         OR-ed into the exported flag.
     :param public_sites: deterministic sites you assert are functions of theta only (so
         covered by post-processing); they are kept in the default export.
@@ -160,19 +146,19 @@ def to_datatree(
             divergence_threshold = None
     report_dict = report_to_dict(report)
 
-    if _is_mcmc(run_or_draws):
-        post, stats, nonlatent, theta_div, kernel_div, extracted = _extract_mcmc(run_or_draws)
+    if is_mcmc(run_or_draws):
+        post, stats, nonlatent, theta_div, kernel_div, extracted = extract_mcmc(run_or_draws)
     elif isinstance(run_or_draws, xr.DataTree):
-        post, stats, nonlatent, theta_div, kernel_div, extracted = _extract_tree(run_or_draws)
+        post, stats, nonlatent, theta_div, kernel_div, extracted = extract_tree(run_or_draws)
         if report_dict is None:
             report_dict = get_report(run_or_draws)
     elif isinstance(run_or_draws, Mapping):
         if not run_or_draws:
             raise ValueError("run_or_draws must contain at least one variable, got an empty mapping")
-        post = {str(k): _as_array(str(k), v) for k, v in run_or_draws.items()}
+        post = {str(k): as_array(str(k), v) for k, v in run_or_draws.items()}
         stats, nonlatent, theta_div, kernel_div, extracted = {}, {}, None, None, {}
     elif hasattr(run_or_draws, "__array__") or isinstance(run_or_draws, (list, tuple)):
-        post = {_DEFAULT_THETA_NAME: _as_array(_DEFAULT_THETA_NAME, run_or_draws)}
+        post = {DEFAULT_THETA_NAME: as_array(DEFAULT_THETA_NAME, run_or_draws)}
         stats, nonlatent, theta_div, kernel_div, extracted = {}, {}, None, None, {}
     else:
         raise ValueError(
@@ -182,7 +168,7 @@ def to_datatree(
     if not post:
         raise ValueError("run_or_draws has no latent (posterior) variables to export")
     for k, v in post.items():
-        _check_draw_array(k, v)
+        check_draw_array(k, v)
     lead = next(iter(post.values())).shape[:2]
     for k, v in post.items():
         if v.shape[:2] != lead:
@@ -209,7 +195,7 @@ def to_datatree(
     # --- divergence from theta alone --------------------------------------------------------
     if theta_diverging is not None:
         theta_div = np.asarray(theta_diverging).astype(bool)
-    diverging = _theta_divergence(post, divergence_threshold)
+    diverging = theta_divergence(post, divergence_threshold)
     if theta_div is not None and theta_div.shape == diverging.shape:
         diverging = diverging | theta_div
 
@@ -242,10 +228,10 @@ def to_datatree(
                 ss[str(k)] = arr
                 nonprivate.append(str(k))
             elif arr.ndim == 0 and np.issubdtype(arr.dtype, np.number):
-                debug_attrs[f"{_FLAT_PREFIX}debug_{k}"] = arr.item()
+                debug_attrs[f"{FLAT_PREFIX}debug_{k}"] = arr.item()
                 nonprivate.append(str(k))
             else:
-                debug_attrs[f"{_FLAT_PREFIX}debug_{k}"] = json.dumps(_jsonable(v))
+                debug_attrs[f"{FLAT_PREFIX}debug_{k}"] = json.dumps(jsonable(v))
                 nonprivate.append(str(k))
     else:
         dropped.extend(nonlatent)
@@ -264,7 +250,7 @@ def to_datatree(
         warnings.simplefilter("ignore", UserWarning)
         dt = az.from_dict(groups, coords=coords, dims=dims, save_warmup=True)
 
-    mismatch = None if debug else _report_mismatch(report_dict, int(lead[0]), int(lead[1]))
+    mismatch = None if debug else report_mismatch(report_dict, int(lead[0]), int(lead[1]))
     attrs: dict[str, Any] = {
         FORMAT_ATTR: FORMAT_VERSION,
         PRIVATE_ATTR: "false" if debug else ("unknown" if mismatch else "true"),
@@ -273,7 +259,7 @@ def to_datatree(
     if mismatch:
         attrs[UNKNOWN_REASON_ATTR] = mismatch
     for k, v in run_attrs.items():
-        attrs[_FLAT_PREFIX + k] = v
+        attrs[FLAT_PREFIX + k] = v
     if report_dict is not None:
         attrs[REPORT_ATTR] = report_dict
         attrs.update(_flat_attrs(report_dict))

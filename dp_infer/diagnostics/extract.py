@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .privacy_report import _DEFAULT_THETA_NAME, _FLAT_PREFIX, FORMAT_ATTR, NONPRIVATE_VARS_ATTR
+from .privacy_report import DEFAULT_THETA_NAME, FLAT_PREFIX, FORMAT_ATTR, NONPRIVATE_VARS_ATTR
 
 
-def _is_mcmc(obj: Any) -> bool:
+def is_mcmc(obj: Any) -> bool:
     return hasattr(obj, "get_samples") and hasattr(obj, "sampler") and hasattr(obj, "get_extra_fields")
 
 
@@ -26,14 +26,14 @@ def _is_dp_kernel(sampler: Any) -> bool:
     return isinstance(sampler, LangevinKernelBase)
 
 
-def _as_array(name: str, value: Any) -> np.ndarray:
+def as_array(name: str, value: Any) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype == object:
         raise ValueError(f"draws[{name!r}] must be a numeric array (chain, draw, ...), got dtype object")
     return arr
 
 
-def _check_draw_array(name: str, arr: np.ndarray) -> None:
+def check_draw_array(name: str, arr: np.ndarray) -> None:
     if arr.ndim < 2:
         raise ValueError(
             f"draws[{name!r}] must have shape (chain, draw, ...) with ndim >= 2, got shape {arr.shape}; "
@@ -54,12 +54,12 @@ def _tree_norm(value: Any, lead: tuple[int, int]) -> np.ndarray | None:
     return np.sqrt(sq)
 
 
-def _extract_mcmc(mcmc: Any):
+def extract_mcmc(mcmc: Any):
     """(posterior, candidate stats, non-private posterior sites, kernel diverging, run attrs)."""
     sampler = mcmc.sampler
     samples = mcmc.get_samples(group_by_chain=True)
     if not isinstance(samples, Mapping):
-        samples = {_DEFAULT_THETA_NAME: samples}
+        samples = {DEFAULT_THETA_NAME: samples}
         latent = set(samples)
     else:
         latent = None
@@ -122,7 +122,7 @@ def _with_warmup(dt: xr.DataTree, group: str) -> tuple[dict[str, np.ndarray], in
     return {k: np.concatenate([warm[k], v], axis=1) if k in warm else v for k, v in main.items()}, n_warm
 
 
-def _extract_tree(dt: xr.DataTree):
+def extract_tree(dt: xr.DataTree):
     if "posterior" not in dt.children:
         raise ValueError("run_or_draws is a DataTree without a 'posterior' group")
     nonpriv = set(json.loads(dt.attrs.get(NONPRIVATE_VARS_ATTR, "[]")))
@@ -142,7 +142,7 @@ def _extract_tree(dt: xr.DataTree):
     # a dp_infer-exported tree carries a theta-only diverging flag; anything else: recompute
     theta_div = kernel_div if FORMAT_ATTR in dt.attrs else None
     run_attrs = {
-        k[len(_FLAT_PREFIX) :]: dt.attrs[k]
+        k[len(FLAT_PREFIX) :]: dt.attrs[k]
         for k in (
             "dp_infer_kernel",
             "dp_infer_thinning",
@@ -157,7 +157,7 @@ def _extract_tree(dt: xr.DataTree):
     return post, stats, nonlatent, theta_div, kernel_div, run_attrs
 
 
-def _theta_divergence(post: Mapping[str, np.ndarray], threshold: float | None) -> np.ndarray:
+def theta_divergence(post: Mapping[str, np.ndarray], threshold: float | None) -> np.ndarray:
     """Sticky per-(chain, draw) flag from theta alone: non-finite, or max|theta| > threshold."""
     flags = None
     for v in post.values():

@@ -14,13 +14,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .privacy_report import (
-    _JSON_ATTRS_KEY,
-    FORMAT_ATTR,
-    _jsonable,
-    is_private,
-    privacy_status,
-)
+from .privacy_report import JSON_ATTRS_KEY, FORMAT_ATTR, jsonable, is_private, privacy_status
 
 # ---------------------------------------------------------------------------------------------
 # files
@@ -43,16 +37,16 @@ def _encode_attrs_nc3(attrs: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(v, str) or (isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))):
             out[k] = v
         else:
-            out[k] = json.dumps(_jsonable(v))
+            out[k] = json.dumps(jsonable(v))
             encoded.append(k)
     if encoded:
-        out[_JSON_ATTRS_KEY] = json.dumps(encoded)
+        out[JSON_ATTRS_KEY] = json.dumps(encoded)
     return out
 
 
 def _decode_attrs_nc3(attrs: Mapping[str, Any]) -> dict[str, Any]:
     attrs = dict(attrs)
-    encoded = json.loads(attrs.pop(_JSON_ATTRS_KEY, "[]"))
+    encoded = json.loads(attrs.pop(JSON_ATTRS_KEY, "[]"))
     for k in encoded:
         attrs[k] = json.loads(attrs[k])
     return attrs

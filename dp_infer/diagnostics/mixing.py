@@ -13,20 +13,10 @@ import xarray as xr
 
 from .._validation import check_positive, check_positive_int
 from .export import to_datatree
-from .extract import _is_mcmc, _theta_divergence
-from .mixing_report import (
-    DIVERGENCE_ADVICE,
-    RHAT_ADVICE,
-    MixingReport,
-    _quiet_nonfinite,
-)
+from .extract import is_mcmc, theta_divergence
+from .mixing_report import DIVERGENCE_ADVICE, RHAT_ADVICE, MixingReport, quiet_nonfinite
 from .privacy_report import (
-    DEBUG_WARNING,
-    NONPRIVATE_VARS_ATTR,
-    PRIVATE_ATTR,
-    get_report,
-    is_private,
-    privacy_status,
+    DEBUG_WARNING, NONPRIVATE_VARS_ATTR, PRIVATE_ATTR, get_report, is_private, privacy_status,
     report_to_dict,
 )
 
@@ -43,7 +33,7 @@ def _posterior_arrays(obj: Any) -> tuple[dict[str, np.ndarray], xr.DataTree | No
             raise ValueError("the DataTree has no 'posterior' group")
         post = obj["posterior"]
         return {k: np.asarray(v.transpose("chain", "draw", ...).values) for k, v in post.data_vars.items()}, obj
-    if _is_mcmc(obj) or isinstance(obj, Mapping) or hasattr(obj, "__array__"):
+    if is_mcmc(obj) or isinstance(obj, Mapping) or hasattr(obj, "__array__"):
         dt = to_datatree(obj)
         return _posterior_arrays(dt)[0], dt
     raise ValueError(
@@ -186,7 +176,7 @@ def check_mixing(
         {k: (("chain", "draw") + tuple(f"{k}_dim_{i}" for i in range(v.ndim - 2)), v) for k, v in arrays.items()}
     )
     notes: list[str] = []
-    with _quiet_nonfinite():
+    with quiet_nonfinite():
         stats = _arviz_stats(az, post, arrays, num_chains, segments, notes)
     rhat, rhat_method, ess_bulk, ess_tail, mcse = stats
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -196,7 +186,7 @@ def check_mixing(
     if dt is not None and "sample_stats" in dt.children and "diverging" in dt["sample_stats"].data_vars:
         div = np.asarray(dt["sample_stats"]["diverging"].transpose("chain", "draw").values).astype(bool)
     else:
-        div = _theta_divergence(arrays, None)
+        div = theta_divergence(arrays, None)
     per_chain = [int(x) for x in div.sum(axis=1)]
     n_div = int(sum(per_chain))
 

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .privacy_report import _jsonable
+from .privacy_report import jsonable
 
 
-class _quiet_nonfinite:
+class quiet_nonfinite:
     """Silence NumPy's RuntimeWarnings while ArviZ digests diverged (non-finite) draws; the
     divergence is reported by :func:`check_mixing` in plain language instead."""
 
@@ -126,7 +126,7 @@ class MixingReport:
             "ok": self.ok,
         }
         for key in ("rhat", "ess_bulk", "ess_tail", "mcse_mean", "iat"):
-            d[key] = {k: _jsonable(v) for k, v in getattr(self, key).items()}
+            d[key] = {k: jsonable(v) for k, v in getattr(self, key).items()}
         return d
 
     def __str__(self) -> str:

@@ -53,9 +53,9 @@ FLAT_REPORT_KEYS = (
     "sampling_error_tv",
     "relaxation_time",
 )
-_FLAT_PREFIX = "dp_infer_"
-_JSON_ATTRS_KEY = "_dp_infer_json_attrs"  # zip/netCDF-3 format: attrs stored as JSON
-_DEFAULT_THETA_NAME = "theta"
+FLAT_PREFIX = "dp_infer_"
+JSON_ATTRS_KEY = "_dp_infer_json_attrs"  # zip/netCDF-3 format: attrs stored as JSON
+DEFAULT_THETA_NAME = "theta"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -63,7 +63,7 @@ _DEFAULT_THETA_NAME = "theta"
 # ---------------------------------------------------------------------------------------------
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
     """Recursively convert a report to JSON-serialisable Python objects."""
     if obj is None or isinstance(obj, (bool, str)):
         return obj
@@ -74,18 +74,18 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, np.bool_):
         return bool(obj)
     if hasattr(obj, "as_dict") and callable(obj.as_dict):
-        return _jsonable(obj.as_dict())
+        return jsonable(obj.as_dict())
     if hasattr(obj, "to_dict") and callable(obj.to_dict) and not hasattr(obj, "__array__"):
-        return _jsonable(obj.to_dict())
+        return jsonable(obj.to_dict())
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _jsonable(dataclasses.asdict(obj))
+        return jsonable(dataclasses.asdict(obj))
     if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if hasattr(obj, "__array__"):
         arr = np.asarray(obj)
-        return _jsonable(arr.item() if arr.ndim == 0 else arr.tolist())
+        return jsonable(arr.item() if arr.ndim == 0 else arr.tolist())
     return str(obj)
 
 
@@ -120,7 +120,7 @@ def report_to_dict(report: Any) -> dict | None:
             "report must be a mapping, an object with .as_dict() or .to_dict(), a dataclass or None, "
             f"got {type(report).__name__}"
         )
-    out = _jsonable(report)
+    out = jsonable(report)
     if not isinstance(out, dict):
         raise ValueError(f"report.as_dict() must return a mapping, got {type(out).__name__}")
     meta = out.get("metadata")
@@ -137,7 +137,7 @@ def get_report(dt: xr.DataTree) -> dict | None:
     if raw is None:
         return None
     if isinstance(raw, Mapping):
-        return json.loads(json.dumps(_jsonable(raw)))  # a copy the caller may change
+        return json.loads(json.dumps(jsonable(raw)))  # a copy the caller may change
     return json.loads(raw)
 
 
@@ -163,7 +163,7 @@ def privacy_status(dt: xr.DataTree) -> str:
     return "privacy UNKNOWN — this tree was not exported by dp_infer.diagnostics.to_datatree"
 
 
-def _report_mismatch(report: Mapping[str, Any] | None, num_chains: int, num_draws: int) -> str | None:
+def report_mismatch(report: Mapping[str, Any] | None, num_chains: int, num_draws: int) -> str | None:
     """Why ``report`` does not cover draws of shape (num_chains, num_draws); None if it does.
 
     A report covers a tree when it carries a privacy event and (eps, delta), and the tree holds
@@ -190,7 +190,7 @@ def _report_mismatch(report: Mapping[str, Any] | None, num_chains: int, num_draw
 # ---------------------------------------------------------------------------------------------
 
 
-def _rdp_curve(value: Any) -> tuple[list[float], list[float]] | None:
+def rdp_curve(value: Any) -> tuple[list[float], list[float]] | None:
     if isinstance(value, Mapping):
         orders = value.get("orders", value.get("alphas"))
         vals = value.get("rdp", value.get("values", value.get("eps")))
@@ -247,10 +247,10 @@ def privacy_cost_of_chains(report: Any, num_chains: int) -> dict:
         out["rho"] = k * rho1
         found = True
 
-    curve = _rdp_curve(rep.get("rdp_per_chain")) if rep.get("rdp_per_chain") is not None else None
+    curve = rdp_curve(rep.get("rdp_per_chain")) if rep.get("rdp_per_chain") is not None else None
     scale = k
     if curve is None and rep.get("rdp") is not None:
-        curve = _rdp_curve(rep.get("rdp"))
+        curve = rdp_curve(rep.get("rdp"))
         scale = k / k0
     if curve is not None:
         orders, vals = curve

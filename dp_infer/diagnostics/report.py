@@ -9,14 +9,8 @@ from typing import Any
 import xarray as xr
 
 from .export import to_datatree
-from .mixing import _quiet_nonfinite
-from .privacy_report import (
-    _rdp_curve,
-    get_report,
-    is_private,
-    privacy_status,
-    report_to_dict,
-)
+from .mixing_report import quiet_nonfinite
+from .privacy_report import rdp_curve, get_report, is_private, privacy_status, report_to_dict
 
 # ---------------------------------------------------------------------------------------------
 # human-readable output
@@ -87,7 +81,7 @@ def format_report(report: Any) -> str:
         lines.append(f"  zCDP                    : rho = {_fmt(rep['rho'])}")
         used.add("rho")
     if rep.get("rdp") is not None:
-        curve = _rdp_curve(rep["rdp"])
+        curve = rdp_curve(rep["rdp"])
         if curve:
             pairs = ", ".join(f"a={a:g}: {r:.4g}" for a, r in list(zip(*curve))[:6])
             lines.append(f"  RDP curve               : {pairs}{' ...' if len(curve[0]) > 6 else ''}")
@@ -145,7 +139,7 @@ def summary(dt: Any, report: Any = None, *, var_names: Sequence[str] | None = No
     block = format_report(rep)
     status = privacy_status(dt)
     block = (f"{status}\n" if is_private(dt) else f"!!! {status} !!!\n") + block
-    with _quiet_nonfinite():
+    with quiet_nonfinite():
         table = az.summary(dt, var_names=list(var_names) if var_names else None)
     with pd.option_context("display.max_rows", 200, "display.width", 140):
         text = str(table)

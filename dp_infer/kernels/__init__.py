@@ -18,11 +18,7 @@ and number of steps come from a privacy plan chosen without looking at the data.
 from . import langevin, sgld, underdamped
 from .langevin import Langevin, LangevinDebugState, LangevinState
 from .sgld import MinibatchSGLD
-from .underdamped import (
-    UnderdampedLangevin,
-    UnderdampedLangevinDebugState,
-    UnderdampedLangevinState,
-)
+from .underdamped import UnderdampedLangevin, UnderdampedLangevinDebugState, UnderdampedLangevinState
 
 __all__ = [
     "langevin",

@@ -64,7 +64,7 @@ def logdensity_to_grad(logdensity_fn: Callable) -> Callable:
 
 
 def plan_parameters(plan: Any, kernel: str, step_size, friction=None) -> tuple[float, float | None]:
-    """(step_size, friction) from a :class:`~dp_infer.plan.SamplingPlan` or the explicit values.
+    """(step_size, friction) from a :class:`~dp_infer.routes.plan.SamplingPlan` or the explicit values.
 
     With a plan, the step size (and friction) are the plan's: giving a different explicit value
     is refused, as is a plan made for another kernel. Without one, the step size is required.
@@ -141,11 +141,11 @@ def as_float_tree(tree):
     return jax.tree.map(cast, tree)
 
 
-def _is_traced(*xs) -> bool:
+def is_traced(*xs) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
 
 
-def _flatten(z, batched: bool):
+def flatten_positions(z, batched: bool):
     """Flat position(s) and the unravel function of one chain."""
     if batched:
         one = jax.tree.map(lambda a: a[0], z)

@@ -62,13 +62,8 @@ from numpyro.util import identity, is_prng_key
 from .._validation import check_nonnegative, check_positive
 from ..domains import Domain
 from ._common import (
-    DEFAULT_DIVERGENCE_RADIUS,
-    _flatten,
-    _is_traced,
-    as_float_tree,
-    default_divergence_radius,
-    make_divergence_fn,
-    resolve_projection,
+    DEFAULT_DIVERGENCE_RADIUS, flatten_positions, is_traced, as_float_tree, default_divergence_radius,
+    make_divergence_fn, resolve_projection,
 )
 
 __all__ = ["LangevinKernelBase"]
@@ -208,7 +203,7 @@ class LangevinKernelBase(MCMCKernel):
 
         A ``potential_fn`` kernel run with arguments (``MCMC(..., jit_model_args=True).run(key, *args)``)
         gets ``U(z) = potential_fn(z, *args, **kwargs)``: large data enter the jitted loop as
-        arguments, not as constants embedded in the program (:mod:`dp_infer.sharding`).
+        arguments, not as constants embedded in the program (:mod:`dp_infer.parallel.sharding`).
         """
         if self._model is None:
             if model_args or model_kwargs:
@@ -329,7 +324,7 @@ class LangevinKernelBase(MCMCKernel):
     def _check_init(self, z0, pe_fn, batched, user_init):
         try:
             z0 = as_float_tree(z0)
-            flat, unravel = _flatten(z0, batched)
+            flat, unravel = flatten_positions(z0, batched)
         except Exception as e:  # noqa: BLE001
             raise ValueError(f"init_params must be a pytree of float arrays, got {z0!r}") from e
         if flat.ndim != (2 if batched else 1):
@@ -339,7 +334,7 @@ class LangevinKernelBase(MCMCKernel):
         if user_init and self._domain is not None:
             scale = 1.0 + jnp.max(jnp.abs(jnp.where(jnp.isfinite(flat), flat, 0.0)))
             inside = self._domain.contains(flat, tol=1e-5 * scale)
-            if _is_traced(inside):
+            if is_traced(inside):
                 # cannot raise under pmap / a callable chain_method: poison the chain instead
                 flat = jnp.where(jnp.expand_dims(inside, -1), flat, jnp.nan)
                 z0 = unravel(flat)
@@ -358,7 +353,7 @@ class LangevinKernelBase(MCMCKernel):
             raise ValueError(
                 f"init_params (flat size {flat.shape[-1]} per chain) do not fit the potential: {first}"
             ) from None
-        if not _is_traced(flat) and not bool(np.all(np.isfinite(np.asarray(flat)))):
+        if not is_traced(flat) and not bool(np.all(np.isfinite(np.asarray(flat)))):
             src = "init_params" if user_init else f"the init_strategy ({self._init_strategy!r})"
             raise ValueError(f"the initial position given by {src} must be finite")
         # The potential itself is NOT evaluated here: it is a function of the private data, and

@@ -41,13 +41,8 @@ from jax.flatten_util import ravel_pytree
 from .._validation import check_positive, check_positive_int
 from ..domains import Domain
 from ._common import (
-    SamplingAlgorithm,
-    as_float_tree,
-    default_divergence_radius,
-    logdensity_to_grad,
-    make_divergence_fn,
-    plan_parameters,
-    resolve_projection,
+    SamplingAlgorithm, as_float_tree, default_divergence_radius, logdensity_to_grad, make_divergence_fn,
+    plan_parameters, resolve_projection,
 )
 from ._numpyro import LangevinKernelBase
 
@@ -192,7 +187,7 @@ def as_top_level_api(
     :param logdensity_fn: ``z -> log density`` of the target (``-U``; for a private run the
         tempered log density the plan was made for, e.g. ``-gibbs_potential(..., beta=plan.beta)``).
     :param step_size: h > 0; omit it when ``plan`` is given.
-    :param plan: a :class:`~dp_infer.plan.SamplingPlan` for ``kernel="langevin"``: its step size
+    :param plan: a :class:`~dp_infer.routes.plan.SamplingPlan` for ``kernel="langevin"``: its step size
         is used (an explicit different ``step_size`` is refused). The privacy of the run is the
         plan's only if you take ``plan.num_steps`` steps per chain on ``plan.num_chains`` chains.
     :param domain: Domain or callable projection on the flat position (after the noise).
@@ -229,7 +224,7 @@ def keyed_transition(step: Callable) -> Callable:
     return transition
 
 
-def _scan_chain(transition, state, num_steps, thinning, extract):
+def scan_chain(transition, state, num_steps, thinning, extract):
     num_steps = check_positive_int("num_steps", num_steps)
     thinning = check_positive_int("thinning", thinning)
     if num_steps % thinning:
@@ -279,7 +274,7 @@ def sample_chain(
     div_fn = make_divergence_fn(radius)
     state = init(x0, rng_key, divergence_fn=div_fn)
     transition = keyed_transition(build_kernel(grad_fn, step_size, project, div_fn))
-    last, (zs, divs) = _scan_chain(transition, state, num_steps, thinning, lambda s: (s.z, s.diverging))
+    last, (zs, divs) = scan_chain(transition, state, num_steps, thinning, lambda s: (s.z, s.diverging))
     return LangevinChain(zs, divs, last)
 
 

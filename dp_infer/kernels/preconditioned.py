@@ -1,6 +1,6 @@
 """Preconditioned unadjusted Langevin: ``theta <- theta - h P grad U + sqrt(2h) P^(1/2) xi``.
 
-``P`` is fixed before sampling (:mod:`dp_infer.preconditioning`), positive definite, with a
+``P`` is fixed before sampling (:mod:`dp_infer.routes.preconditioning`), positive definite, with a
 Cholesky factor ``C`` (``P = C C^T``). The chain is exactly plain Langevin on the
 reparametrised potential ``V(phi) = U(C phi)`` with ``theta = C phi``:
 ``phi - h grad V(phi) + sqrt(2h) xi = C^-1 (theta - h C C^T grad U(theta)) + sqrt(2h) xi``,

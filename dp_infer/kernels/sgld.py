@@ -43,7 +43,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from .._validation import check_positive, check_positive_int
 from ..domains import Domain
 from ._common import SamplingAlgorithm, default_divergence_radius, make_divergence_fn, resolve_projection
-from .langevin import _scan_chain, keyed_transition
+from .langevin import scan_chain, keyed_transition
 
 __all__ = [
     "SGLDState",
@@ -193,7 +193,7 @@ def as_top_level_api(logdensity_fn, X, y, *, beta, step_size, q, clip_norm,
         (its negative is the per-example loss whose gradients are clipped), or a
         :class:`~dp_infer.losses.PerExampleLoss` (used as the loss).
     ``beta``, ``step_size``, ``q``, ``clip_norm`` and ``normaliser`` are as :func:`build_kernel`. There
-    is no :class:`~dp_infer.plan.SamplingPlan` for this kernel: account the run with
+    is no :class:`~dp_infer.routes.plan.SamplingPlan` for this kernel: account the run with
     :func:`dp_infer.privacy.minibatch.minibatch_event` (one entry per step).
     """
     if hasattr(logdensity_fn, "example"):
@@ -233,7 +233,7 @@ def sample_chain(rng_key, loss, X, y, beta, step_size, num_steps, q, clip_norm, 
     div_fn = make_divergence_fn(radius)
     state = init(x0, rng_key, divergence_fn=div_fn)
     step = build_kernel(example_fn, X, y, beta, step_size, q, clip_norm, project, div_fn, normaliser)
-    last, (zs, divs) = _scan_chain(keyed_transition(step), state, num_steps, thinning,
+    last, (zs, divs) = scan_chain(keyed_transition(step), state, num_steps, thinning,
                                    lambda s: (s.z, s.diverging))
     return SGLDChain(zs, divs, last)
 

@@ -44,16 +44,11 @@ from numpyro.infer.initialization import init_to_median
 from .._validation import check_positive
 from ..domains import Domain
 from ._common import (
-    SamplingAlgorithm,
-    as_float_tree,
-    default_divergence_radius,
-    logdensity_to_grad,
-    make_divergence_fn,
-    plan_parameters,
-    resolve_projection,
+    SamplingAlgorithm, as_float_tree, default_divergence_radius, logdensity_to_grad, make_divergence_fn,
+    plan_parameters, resolve_projection,
 )
 from ._numpyro import LangevinKernelBase
-from .langevin import _scan_chain, keyed_transition
+from .langevin import scan_chain, keyed_transition
 
 __all__ = [
     "UnderdampedLangevinState",
@@ -191,7 +186,7 @@ def as_top_level_api(
     """BlackJAX-style kinetic Langevin: ``algo.init(position, rng_key=None, velocity=None)``
     and ``algo.step(rng_key, state) -> (state, info)``.
 
-    ``plan`` (a :class:`~dp_infer.plan.SamplingPlan` for ``kernel="underdamped"``) supplies the
+    ``plan`` (a :class:`~dp_infer.routes.plan.SamplingPlan` for ``kernel="underdamped"``) supplies the
     step size and friction; otherwise both are required. ``init`` draws ``v_0 ~ N(0, I)`` from
     ``rng_key`` unless ``velocity`` is given. ``logdensity_fn`` is ``-U``.
     """
@@ -236,7 +231,7 @@ def sample_chain(
     div_fn = make_divergence_fn(default_divergence_radius(project, divergence_radius))
     state = init(x0, rng_key, velocity=v0, divergence_fn=div_fn)
     transition = keyed_transition(build_kernel(grad_fn, step_size, friction, project, div_fn))
-    last, (zs, vs, divs) = _scan_chain(
+    last, (zs, vs, divs) = scan_chain(
         transition, state, num_steps, thinning, lambda s: (s.z, s.v, s.diverging)
     )
     return UnderdampedChain(zs, vs, divs, last)

@@ -21,17 +21,8 @@ description); every public entry takes ``seed=None`` (secret key from the operat
 from ._release import Release
 from .linear_regression import adassp, pure_adassp
 from .generalized_gaussian import (
-    calibrate_gg_sigma,
-    generalized_gaussian_mechanism,
-    gg_approx_event,
-    gg_delta,
-    gg_epsilon,
-    gg_log_density,
-    gg_pld,
-    gg_rdp,
-    gg_rdp_event,
-    sample_generalized_gaussian,
-    thesis_sigma,
+    calibrate_gg_sigma, generalized_gaussian_mechanism, gg_approx_event, gg_delta, gg_epsilon,
+    gg_log_density, gg_pld, gg_rdp, gg_rdp_event, sample_generalized_gaussian, thesis_sigma,
 )
 from .query_release import mwem, pure_mwem
 from .noisy_gd import dp_gd, dp_sgd, pure_dp_gd, pure_dp_sgd
@@ -41,10 +32,7 @@ from .queries import answer_queries, conjunction_queries, expected_max_error, ra
 from .iterated_em import exponential_mechanism, iterated_exponential_mechanism
 from .mirror_descent import dp_gd_warm_start, pda_dpmd
 from .sparse_vector import (
-    calibrate_sparse_vector,
-    gg_sparse_vector_mechanism,
-    numeric_sparse,
-    sparse_vector_mechanism,
+    calibrate_sparse_vector, gg_sparse_vector_mechanism, numeric_sparse, sparse_vector_mechanism,
 )
 
 __all__ = [

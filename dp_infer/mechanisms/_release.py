@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..privacy.accountant import Accountant
-from ..privacy.events import PrivacyEvent, PureDpEvent, _jsonable
+from ..privacy.events import PrivacyEvent, PureDpEvent, jsonable
 
 __all__ = ["Release"]
 
@@ -55,6 +55,6 @@ class Release:
                    "components": [{"event": e.to_dict(), "count": c} for e, c in self.events]}
         else:
             rep = self.accountant().report(delta, log_delta=log_delta)
-        rep["params"] = _jsonable(dict(self.params))
+        rep["params"] = jsonable(dict(self.params))
         rep["randomness"] = dict(self.randomness)
         return rep

@@ -47,16 +47,8 @@ from .._validation import check_delta, check_epsilon, check_positive, check_posi
 from ..randomness import secret_key
 from ._release import Release
 from .generalized_gaussian_privacy import (
-    DEFAULT_RDP_ORDERS_GG,
-    EVENT_DELTA_SLACK,
-    GeneralizedGaussianPrivacyLoss,
-    check_shape,
-    gg_approx_event,
-    gg_delta,
-    gg_epsilon,
-    gg_pld,
-    gg_rdp,
-    gg_rdp_event,
+    DEFAULT_RDP_ORDERS_GG, EVENT_DELTA_SLACK, GeneralizedGaussianPrivacyLoss, check_shape, gg_approx_event,
+    gg_delta, gg_epsilon, gg_pld, gg_rdp, gg_rdp_event,
 )
 
 __all__ = [

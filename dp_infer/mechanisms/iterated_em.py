@@ -133,7 +133,7 @@ def run_rounds(loss: PerExampleLoss, X, y, *, eps_rounds, domain: L2Ball, strong
     eps_rounds = tuple(check_positive("eps_rounds[i]", e) for e in eps_rounds)
     mean_loss = _mean_loss_fn(loss)
     if anchor is None:
-        from ..nonprivate import minimize_loss
+        from ..infer.nonprivate import minimize_loss
 
         anchor = minimize_loss(loss, X, y, l2=0.0)[0]  # work only: the law does not depend on it
     C = BallIntersection(np.asarray(domain.center), [domain.radius])

@@ -59,7 +59,7 @@ def noise_for_target(eps: float, delta: float, *, n: int, num_steps: int, clip_n
 
 def _public_geometry(loss, Xp, yp, l2, normalise):
     """theta_0 = argmin Psi, Psi and its Hessian at theta_0, and the normalising scale."""
-    from ..nonprivate import minimize_loss
+    from ..infer.nonprivate import minimize_loss
 
     theta0 = minimize_loss(loss, Xp, yp, l2=l2)[0]
     Xpj, ypj = jnp.asarray(Xp, jnp.float64), jnp.asarray(yp, jnp.float64)

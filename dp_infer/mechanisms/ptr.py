@@ -28,11 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import (
-    check_delta,
-    check_finite_array,
-    check_nonnegative,
-    check_positive,
-    check_target_epsilon,
+    check_delta, check_finite_array, check_nonnegative, check_positive, check_target_epsilon,
 )
 from ..domains import Box
 from ..privacy import purification as _pur

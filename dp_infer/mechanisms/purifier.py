@@ -40,7 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int, check_target_epsilon
+from .._validation import (
+    check_epsilon, check_nonnegative, check_positive, check_positive_int, check_target_epsilon,
+)
 from ..domains import Domain
 from ..privacy import purification as _pur
 from ..privacy.conversions import resolve_log_delta

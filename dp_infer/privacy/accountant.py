@@ -38,28 +38,12 @@ from scipy import optimize
 
 from .._validation import check_nonnegative, check_positive_int
 from .composition_routes import (
-    DEFAULT_ORDERS,
-    Route,
-    _BasicRoute,
-    _GdpRoute,
-    _logaddexp,
-    _PldRoute,
-    _PureBasicRoute,
-    _RdpDpAccountingRoute,
-    _RdpRoute,
+    DEFAULT_ORDERS, Route, BasicRoute, GdpRoute, logaddexp, PldRoute, PureBasicRoute,
+    RdpDpAccountingRoute, RdpRoute,
 )
-from .conversions import (
-    resolve_log_delta,
-)
+from .conversions import resolve_log_delta
 from .events import (
-    ApproxDpEvent,
-    GdpEvent,
-    PrivacyEvent,
-    PureDpEvent,
-    RdpCurveEvent,
-    ZcdpEvent,
-    _jsonable,
-    event_from_dict,
+    ApproxDpEvent, GdpEvent, PrivacyEvent, PureDpEvent, RdpCurveEvent, ZcdpEvent, jsonable, event_from_dict,
 )
 
 
@@ -137,7 +121,7 @@ class Accountant:
         return float(sum(c * (e.mu**2 / 2 if isinstance(e, GdpEvent) else e.rho) for e, c in self._ledger))
 
     # ------------------------------------------------------------------ routes
-    def _rdp_route(self) -> _RdpRoute | None:
+    def _rdp_route(self) -> RdpRoute | None:
         if any(isinstance(e, ApproxDpEvent) for e, _ in self._ledger):
             return None
         rho = 0.0
@@ -152,7 +136,7 @@ class Accountant:
                 pure.append((e.epsilon, c))
             elif isinstance(e, RdpCurveEvent):
                 curves.append((e, c))
-        return _RdpRoute(rho, pure, curves, self._orders)
+        return RdpRoute(rho, pure, curves, self._orders)
 
     def _routes(self) -> list[Route]:
         if self._routes_cache is not None:
@@ -162,31 +146,31 @@ class Accountant:
         has_approx = any(isinstance(e, ApproxDpEvent) for e in ev)
         has_rdp_only = any(isinstance(e, (ZcdpEvent, RdpCurveEvent)) for e in ev)
         if not ev:
-            routes.append(_PureBasicRoute(0.0))
+            routes.append(PureBasicRoute(0.0))
         elif all(isinstance(e, GdpEvent) for e in ev):
-            routes.append(_GdpRoute(self.gdp_mu()))
+            routes.append(GdpRoute(self.gdp_mu()))
         if ev and all(isinstance(e, PureDpEvent) for e in ev):
-            routes.append(_PureBasicRoute(float(sum(c * e.epsilon for e, c in self._ledger))))
+            routes.append(PureBasicRoute(float(sum(c * e.epsilon for e, c in self._ledger))))
         if ev and not has_approx:
             r = self._rdp_route()
             # for GDP-only ledgers the exact Gaussian profile dominates any RDP conversion
             r.primary = not all(isinstance(e, GdpEvent) for e in ev)
             routes.append(r)
-            d = _RdpDpAccountingRoute(r)
+            d = RdpDpAccountingRoute(r)
             d.primary = False  # same curve on a coarser search than the rdp route: cross-check only
             routes.append(d)
         if ev and not has_rdp_only and not all(isinstance(e, GdpEvent) for e in ev):
             mu = math.sqrt(sum(c * e.mu**2 for e, c in self._ledger if isinstance(e, GdpEvent)))
             pure = [(e.epsilon, c) for e, c in self._ledger if isinstance(e, PureDpEvent)]
             approx = [(e.epsilon, e.delta, c) for e, c in self._ledger if isinstance(e, ApproxDpEvent)]
-            routes.append(_PldRoute(mu, pure, approx, self._pld_discretization))
+            routes.append(PldRoute(mu, pure, approx, self._pld_discretization))
         if has_approx:
             rest = [(e, c) for e, c in self._ledger if not isinstance(e, ApproxDpEvent)]
             eps_a = float(sum(c * e.epsilon for e, c in self._ledger if isinstance(e, ApproxDpEvent)))
             dl_a = float(sum(c * e.delta for e, c in self._ledger if isinstance(e, ApproxDpEvent)))
             rest_acc = Accountant(rest, orders=self._orders, pld_discretization=self._pld_discretization) if rest else None
             if dl_a < 1.0:
-                routes.append(_BasicRoute(rest_acc, eps_a, dl_a))
+                routes.append(BasicRoute(rest_acc, eps_a, dl_a))
         self._routes_cache = routes
         return routes
 
@@ -221,7 +205,7 @@ class Accountant:
         ld, _, _ = self._ideal_log_delta(eps)
         tau = self.tv_error
         if tau > 0:
-            ld = _logaddexp(ld, math.log(tau) + float(np.logaddexp(0.0, eps)))
+            ld = logaddexp(ld, math.log(tau) + float(np.logaddexp(0.0, eps)))
         return min(ld, 0.0)
 
     def get_delta(self, eps: float) -> float:
@@ -245,7 +229,7 @@ class Accountant:
         eps_hi = x + math.log1p(-math.exp(-x))  # log(e^x - 1): (1 + e^eps_hi) tau = delta
 
         def total(e):
-            return _logaddexp(self._ideal_log_delta(e)[0], log_tau + float(np.logaddexp(0.0, e)))
+            return logaddexp(self._ideal_log_delta(e)[0], log_tau + float(np.logaddexp(0.0, e)))
 
         grid = np.linspace(0.0, eps_hi, 129)[:-1]
         vals = np.array([total(e) for e in grid])
@@ -330,7 +314,7 @@ class Accountant:
                         "delta_privacy": math.exp(ld_priv), "log_delta_privacy": ld_priv,
                         "delta_sampling": slack, "route": route, "route_info": info,
                         "routes_ideal": self.epsilon_by_route(log_delta=ld)})
-        return _jsonable(out)
+        return jsonable(out)
 
     def to_dict(self) -> dict:
         return {"events": [{"event": e.to_dict(), "count": c} for e, c in self._ledger],

@@ -15,17 +15,8 @@ import math
 import numpy as np
 from scipy import optimize
 
-from .conversions import (
-    _LOG_TINY,
-    gdp_epsilon,
-    gdp_log_delta,
-    pure_dp_rdp,
-    rdp_epsilon,
-    rdp_log_delta,
-)
-from .events import (
-    RdpCurveEvent,
-)
+from .conversions import LOG_TINY, gdp_epsilon, gdp_log_delta, pure_dp_rdp, rdp_epsilon, rdp_log_delta
+from .events import RdpCurveEvent
 
 __all__ = ["DEFAULT_ORDERS", "Route"]
 
@@ -41,7 +32,7 @@ def _default_orders() -> np.ndarray:
 DEFAULT_ORDERS = _default_orders()
 
 
-def _logaddexp(a: float, b: float) -> float:
+def logaddexp(a: float, b: float) -> float:
     return float(np.logaddexp(a, b))
 
 
@@ -56,7 +47,7 @@ class Route:
         raise NotImplementedError
 
 
-class _GdpRoute(Route):
+class GdpRoute(Route):
     name = "gdp"
 
     def __init__(self, mu: float):
@@ -69,7 +60,7 @@ class _GdpRoute(Route):
         return gdp_epsilon(self.mu, log_delta=log_delta), {"mu": self.mu}
 
 
-class _RdpRoute(Route):
+class RdpRoute(Route):
     """Summed RDP curve; continuous refinement over the order when the curve is smooth."""
 
     name = "rdp"
@@ -137,12 +128,12 @@ class _RdpRoute(Route):
         return eps, info
 
 
-class _RdpDpAccountingRoute(Route):
+class RdpDpAccountingRoute(Route):
     """The summed curve converted by dp-accounting itself (grid only, float delta only)."""
 
     name = "rdp_dp_accounting"
 
-    def __init__(self, rdp_route: _RdpRoute):
+    def __init__(self, rdp_route: RdpRoute):
         self.r = rdp_route
 
     def log_delta(self, eps):
@@ -157,7 +148,7 @@ class _RdpDpAccountingRoute(Route):
     def epsilon(self, log_delta):
         from dp_accounting import rdp
 
-        if log_delta < _LOG_TINY:
+        if log_delta < LOG_TINY:
             return math.inf, {}
         try:
             e, a = rdp.compute_epsilon(self.r.orders, self.r.values, math.exp(log_delta))
@@ -166,7 +157,7 @@ class _RdpDpAccountingRoute(Route):
         return float(e), {"optimal_order": float(a)}
 
 
-class _PldRoute(Route):
+class PldRoute(Route):
     """dp-accounting PLDs: Gaussian for the GDP part, generic pessimistic PLDs for pure/approx."""
 
     name = "pld"
@@ -228,7 +219,7 @@ class _PldRoute(Route):
         return float(self.pld.get_epsilon_for_delta(d)), {"discretization": self.interval}
 
 
-class _PureBasicRoute(Route):
+class PureBasicRoute(Route):
     name = "pure_basic"
 
     def __init__(self, eps_total: float):
@@ -241,7 +232,7 @@ class _PureBasicRoute(Route):
         return self.eps_total, {}
 
 
-class _BasicRoute(Route):
+class BasicRoute(Route):
     """Rest of the events (their best route) + basic composition with the (eps, delta) events."""
 
     name = "basic"
@@ -261,7 +252,7 @@ class _BasicRoute(Route):
     def log_delta(self, eps):
         if eps < self.eps_a:
             return 0.0
-        return min(0.0, _logaddexp(self._rest_log_delta(eps - self.eps_a), self.log_delta_a))
+        return min(0.0, logaddexp(self._rest_log_delta(eps - self.eps_a), self.log_delta_a))
 
     def epsilon(self, log_delta):
         if log_delta <= self.log_delta_a:

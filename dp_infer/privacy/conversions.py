@@ -25,7 +25,7 @@ __all__ = [
     "linear_rdp_log_delta", "linear_rdp_rho", "pure_dp_rdp", "tv_delta_slack", "resolve_log_delta",
 ]
 
-_LOG_TINY = math.log(1e-300)  # below this a delta is passed around as a log only
+LOG_TINY = math.log(1e-300)  # below this a delta is passed around as a log only
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,7 +57,7 @@ def _log1mexp(x: float) -> float:
     return math.log(-math.expm1(x)) if x > -0.6931471805599453 else math.log1p(-math.exp(x))
 
 
-def _nudge(x: float, ok, *, up: bool) -> float:
+def nudge(x: float, ok, *, up: bool) -> float:
     """Move a root-finder output by a few ulps-scale relative steps until ``ok(x)`` holds.
 
     Root finders return a point within tolerance of the root, possibly on the wrong side; a
@@ -72,7 +72,7 @@ def _nudge(x: float, ok, *, up: bool) -> float:
     raise RuntimeError("internal: could not reach the safe side of a calibration root")
 
 
-def _check_orders(name: str, orders: Any) -> np.ndarray:
+def check_orders(name: str, orders: Any) -> np.ndarray:
     a = np.asarray(orders, dtype=np.float64)
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of Renyi orders, got shape {a.shape}")
@@ -96,7 +96,7 @@ def _check_curve_values(values: Any, orders: np.ndarray) -> np.ndarray:
     return r
 
 
-def _check_alpha(alpha: Any) -> np.ndarray:
+def check_alpha(alpha: Any) -> np.ndarray:
     a = np.asarray(alpha, dtype=np.float64)
     if np.any(~np.isfinite(a)) or np.any(a <= 1.0):
         raise ValueError(f"alpha (Renyi order) must lie in (1, inf), got {alpha!r}")
@@ -181,7 +181,7 @@ def gdp_epsilon(mu: float, delta: float | None = None, *, log_delta: float | Non
         if hi > 1e12:
             return math.inf
     e = float(optimize.brentq(lambda e: gdp_log_delta(e, mu) - ld, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500))
-    return _nudge(e, lambda x: gdp_log_delta(x, mu) <= ld, up=True)
+    return nudge(e, lambda x: gdp_log_delta(x, mu) <= ld, up=True)
 
 
 def gdp_mu(eps: float, delta: float | None = None, *, log_delta: float | None = None) -> float:
@@ -202,7 +202,7 @@ def gdp_mu(eps: float, delta: float | None = None, *, log_delta: float | None = 
     while f(hi) < 0:
         hi += 1.0
     mu = math.exp(float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)))
-    return _nudge(mu, lambda x: gdp_log_delta(eps, x) <= ld, up=False)
+    return nudge(mu, lambda x: gdp_log_delta(eps, x) <= ld, up=False)
 
 
 def gdp_tradeoff(alpha: Any, mu: float) -> np.ndarray:
@@ -232,7 +232,7 @@ def rdp_epsilon(orders: Any, values: Any, delta: float | None = None, *, log_del
 
     Same bound as ``dp_accounting.rdp.compute_epsilon`` but with ``log_delta`` accepted.
     """
-    a = _check_orders("orders", orders)
+    a = check_orders("orders", orders)
     r = _check_curve_values(values, a)
     ld = resolve_log_delta(delta, log_delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -247,7 +247,7 @@ def rdp_epsilon(orders: Any, values: Any, delta: float | None = None, *, log_del
 
 def rdp_log_delta(orders: Any, values: Any, eps: float) -> tuple[float, float]:
     """(log delta, optimal order) from an RDP curve at ``eps``; as ``compute_delta`` but in log space."""
-    a = _check_orders("orders", orders)
+    a = check_orders("orders", orders)
     r = _check_curve_values(values, a)
     eps = check_nonnegative("eps", eps)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -334,7 +334,7 @@ def linear_rdp_rho(eps: float, delta: float | None = None, *, log_delta: float |
         while f(lo) > 0:
             lo -= 1.0
     rho = math.exp(float(optimize.brentq(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)))
-    return _nudge(rho, lambda x: linear_rdp_epsilon(x, log_delta=ld)[0] <= eps, up=False)
+    return nudge(rho, lambda x: linear_rdp_epsilon(x, log_delta=ld)[0] <= eps, up=False)
 
 
 def zcdp_epsilon_mironov(rho: float, delta: float | None = None, *, log_delta: float | None = None) -> float:
@@ -364,7 +364,7 @@ def pure_dp_rdp(eps: float, alpha: Any) -> np.ndarray:
     It is <= min(eps, alpha eps^2 / 2) (Bun-Steinke Prop. 3.3 / the trivial D_inf bound).
     """
     eps = check_nonnegative("eps", eps)
-    a = _check_alpha(alpha)
+    a = check_alpha(alpha)
     if eps == 0.0:
         return np.zeros_like(a)
     # log((e^{a eps} + e^{(1-a) eps}) / (1 + e^eps)) = log(cosh(x) / cosh(y)) with x = (a - 1/2) eps,

@@ -76,11 +76,7 @@ from dataclasses import asdict, dataclass
 from .._validation import check_delta, check_epsilon, check_positive, check_positive_int
 from .conversions import gdp_epsilon, rdp_epsilon
 from .discretised_recipe import (
-    _underdamped_step_size,
-    recipe_horizon,
-    recipe_inflated_order,
-    recipe_step_condition,
-    recipe_step_size,
+    underdamped_step_size, recipe_horizon, recipe_inflated_order, recipe_step_condition, recipe_step_size,
     weak_triangle_rdp,
 )
 from .events import RdpCurveEvent
@@ -333,7 +329,7 @@ def discretised_renyi_requirements(
             if kernel == "ula":
                 eta0 = recipe_step_size(tau, alpha_p, kappa, k, c)
             else:
-                eta0 = _underdamped_step_size(tau, alpha_p, kappa, k, c, ud_mu, ud_gamma)
+                eta0 = underdamped_step_size(tau, alpha_p, kappa, k, c, ud_mu, ud_gamma)
             if eta0 <= 0.0:
                 eta, T, cond = 0.0, math.inf, math.nan
             else:

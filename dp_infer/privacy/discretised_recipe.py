@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .conversions import _nudge
+from .conversions import nudge
 
 # ---------------------------------------------------------------------------------------------
 # the §3.7 recipe, normalised units (m = 1, kappa = M/m)
@@ -78,10 +78,10 @@ def recipe_step_size(tau: float, alpha_p: float, kappa: float, dim: int, c: floa
             hi = mid
         if hi - lo < 1e-13:
             break
-    return _nudge(math.exp(lo), ok, up=False)
+    return nudge(math.exp(lo), ok, up=False)
 
 
-def _underdamped_step_size(tau: float, alpha_p: float, kappa: float, dim: int, c: float,
+def underdamped_step_size(tau: float, alpha_p: float, kappa: float, dim: int, c: float,
                            mu: float, gamma: float) -> float:
     """Thm 65 (digest-corrected mu^2): (3/4) mu^2 tau^2 k a'(a'-1) kappa^2 c^2 eta^2 < ln 2, eta <= gamma/(mu kappa)."""
     cap = gamma / (mu * kappa)

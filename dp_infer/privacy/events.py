@@ -53,7 +53,7 @@ import numpy as np
 
 from .._validation import check_delta, check_nonnegative, check_positive
 from . import conversions as _conversions
-from .conversions import _check_alpha, _check_orders, pure_dp_rdp
+from .conversions import check_alpha, check_orders, pure_dp_rdp
 
 __all__ = [
     "PrivacyEvent",
@@ -152,7 +152,7 @@ class PrivacyEvent:
         """Plain JSON-serialisable dict (``event_from_dict`` inverts it)."""
         d = {"kind": self.kind, **self._payload(), "label": self.label,
              "assumptions": list(self.assumptions), "tv_error": _json_float(self.tv_error),
-             "metadata": _jsonable(dict(self.metadata))}
+             "metadata": jsonable(dict(self.metadata))}
         return d
 
 
@@ -168,7 +168,7 @@ class GdpEvent(PrivacyEvent):
         object.__setattr__(self, "mu", check_nonnegative("mu", self.mu))
 
     def rdp(self, alpha):
-        return _check_alpha(alpha) * (self.mu**2 / 2.0)
+        return check_alpha(alpha) * (self.mu**2 / 2.0)
 
     def to_dp_accounting(self):
         import dp_accounting
@@ -193,7 +193,7 @@ class ZcdpEvent(PrivacyEvent):
         object.__setattr__(self, "rho", check_nonnegative("rho", self.rho))
 
     def rdp(self, alpha):
-        return _check_alpha(alpha) * self.rho
+        return check_alpha(alpha) * self.rho
 
     def to_dp_accounting(self):
         import dp_accounting
@@ -214,7 +214,7 @@ class RdpCurveEvent(PrivacyEvent):
 
     def __post_init__(self):
         super().__post_init__()
-        a = _check_orders("orders", self.orders)
+        a = check_orders("orders", self.orders)
         v = np.asarray(self.values, dtype=np.float64)
         if v.shape != a.shape:
             raise ValueError(f"values must have the same length as orders, got {v.shape} and {a.shape}")
@@ -227,7 +227,7 @@ class RdpCurveEvent(PrivacyEvent):
         object.__setattr__(self, "values", tuple(float(x) for x in v))
 
     def rdp(self, alpha):
-        al = _check_alpha(alpha)
+        al = check_alpha(alpha)
         a = np.asarray(self.orders)
         v = np.asarray(self.values)
         idx = np.searchsorted(a, al, side="left")  # first grid order >= alpha
@@ -284,13 +284,13 @@ class ApproxDpEvent(PrivacyEvent):
 _KINDS = {cls.kind: cls for cls in (GdpEvent, ZcdpEvent, RdpCurveEvent, PureDpEvent, ApproxDpEvent)}
 
 
-def _jsonable(x: Any) -> Any:
+def jsonable(x: Any) -> Any:
     if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
-        return [_jsonable(v) for v in x.tolist()]
+        return [jsonable(v) for v in x.tolist()]
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if isinstance(x, (int, np.integer)):

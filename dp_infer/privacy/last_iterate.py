@@ -64,7 +64,7 @@ import numpy as np
 from scipy import optimize
 
 from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int
-from .conversions import _nudge, linear_rdp_epsilon, linear_rdp_rho, resolve_log_delta
+from .conversions import nudge, linear_rdp_epsilon, linear_rdp_rho, resolve_log_delta
 from .events import ZcdpEvent
 
 __all__ = [
@@ -268,7 +268,7 @@ def last_iterate_beta_max(eps: float, delta: float | None = None, *, sensitivity
         if num_steps is not None:
             raise ValueError("num_steps needs step_size (give both, or neither for the uniform bound)")
         b = 2.0 * m * rho_max / (k * s * s)
-        return _nudge(b, lambda x: k * x * s * s / (2.0 * m) <= rho_max, up=False)
+        return nudge(b, lambda x: k * x * s * s / (2.0 * m) <= rho_max, up=False)
     h = check_positive("step_size", step_size)
     if smoothness is None:
         raise ValueError("smoothness is required when step_size is given")
@@ -288,4 +288,4 @@ def last_iterate_beta_max(eps: float, delta: float | None = None, *, sensitivity
     while f(lo) > 0:
         lo -= 1.0
     b = math.exp(float(optimize.brentq(f, lo, math.log(b_cap), xtol=1e-14)))
-    return _nudge(b, lambda x: rho_of(x) <= rho_max, up=False)
+    return nudge(b, lambda x: rho_of(x) <= rho_max, up=False)

@@ -45,15 +45,8 @@ from .._validation import check_delta, check_positive, check_positive_int
 from .accountant import Accountant
 from .events import PrivacyEvent, event_from_dict
 from .ledger_records import (
-    LEDGER_ENV_VAR,
-    BudgetExceededError,
-    ChargeReceipt,
-    UnknownDatasetError,
-    _check_dataset_id,
-    _check_run_label,
-    _iso,
-    _serialise_event,
-    default_ledger_path,
+    LEDGER_ENV_VAR, BudgetExceededError, ChargeReceipt, UnknownDatasetError, check_dataset_id,
+    check_run_label, iso, serialise_event, default_ledger_path,
 )
 
 __all__ = [
@@ -205,7 +198,7 @@ class Ledger:
         Idempotent when re-registered with the same budget; a different budget raises
         ``ValueError`` (budgets are never changed silently). Returns the dataset's budget dict.
         """
-        dataset_id = _check_dataset_id(dataset_id)
+        dataset_id = check_dataset_id(dataset_id)
         eps_budget = check_positive("eps_budget", eps_budget)
         delta_budget = check_delta(delta_budget, "delta_budget")
         with self._write() as con:
@@ -226,7 +219,7 @@ class Ledger:
             rows = con.execute("SELECT dataset_id, eps_budget, delta_budget, created_at FROM datasets "
                                "ORDER BY dataset_id").fetchall()
         return [{"dataset_id": r["dataset_id"], "eps_budget": r["eps_budget"], "delta_budget": r["delta_budget"],
-                 "created_at": _iso(r["created_at"])} for r in rows]
+                 "created_at": iso(r["created_at"])} for r in rows]
 
     # ------------------------------------------------------------------ charging
     def charge(self, dataset_id: str, event: PrivacyEvent, run_label: str = "", *, count: int = 1) -> ChargeReceipt:
@@ -237,10 +230,10 @@ class Ledger:
         composed eps exceeds ``eps_budget``; otherwise commits the run with status ``"charged"``
         and returns a :class:`ChargeReceipt`. Call this *before* releasing any draw.
         """
-        dataset_id = _check_dataset_id(dataset_id)
-        run_label = _check_run_label(run_label)
+        dataset_id = check_dataset_id(dataset_id)
+        run_label = check_run_label(run_label)
         count = check_positive_int("count", count)
-        rebuilt, text = _serialise_event(event)
+        rebuilt, text = serialise_event(event)
         with self._write() as con:
             ds = self._dataset_row(con, dataset_id)
             eps_budget, delta = float(ds["eps_budget"]), float(ds["delta_budget"])
@@ -297,7 +290,7 @@ class Ledger:
         Keys: eps, delta (= delta_budget, the delta at which eps is stated), n_runs, n_charged,
         n_completed, eps_budget, delta_budget, remaining_eps (= eps_budget - eps).
         """
-        dataset_id = _check_dataset_id(dataset_id)
+        dataset_id = check_dataset_id(dataset_id)
         with self._read() as con:
             ds = self._dataset_row(con, dataset_id)
             items = self._events(con, dataset_id)
@@ -311,7 +304,7 @@ class Ledger:
 
     def accountant(self, dataset_id: str) -> Accountant:
         """An Accountant holding every recorded event of ``dataset_id`` (for full reports)."""
-        dataset_id = _check_dataset_id(dataset_id)
+        dataset_id = check_dataset_id(dataset_id)
         with self._read() as con:
             self._dataset_row(con, dataset_id)
             return Accountant(self._events(con, dataset_id))
@@ -323,13 +316,13 @@ class Ledger:
         8601 UTC), time (unix seconds of the charge), event (dict), count, eps_run (the run alone),
         eps_after (composed eps of the dataset right after this charge), delta, pid.
         """
-        dataset_id = _check_dataset_id(dataset_id)
+        dataset_id = check_dataset_id(dataset_id)
         with self._read() as con:
             ds = self._dataset_row(con, dataset_id)
             rows = con.execute("SELECT * FROM runs WHERE dataset_id = ? ORDER BY run_id", (dataset_id,)).fetchall()
         return [{"run_id": r["run_id"], "run_label": r["run_label"], "status": r["status"],
-                 "time": r["charged_at"], "charged_at": _iso(r["charged_at"]),
-                 "completed_at": _iso(r["completed_at"]), "event": json.loads(r["event_json"]),
+                 "time": r["charged_at"], "charged_at": iso(r["charged_at"]),
+                 "completed_at": iso(r["completed_at"]), "event": json.loads(r["event_json"]),
                  "count": r["count"], "eps_run": r["eps_run"], "eps_after": r["eps_after"],
                  "delta": float(ds["delta_budget"]), "pid": r["pid"]} for r in rows]
 

@@ -79,19 +79,19 @@ class ChargeReceipt:
         return asdict(self)
 
 
-def _iso(t: float | None) -> str | None:
+def iso(t: float | None) -> str | None:
     if t is None:
         return None
     return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc).isoformat()
 
 
-def _check_dataset_id(dataset_id: Any) -> str:
+def check_dataset_id(dataset_id: Any) -> str:
     if not isinstance(dataset_id, str) or not dataset_id.strip():
         raise ValueError(f"dataset_id must be a non-empty string, got {dataset_id!r}")
     return dataset_id
 
 
-def _check_run_label(run_label: Any) -> str:
+def check_run_label(run_label: Any) -> str:
     if run_label is None:
         return ""
     if not isinstance(run_label, str):
@@ -99,7 +99,7 @@ def _check_run_label(run_label: Any) -> str:
     return run_label
 
 
-def _serialise_event(event: Any) -> tuple[PrivacyEvent, str]:
+def serialise_event(event: Any) -> tuple[PrivacyEvent, str]:
     """JSON of ``event`` and the event rebuilt from that JSON (what later composition will see).
 
     Refuses events whose JSON form does not round-trip exactly, so that the accounting done at

@@ -43,25 +43,10 @@ from typing import Sequence
 import numpy as np
 from scipy import optimize
 
-from .._validation import (
-    check_epsilon,
-    check_nonnegative,
-    check_positive,
-    check_positive_int,
-)
+from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int
 from .conversions import (
-    _nudge,
-    gdp_epsilon,
-    gdp_log_delta,
-    gdp_mu,
-    linear_rdp_epsilon,
-    linear_rdp_log_delta,
-    linear_rdp_rho,
-    rdp_epsilon,
-    rdp_log_delta,
-    resolve_log_delta,
-    zcdp_epsilon_mironov,
-    zcdp_rho_for_epsilon_mironov,
+    nudge, gdp_epsilon, gdp_log_delta, gdp_mu, linear_rdp_epsilon, linear_rdp_log_delta, linear_rdp_rho,
+    rdp_epsilon, rdp_log_delta, resolve_log_delta, zcdp_epsilon_mironov, zcdp_rho_for_epsilon_mironov,
 )
 from .events import GdpEvent
 
@@ -252,7 +237,7 @@ def _mu_target(eps: float, ld: float, method: str) -> float:
         lo -= 1.0
     while f(hi) < 0:
         hi += 1.0
-    rho = _nudge(math.exp(optimize.brentq(f, lo, hi, xtol=1e-14)), lambda r: f(math.log(r)) <= 0, up=False)
+    rho = nudge(math.exp(optimize.brentq(f, lo, hi, xtol=1e-14)), lambda r: f(math.log(r)) <= 0, up=False)
     return math.sqrt(2.0 * rho)
 
 
@@ -273,7 +258,7 @@ def beta_max(eps: float, delta: float | None = None, *, sensitivity: float, time
     b = _mu_target(eps, ld, method) / (s * math.sqrt(k * t / (2.0 * gamma)))
     # guard the last ulp of the division: the returned beta must meet (eps, delta)
     # (the caller's delta or log_delta as given: the grid method converts at that delta exactly)
-    return _nudge(b, lambda x: path_epsilon(x, s, t, delta, log_delta=log_delta, friction=friction, num_chains=k,
+    return nudge(b, lambda x: path_epsilon(x, s, t, delta, log_delta=log_delta, friction=friction, num_chains=k,
                                             method=method) <= eps, up=False)
 
 
@@ -290,7 +275,7 @@ def time_max(eps: float, delta: float | None = None, *, sensitivity: float, beta
     k = check_positive_int("num_chains", num_chains)
     mu = _mu_target(eps, ld, method)
     tm = 2.0 * gamma * (mu / (b * s)) ** 2 / k
-    return _nudge(tm, lambda x: path_epsilon(b, s, x, delta, log_delta=log_delta, friction=friction, num_chains=k,
+    return nudge(tm, lambda x: path_epsilon(b, s, x, delta, log_delta=log_delta, friction=friction, num_chains=k,
                                              method=method) <= eps, up=False)
 
 

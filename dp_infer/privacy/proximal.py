@@ -59,8 +59,7 @@ import json
 import math
 from dataclasses import dataclass, field, fields
 
-from .._validation import (check_delta, check_epsilon, check_nonnegative, check_positive,
-                           check_positive_int)
+from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive, check_positive_int
 from .conversions import gdp_log_delta, gdp_mu
 from .events import GdpEvent
 from .stationary import regularized_exp_mech_mu

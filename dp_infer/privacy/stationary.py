@@ -30,7 +30,7 @@ import sys
 from scipy import special
 
 from .._validation import check_epsilon, check_nonnegative, check_positive, check_positive_int
-from .conversions import _nudge, gdp_log_delta, gdp_mu, resolve_log_delta, tv_delta_slack
+from .conversions import nudge, gdp_log_delta, gdp_mu, resolve_log_delta, tv_delta_slack
 from .events import GdpEvent
 
 __all__ = [
@@ -105,7 +105,7 @@ def stationary_beta_max(eps: float, delta: float | None = None, *, sensitivity: 
     # the largest beta with a finite beta / m (every such beta meets the target) is the answer
     r = mu / s
     b = min(m * r * r, sys.float_info.max * min(m, 1.0) * (1.0 - 2.0**-50))
-    return _nudge(b, lambda x: gdp_log_delta(eps, gibbs_gdp_mu(x, s, m) * math.sqrt(nd)) <= ld, up=False)
+    return nudge(b, lambda x: gdp_log_delta(eps, gibbs_gdp_mu(x, s, m) * math.sqrt(nd)) <= ld, up=False)
 
 
 def theorem_2_7_beta_max(eps: float, delta: float, *, sensitivity: float, strong_convexity: float,

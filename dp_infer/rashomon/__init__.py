@@ -38,43 +38,24 @@ pairwise swap and the variable importance cloud; the Rashomon ratio with an exac
 
 Modules: :mod:`.models` (linear model classes, intercept), :mod:`.threshold`, :mod:`.plan`,
 :mod:`.minimum`, :mod:`.sampler`, :mod:`.result`, :mod:`.multiplicity`, :mod:`.reliance`,
-:mod:`.ratio`, :mod:`.measures`, :mod:`.report`, :mod:`.plots` and :mod:`.cli`
-(``dp-infer rashomon``).
+:mod:`.ratio`, :mod:`.measures`, :mod:`.report` and :mod:`.plots`; the command ``dp-infer rashomon``
+is :mod:`dp_infer.cli.rashomon`.
 """
 
 from __future__ import annotations
-
-import warnings
 
 from ..potentials import thresholded_sensitivity
 from .measures import RashomonMeasures, evaluate
 from .minimum import RashomonMinimum, rashomon_minimum, threshold_base
 from .models import KINDS, LinearModelClass, linear_model
 from .multiplicity import (
-    ambiguity,
-    binary_channel_capacity,
-    coefficient_ranges,
-    discrepancy,
-    prediction_ranges,
-    rashomon_capacity,
-    sign_stability,
+    ambiguity, binary_channel_capacity, coefficient_ranges, discrepancy, prediction_ranges,
+    rashomon_capacity, sign_stability,
 )
 from .plan import (
-    DEFAULT_MAX_STEPS,
-    DEFAULT_TOL,
-    FLOAT32_SLACK,
-    MODES,
-    RashomonPlan,
-    mixing_time,
-    plan_rashomon,
+    DEFAULT_MAX_STEPS, DEFAULT_TOL, FLOAT32_SLACK, MODES, RashomonPlan, mixing_time, plan_rashomon,
 )
-from .ratio import (
-    clopper_pearson,
-    cover_count,
-    pattern_rashomon_ratio,
-    rashomon_ratio_estimate,
-    set_fidelity,
-)
+from .ratio import clopper_pearson, cover_count, pattern_rashomon_ratio, rashomon_ratio_estimate, set_fidelity
 from .reliance import model_class_reliance, model_reliance, variable_importance_cloud
 from .result import RashomonResult
 from .sampler import sample_rashomon
@@ -118,16 +99,3 @@ __all__ = [
     "WIDTH_FRACTION",
 ]
 
-
-def __getattr__(name):
-    if name == "compare_breast_cancer":
-        msg = ("dp_infer.rashomon.compare_breast_cancer moved to benchmarks/rashomon_compare.py "
-               "(benchmarks.rashomon_compare.compare_breast_cancer, run from the repository root); the old "
-               "path will be removed in the next release")
-        try:
-            from benchmarks.rashomon_compare import compare_breast_cancer
-        except ImportError:
-            raise AttributeError(msg) from None
-        warnings.warn(msg, DeprecationWarning, stacklevel=2)
-        return compare_breast_cancer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,12 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .multiplicity import (
-    ambiguity,
-    coefficient_ranges,
-    discrepancy,
-    draws_2d,
-    prediction_ranges,
-    rashomon_capacity,
+    ambiguity, coefficient_ranges, discrepancy, draws_2d, prediction_ranges, rashomon_capacity,
     sign_stability,
 )
 from .ratio import pattern_rashomon_ratio

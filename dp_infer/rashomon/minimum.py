@@ -11,10 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 
-from .._validation import (
-    check_positive,
-    check_positive_int,
-)
+from .._validation import check_positive, check_positive_int
 from ..domains import Box, Domain, Euclidean, L2Ball
 from ..losses import PerExampleLoss
 from .models import LinearModelClass

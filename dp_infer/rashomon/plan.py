@@ -7,15 +7,11 @@ import math
 from dataclasses import dataclass, replace
 
 from .._validation import (
-    check_delta,
-    check_nonnegative,
-    check_positive,
-    check_positive_int,
-    check_target_epsilon,
+    check_delta, check_nonnegative, check_positive, check_positive_int, check_target_epsilon,
 )
 from ..domains import Box, Domain, L2Ball
 from ..losses import LossConstants, PerExampleLoss
-from ..plan import plan_trajectory, step_schedule
+from ..routes.plan import plan_trajectory, step_schedule
 from ..potentials import thresholded_sensitivity
 from .threshold import default_width, shell_factor, smoothed_curvature, smoothed_sensitivity
 
@@ -46,7 +42,7 @@ def _check_mode(mode):
 class RashomonPlan:
     """Everything the Rashomon sampler needs, from declared constants only (no data).
 
-    ``sampling_plan`` is the accounted :class:`~dp_infer.plan.SamplingPlan` (None in mode
+    ``sampling_plan`` is the accounted :class:`~dp_infer.routes.plan.SamplingPlan` (None in mode
     ``"nonprivate"``); ``sensitivity`` is Delta_psi; ``tol_sensitivity`` the total declared
     slack inside it (tol + float slack, or float slack alone with ``shift_threshold``);
     ``threshold_width`` the ramp width w of the smoothed threshold (0: unsmoothed) and
@@ -122,7 +118,7 @@ def plan_rashomon(loss: PerExampleLoss | LossConstants, n: int, dim: int, psi: f
     needing more than ``max_steps`` steps per chain is refused. See :func:`sample_rashomon`
     for the modes and the other parameters.
     """
-    from ..calibrate import calibrate
+    from ..routes.calibrate import calibrate
 
     mode = _check_mode(mode)
     c = loss.constants if isinstance(loss, PerExampleLoss) else loss

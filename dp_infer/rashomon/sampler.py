@@ -113,7 +113,7 @@ def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, 
       smoothed threshold from DECLARED constants, ``tol`` and ``float_slack``); beta is
       calibrated, not chosen, and nothing computed from the data enters it.
     * ``"pure"``: pure eps on a bounded domain (L2Ball / Box) through the certified pure route
-      of :func:`dp_infer.calibrate.calibrate`: each chain is a trajectory at
+      of :func:`dp_infer.routes.calibrate.calibrate`: each chain is a trajectory at
       ``(eps_c (1 - f), delta_a)`` with a tiny ``delta_a``, and its final draw (inside the
       domain) is purified (seed 003) to pure ``eps_c = eps / num_chains``; the chains compose
       to pure ``eps``. Nothing relies on a mixing or TV claim.

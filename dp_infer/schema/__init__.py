@@ -17,8 +17,7 @@ from .feature_map import EncodedData, FeatureMap
 from .io import load_schema, save_schema, schema_to_yaml
 from .readers import read_table
 from .report import ClippingWarning, DataReport
-from .constructors import (binary, binary_target, categorical, count_target, numeric, numeric_target,
-                           ordinal)
+from .constructors import binary, binary_target, categorical, count_target, numeric, numeric_target, ordinal
 from .spec import Column, Missing, Schema, SchemaError, Target
 
 __all__ = [

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_delta, check_epsilon
-from .feature_map import _as_level_strings, _missing_mask
+from .feature_map import as_level_strings, missing_mask
 from .readers import read_table
 from .spec import DEFAULT_NA_VALUES, Column, Schema, Target
 
@@ -74,7 +74,7 @@ def default_candidates() -> np.ndarray:
 
 def _numbers(s: pd.Series, na: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(parsed floats, is-number mask) for the non-missing cells."""
-    miss = _missing_mask(s, na)
+    miss = missing_mask(s, na)
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         v = s.to_numpy(dtype=float, na_value=np.nan)
     else:
@@ -127,10 +127,10 @@ def draft_nonprivate(data: Any, target: str | None = None, *, na_values: Sequenc
     for name in df.columns:
         s = df[name]
         v, isnum = _numbers(s, na)
-        present = ~_missing_mask(s, na)
+        present = ~missing_mask(s, na)
         if not present.any():
             continue  # an all-missing column carries nothing to declare
-        counts = _as_level_strings(s[present]).value_counts()
+        counts = as_level_strings(s[present]).value_counts()
         levels = [str(x) for x in counts.index]
         numeric_col = isnum[present].all() and len(levels) > 2
         miss_note = f"{int((~present).sum())} missing cell(s) seen" if (~present).any() else ""
@@ -314,7 +314,7 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
         declared, m_kind, m_num, m_cat = plan[name]
         s = df[name]
         v, isnum = _numbers(s, na)
-        present = ~_missing_mask(s, na)
+        present = ~missing_mask(s, na)
         if declared:
             kind = declared
         else:
@@ -333,7 +333,7 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
             else:
                 cols.append(Column(name, "numeric", bounds=(lo, hi), note=note))
         else:
-            lv = _as_level_strings(s[present]).tolist()
+            lv = as_level_strings(s[present]).tolist()
             hist = m_cat(lv)
             levels = [str(a) for a, _ in sorted(hist.items(), key=lambda kv: -kv[1])][:max_levels]
             note = f"kind: {how}; levels: DP thresholded histogram (OpenDP), noisy-most frequent first"

@@ -46,7 +46,7 @@ class EncodedData:
     kept: np.ndarray  # bool mask over the rows read (non-private)
 
 
-def _as_level_strings(s: pd.Series) -> pd.Series:
+def as_level_strings(s: pd.Series) -> pd.Series:
     """Cells as level strings: integral numbers without '.0', strings stripped."""
     if pd.api.types.is_bool_dtype(s):
         return s.map(lambda v: str(bool(v)).lower() if not pd.isna(v) else v)
@@ -60,7 +60,7 @@ def _as_level_strings(s: pd.Series) -> pd.Series:
     return s.map(lambda v: v if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v).strip())
 
 
-def _missing_mask(s: pd.Series, na_values: tuple[str, ...]) -> np.ndarray:
+def missing_mask(s: pd.Series, na_values: tuple[str, ...]) -> np.ndarray:
     miss = s.isna().to_numpy(dtype=bool).copy()
     if not pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         miss |= s.map(lambda v: isinstance(v, str) and v.strip() in na_values).to_numpy(dtype=bool)
@@ -217,7 +217,7 @@ class FeatureMap:
                              "list them under 'ignore', or set extra_columns: ignore")
         rep = DataReport(source=where, n_rows_read=int(df.shape[0]),
                          ignored_columns=[c for c in cols if c not in known or c in sch.ignore])
-        miss = {c: _missing_mask(df[c], sch.na_values) for c in sch.source_columns}
+        miss = {c: missing_mask(df[c], sch.na_values) for c in sch.source_columns}
         drop = np.zeros(df.shape[0], dtype=bool)
         for col in sch.columns:
             if col.missing.policy == "drop":
@@ -225,7 +225,7 @@ class FeatureMap:
                 rep.dropped_missing[col.column] = rep.dropped_missing.get(col.column, 0) + int(newly.sum())
                 drop |= miss[col.column]
         if use_target:
-            tmiss = _missing_mask(df[tname], sch.na_values)
+            tmiss = missing_mask(df[tname], sch.na_values)
             rep.dropped_missing[tname] = int((tmiss & ~drop).sum())
             drop |= tmiss
         keep = ~drop
@@ -261,7 +261,7 @@ class FeatureMap:
             v = np.where(present, np.clip(np.nan_to_num(v, nan=lo), lo, hi), lo)
             X[:, j] = np.where(present, lay.unit(v), 0.0)
         else:
-            lv = _as_level_strings(s)
+            lv = as_level_strings(s)
             declared = set(col.levels)
             unknown = present & ~lv.isin(declared).to_numpy()
             if unknown.any() and col.unknown != OTHER_LEVEL:
@@ -290,7 +290,7 @@ class FeatureMap:
         t = self.schema.target
         where = f"target {t.name!r}"
         if t.kind == "binary":
-            lv = _as_level_strings(s)
+            lv = as_level_strings(s)
             pos, neg = lv.isin(t.positive).to_numpy(), lv.isin(t.negative).to_numpy()
             bad = keep & ~(pos | neg)
             if bad.any():

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-from ._checks import SchemaError, _check_bounds, _check_choice, _check_levels, _check_name, _err
+from ._checks import SchemaError, check_bounds, check_choice, check_levels, check_name, schema_error
 from .target import TARGET_KINDS, Target
 
 __all__ = ["Missing", "Column", "Target", "Schema", "SchemaError", "COLUMN_KINDS", "TARGET_KINDS",
@@ -52,11 +52,11 @@ class Missing:
     indicator: bool = True
 
     def __post_init__(self):
-        _check_choice("missing", "policy", self.policy, ("drop", "fill"))
+        check_choice("missing", "policy", self.policy, ("drop", "fill"))
         if self.policy == "fill" and self.fill is None:
-            raise _err("missing", "policy 'fill' needs a declared fill value")
+            raise schema_error("missing", "policy 'fill' needs a declared fill value")
         if not isinstance(self.indicator, bool):
-            raise _err("missing", f"indicator must be true or false, got {self.indicator!r}")
+            raise schema_error("missing", f"indicator must be true or false, got {self.indicator!r}")
 
     def to_dict(self) -> Any:
         if self.policy == "drop":
@@ -72,11 +72,11 @@ class Missing:
         if isinstance(obj, Mapping):
             unknown = set(obj) - {"fill", "indicator"}
             if unknown:
-                raise _err(where, f"unknown key(s) {sorted(unknown)} in missing (allowed: fill, indicator)")
+                raise schema_error(where, f"unknown key(s) {sorted(unknown)} in missing (allowed: fill, indicator)")
             if "fill" not in obj:
-                raise _err(where, "missing must be 'drop' or {fill: VALUE, indicator: true|false}")
+                raise schema_error(where, "missing must be 'drop' or {fill: VALUE, indicator: true|false}")
             return cls("fill", obj["fill"], obj.get("indicator", True))
-        raise _err(where, f"missing must be 'drop' or {{fill: VALUE, indicator: true|false}}, got {obj!r}")
+        raise schema_error(where, f"missing must be 'drop' or {{fill: VALUE, indicator: true|false}}, got {obj!r}")
 
 
 @dataclass(frozen=True)
@@ -99,59 +99,59 @@ class Column:
     note: str = ""
 
     def __post_init__(self):
-        name = _check_name("column", self.name)
+        name = check_name("column", self.name)
         where = f"column {name!r}"
-        _check_choice(where, "kind", self.kind, COLUMN_KINDS)
+        check_choice(where, "kind", self.kind, COLUMN_KINDS)
         if self.source is not None:
-            _check_name(where + " source", self.source)
+            check_name(where + " source", self.source)
         object.__setattr__(self, "missing", Missing.from_obj(where, self.missing))
         if self.kind == "numeric":
             if self.bounds is None:
-                raise _err(where, "a numeric column needs bounds [lo, hi]")
+                raise schema_error(where, "a numeric column needs bounds [lo, hi]")
             if self.levels:
-                raise _err(where, "levels are only for categorical, binary or ordinal columns")
-            lo, hi = _check_bounds(where, self.bounds)
-            tf = _check_choice(where, "transform", self.transform or "none", TRANSFORMS)
+                raise schema_error(where, "levels are only for categorical, binary or ordinal columns")
+            lo, hi = check_bounds(where, self.bounds)
+            tf = check_choice(where, "transform", self.transform or "none", TRANSFORMS)
             if tf == "log" and lo <= 0:
-                raise _err(where, f"transform 'log' needs bounds with lo > 0, got lo = {lo}")
+                raise schema_error(where, f"transform 'log' needs bounds with lo > 0, got lo = {lo}")
             if tf == "log1p" and lo <= -1:
-                raise _err(where, f"transform 'log1p' needs bounds with lo > -1, got lo = {lo}")
+                raise schema_error(where, f"transform 'log1p' needs bounds with lo > -1, got lo = {lo}")
             object.__setattr__(self, "bounds", (lo, hi))
             object.__setattr__(self, "transform", "none" if tf == "clip" else tf)
             if self.missing.policy == "fill":
                 try:
                     f = float(self.missing.fill)
                 except (TypeError, ValueError):
-                    raise _err(where, f"missing fill must be a number, got {self.missing.fill!r}") from None
+                    raise schema_error(where, f"missing fill must be a number, got {self.missing.fill!r}") from None
                 if not lo <= f <= hi:
-                    raise _err(where, f"missing fill {f} must lie inside the bounds [{lo}, {hi}]")
+                    raise schema_error(where, f"missing fill {f} must lie inside the bounds [{lo}, {hi}]")
         else:
             if self.bounds is not None:
-                raise _err(where, f"bounds are only for numeric columns, not {self.kind}")
+                raise schema_error(where, f"bounds are only for numeric columns, not {self.kind}")
             if self.transform not in (None, "none"):
-                raise _err(where, f"transform is only for numeric columns, not {self.kind}")
-            lv = _check_levels(where, self.levels, min_count=1)
+                raise schema_error(where, f"transform is only for numeric columns, not {self.kind}")
+            lv = check_levels(where, self.levels, min_count=1)
             extra = 1 if (self.unknown == OTHER_LEVEL and self.kind == "categorical") else 0
             if len(lv) + extra < 2:
-                raise _err(where, f"needs at least 2 levels (declared levels, plus 'other' when "
+                raise schema_error(where, f"needs at least 2 levels (declared levels, plus 'other' when "
                                   f"unknown: other), got {list(lv)}")
             if self.kind == "binary" and len(lv) != 2:
-                raise _err(where, f"a binary column has exactly 2 levels, got {list(lv)}")
-            _check_choice(where, "unknown", self.unknown, ("error", OTHER_LEVEL))
+                raise schema_error(where, f"a binary column has exactly 2 levels, got {list(lv)}")
+            check_choice(where, "unknown", self.unknown, ("error", OTHER_LEVEL))
             if self.unknown == OTHER_LEVEL and self.kind != "categorical":
-                raise _err(where, "unknown: other is only for categorical columns")
+                raise schema_error(where, "unknown: other is only for categorical columns")
             if self.unknown == OTHER_LEVEL and OTHER_LEVEL in lv:
-                raise _err(where, f"level {OTHER_LEVEL!r} is reserved for unknown: other")
+                raise schema_error(where, f"level {OTHER_LEVEL!r} is reserved for unknown: other")
             object.__setattr__(self, "levels", lv)
             if self.reference is not None:
                 if self.kind != "categorical":
-                    raise _err(where, "reference is only for categorical columns")
+                    raise schema_error(where, "reference is only for categorical columns")
                 ref = str(self.reference)
                 if ref not in self.all_levels:
-                    raise _err(where, f"reference {ref!r} is not a declared level {list(self.all_levels)}")
+                    raise schema_error(where, f"reference {ref!r} is not a declared level {list(self.all_levels)}")
                 object.__setattr__(self, "reference", ref)
             if self.missing.policy == "fill" and str(self.missing.fill) not in self.all_levels:
-                raise _err(where, f"missing fill {self.missing.fill!r} is not a declared level")
+                raise schema_error(where, f"missing fill {self.missing.fill!r} is not a declared level")
 
     @property
     def column(self) -> str:
@@ -226,55 +226,55 @@ class Schema:
     def __post_init__(self):
         cols = tuple(self.columns)
         if not cols:
-            raise _err("columns", "at least one feature column is required")
+            raise schema_error("columns", "at least one feature column is required")
         for c in cols:
             if not isinstance(c, Column):
-                raise _err("columns", f"every column must be a Column, got {type(c).__name__}")
+                raise schema_error("columns", f"every column must be a Column, got {type(c).__name__}")
         names = [c.name for c in cols]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise _err("columns", f"duplicate column name(s) {dup}")
+            raise schema_error("columns", f"duplicate column name(s) {dup}")
         object.__setattr__(self, "columns", cols)
         if self.target is not None:
             if not isinstance(self.target, Target):
-                raise _err("target", f"must be a Target, got {type(self.target).__name__}")
+                raise schema_error("target", f"must be a Target, got {type(self.target).__name__}")
             if self.target.name in {c.column for c in cols}:
-                raise _err("target", f"{self.target.name!r} is also a feature column")
+                raise schema_error("target", f"{self.target.name!r} is also a feature column")
         if not isinstance(self.intercept, bool):
-            raise _err("intercept", f"must be true or false, got {self.intercept!r}")
+            raise schema_error("intercept", f"must be true or false, got {self.intercept!r}")
         if self.row_norm is not None:
             try:
                 r = float(self.row_norm)
             except (TypeError, ValueError):
                 r = math.nan
             if not (math.isfinite(r) and r > 0):
-                raise _err("row_norm", f"must be a number in (0, inf) or null, got {self.row_norm!r}")
+                raise schema_error("row_norm", f"must be a number in (0, inf) or null, got {self.row_norm!r}")
             object.__setattr__(self, "row_norm", r)
         if isinstance(self.na_values, (str, bytes)):
-            raise _err("na_values", f"must be a list of strings, got {self.na_values!r}")
+            raise schema_error("na_values", f"must be a list of strings, got {self.na_values!r}")
         object.__setattr__(self, "na_values", tuple(str(v) for v in self.na_values))
-        _check_choice("extra_columns", "extra_columns", self.extra_columns, ("error", "ignore"))
+        check_choice("extra_columns", "extra_columns", self.extra_columns, ("error", "ignore"))
         if isinstance(self.ignore, (str, bytes)):
-            raise _err("ignore", f"must be a list of column names, got {self.ignore!r}")
+            raise schema_error("ignore", f"must be a list of column names, got {self.ignore!r}")
         ign = tuple(str(v) for v in self.ignore)
         used = {c.column for c in cols} | ({self.target.name} if self.target else set())
         clash = sorted(set(ign) & used)
         if clash:
-            raise _err("ignore", f"column(s) {clash} are both used and ignored")
+            raise schema_error("ignore", f"column(s) {clash} are both used and ignored")
         object.__setattr__(self, "ignore", ign)
         try:
             f = float(self.clip_warn_fraction)
         except (TypeError, ValueError):
             f = math.nan
         if not 0 <= f <= 1:
-            raise _err("clip_warn_fraction", f"must lie in [0, 1], got {self.clip_warn_fraction!r}")
+            raise schema_error("clip_warn_fraction", f"must lie in [0, 1], got {self.clip_warn_fraction!r}")
         object.__setattr__(self, "clip_warn_fraction", f)
         if self.read is not None:
             if not isinstance(self.read, Mapping):
-                raise _err("read", f"must be a mapping of CSV options {list(READ_KEYS)}, got {self.read!r}")
+                raise schema_error("read", f"must be a mapping of CSV options {list(READ_KEYS)}, got {self.read!r}")
             unknown = sorted(set(self.read) - set(READ_KEYS))
             if unknown:
-                raise _err("read", f"unknown key(s) {unknown} (allowed: {list(READ_KEYS)})")
+                raise schema_error("read", f"unknown key(s) {unknown} (allowed: {list(READ_KEYS)})")
             object.__setattr__(self, "read", dict(self.read))
 
     # ------------------------------------------------------------------ views
@@ -315,15 +315,15 @@ class Schema:
     def from_dict(cls, d: Any) -> "Schema":
         """Build and validate a schema from plain data (as read from YAML or JSON)."""
         if not isinstance(d, Mapping):
-            raise _err("file", f"the top level must be a mapping with a 'columns' list, got {type(d).__name__}")
+            raise schema_error("file", f"the top level must be a mapping with a 'columns' list, got {type(d).__name__}")
         unknown = sorted(set(d) - set(_SCHEMA_KEYS))
         if unknown:
-            raise _err("file", f"unknown key(s) {unknown} (allowed: {list(_SCHEMA_KEYS)})")
+            raise schema_error("file", f"unknown key(s) {unknown} (allowed: {list(_SCHEMA_KEYS)})")
         if d.get("version", 1) != 1:
-            raise _err("version", f"must be 1, got {d.get('version')!r}")
+            raise schema_error("version", f"must be 1, got {d.get('version')!r}")
         raw_cols = d.get("columns")
         if not isinstance(raw_cols, list):
-            raise _err("columns", f"must be a list of column entries, got {raw_cols!r}")
+            raise schema_error("columns", f"must be a list of column entries, got {raw_cols!r}")
         cols = tuple(_column_from_dict(c) for c in raw_cols)
         target = _target_from_dict(d["target"]) if d.get("target") is not None else None
         kw = {k: d[k] for k in ("intercept", "row_norm", "na_values", "extra_columns", "ignore",
@@ -337,19 +337,19 @@ _TARGET_KEYS = {f.name for f in fields(Target)}
 
 def _column_from_dict(d: Any) -> Column:
     if not isinstance(d, Mapping) or "name" not in d:
-        raise _err("columns", f"each entry must be a mapping with a 'name', got {d!r}")
+        raise schema_error("columns", f"each entry must be a mapping with a 'name', got {d!r}")
     unknown = sorted(set(d) - _COLUMN_KEYS)
     if unknown:
-        raise _err(f"column {d['name']!r}", f"unknown key(s) {unknown} (allowed: {sorted(_COLUMN_KEYS)})")
+        raise schema_error(f"column {d['name']!r}", f"unknown key(s) {unknown} (allowed: {sorted(_COLUMN_KEYS)})")
     if "kind" not in d:
-        raise _err(f"column {d['name']!r}", f"kind is required (one of {list(COLUMN_KINDS)})")
+        raise schema_error(f"column {d['name']!r}", f"kind is required (one of {list(COLUMN_KINDS)})")
     kw = dict(d)
     if kw.get("bounds") is not None and not isinstance(kw["bounds"], (list, tuple)):
-        raise _err(f"column {d['name']!r}", f"bounds must be two numbers [lo, hi], got {kw['bounds']!r}")
+        raise schema_error(f"column {d['name']!r}", f"bounds must be two numbers [lo, hi], got {kw['bounds']!r}")
     if kw.get("bounds") is not None:
         kw["bounds"] = tuple(kw["bounds"])
     if "levels" in kw:
-        kw["levels"] = _check_levels(f"column {d['name']!r}", kw["levels"], min_count=0)
+        kw["levels"] = check_levels(f"column {d['name']!r}", kw["levels"], min_count=0)
     if kw.get("transform") is None:
         kw.pop("transform", None)
     return Column(**kw)
@@ -357,16 +357,16 @@ def _column_from_dict(d: Any) -> Column:
 
 def _target_from_dict(d: Any) -> Target:
     if not isinstance(d, Mapping) or "name" not in d or "kind" not in d:
-        raise _err("target", f"must be a mapping with 'name' and 'kind', got {d!r}")
+        raise schema_error("target", f"must be a mapping with 'name' and 'kind', got {d!r}")
     unknown = sorted(set(d) - _TARGET_KEYS)
     if unknown:
-        raise _err(f"target {d['name']!r}", f"unknown key(s) {unknown} (allowed: {sorted(_TARGET_KEYS)})")
+        raise schema_error(f"target {d['name']!r}", f"unknown key(s) {unknown} (allowed: {sorted(_TARGET_KEYS)})")
     kw = dict(d)
     for k in ("positive", "negative"):
         if k in kw and isinstance(kw[k], list):
             kw[k] = tuple(kw[k])
     if kw.get("bounds") is not None:
         if not isinstance(kw["bounds"], (list, tuple)):
-            raise _err(f"target {d['name']!r}", f"bounds must be two numbers [lo, hi], got {kw['bounds']!r}")
+            raise schema_error(f"target {d['name']!r}", f"bounds must be two numbers [lo, hi], got {kw['bounds']!r}")
         kw["bounds"] = tuple(kw["bounds"])
     return Target(**kw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._checks import _check_bounds, _check_choice, _check_name, _err
+from ._checks import check_bounds, check_choice, check_name, schema_error
 
 __all__ = ["Target", "TARGET_KINDS"]
 
@@ -26,34 +26,34 @@ class Target:
     note: str = ""
 
     def __post_init__(self):
-        name = _check_name("target", self.name)
+        name = check_name("target", self.name)
         where = f"target {name!r}"
-        _check_choice(where, "kind", self.kind, TARGET_KINDS)
+        check_choice(where, "kind", self.kind, TARGET_KINDS)
         if self.kind == "binary":
             pos = (self.positive,) if isinstance(self.positive, (str, int, float)) else self.positive
             neg = (self.negative,) if isinstance(self.negative, (str, int, float)) else self.negative
             pos, neg = tuple(str(v) for v in pos), tuple(str(v) for v in neg)
             if not pos or not neg:
-                raise _err(where, "a binary target needs declared positive and negative label(s)")
+                raise schema_error(where, "a binary target needs declared positive and negative label(s)")
             both = sorted(set(pos) & set(neg))
             if both:
-                raise _err(where, f"labels {both} are declared both positive and negative")
+                raise schema_error(where, f"labels {both} are declared both positive and negative")
             object.__setattr__(self, "positive", pos)
             object.__setattr__(self, "negative", neg)
         elif self.positive or self.negative:
-            raise _err(where, "positive/negative labels are only for a binary target")
+            raise schema_error(where, "positive/negative labels are only for a binary target")
         if self.kind == "numeric":
             if self.bounds is None:
-                raise _err(where, "a numeric target needs bounds [lo, hi]")
-            object.__setattr__(self, "bounds", _check_bounds(where, self.bounds))
+                raise schema_error(where, "a numeric target needs bounds [lo, hi]")
+            object.__setattr__(self, "bounds", check_bounds(where, self.bounds))
         elif self.bounds is not None:
-            raise _err(where, "bounds are only for a numeric target (a count target has max_count)")
+            raise schema_error(where, "bounds are only for a numeric target (a count target has max_count)")
         if self.kind == "count":
             m = self.max_count
             if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-                raise _err(where, f"max_count must be an integer >= 1, got {m!r}")
+                raise schema_error(where, f"max_count must be an integer >= 1, got {m!r}")
         elif self.max_count is not None:
-            raise _err(where, "max_count is only for a count target")
+            raise schema_error(where, "max_count is only for a count target")
 
     @property
     def label_bound(self) -> float:

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 
-from ._validation import check_finite_array, check_positive
-from .privacy.events import GdpEvent
+from .._validation import check_finite_array, check_positive
+from ..privacy.events import GdpEvent
 
 __all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
            "gaussian_spectral_bound",

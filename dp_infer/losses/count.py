@@ -21,21 +21,21 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from ._validation import check_nonnegative, check_positive
-from .domains import Box, Domain, L2Ball
-from .losses import LossConstants, PerExampleLoss, _radius, _with_l2, glm_loss
+from .._validation import check_nonnegative, check_positive
+from ..domains import Box, Domain, L2Ball
+from .base import LossConstants, PerExampleLoss, constants_with_l2, domain_radius, glm_loss
 
 __all__ = ["poisson", "poisson_nll", "poisson_constants", "max_param_norm"]
 
 
 def max_param_norm(domain: Domain) -> float:
     """sup ||theta||_2 over ``domain``: exact for L2Ball (||c|| + radius) and Box (farthest corner);
-    ``losses._radius`` (||default_init|| + diameter, a valid but looser bound) otherwise."""
+    ``losses.base.domain_radius`` (||default_init|| + diameter, a valid but looser bound) otherwise."""
     if isinstance(domain, L2Ball):
         return float(np.linalg.norm(domain.center) + domain.radius)
     if isinstance(domain, Box):
         return float(np.linalg.norm(np.maximum(np.abs(domain.lower), np.abs(domain.upper))))
-    return _radius(domain)
+    return domain_radius(domain)
 
 
 def poisson_link(z, y):
@@ -74,7 +74,7 @@ def poisson(max_count: float, domain: Domain, row_norm: float = 1.0, l2: float =
         if bad:
             raise ValueError(f"y must be counts in [0, max_count={Y:g}]; {bad} label(s) are not")
 
-    consts = _with_l2(k["lipschitz"], k["grad_diff"], k["smoothness"], 0.0, domain,
+    consts = constants_with_l2(k["lipschitz"], k["grad_diff"], k["smoothness"], 0.0, domain,
                       lambda rr: k["value_range"])
     if l2:  # (l2/2)||theta||^2 adds l2 r to the gradient bound and l2 r^2 / 2 to the range
         consts = LossConstants(lipschitz=k["lipschitz"] + l2 * r, grad_diff=k["grad_diff"],

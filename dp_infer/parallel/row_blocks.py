@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.flatten_util import ravel_pytree
 
-from ._validation import check_positive_int
+from .._validation import check_positive_int
 
 __all__ = ["clip_tree", "clipped_mean", "blocked_loss_sum", "blocked_loss_sum_and_grad", "block_layout"]
 

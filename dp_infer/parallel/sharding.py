@@ -7,7 +7,7 @@ split along ``"chains"`` (the chains' initial points are placed so, NumPyro vect
 the compiler propagates the layout; the row reduction is manual over ``"rows"`` only).
 
 Computation. ``U(theta) = beta * (1/n) sum_i ell_i(theta) + (lam/2)||theta - theta0||^2`` with the
-sum computed as local sums in row blocks on every device (:mod:`dp_infer.row_blocks`) and one
+sum computed as local sums in row blocks on every device (:mod:`dp_infer.parallel.row_blocks`) and one
 ``psum`` over ``"rows"`` (``jax.shard_map``); its gradient is the ``psum`` of the local
 (clipped, if the loss clips) gradient sums, returned by a ``custom_vjp`` so that reverse mode
 never goes through the collective. This is the function :class:`~dp_infer.potentials.GibbsPotential`
@@ -19,9 +19,9 @@ closed-over constants (which jit would embed in the program, i.e. copy, on every
 
 Placement (:func:`shard_rows`) reads the rows in chunks: each chunk is checked against the
 loss's declared bounds (finite, labels, row norms recomputed on the stored dtype: see
-:mod:`dp_infer.precision`), cast, and written into a preallocated device buffer in place, so
+:mod:`dp_infer.parallel.precision`), cast, and written into a preallocated device buffer in place, so
 peak memory is X (as stored) plus O(chunk x d). Multi-host: every process passes only the rows
-of its own devices (:func:`dp_infer.distributed.process_row_range`) with ``row_offset`` and the
+of its own devices (:func:`dp_infer.parallel.distributed.process_row_range`) with ``row_offset`` and the
 global ``n``; a failed check on any host stops all of them.
 """
 
@@ -37,8 +37,8 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ._validation import check_nonnegative, check_positive, check_positive_int
-from .losses import PerExampleLoss
+from .._validation import check_nonnegative, check_positive, check_positive_int
+from ..losses import PerExampleLoss
 from .precision import DATA_DTYPES, ROUNDINGS, cast_rows, check_cast_rows, storage_dtype
 from .row_blocks import blocked_loss_sum_and_grad
 
@@ -66,13 +66,13 @@ def data_mesh(devices=None, *, chain_shards: int = 1) -> Mesh:
     return Mesh(np.array(devices, dtype=object).reshape(c, len(devices) // c), (CHAINS, ROWS))
 
 
-def _axis_size(mesh: Mesh, name: str) -> int:
+def axis_size(mesh: Mesh, name: str) -> int:
     return int(dict(zip(mesh.axis_names, mesh.devices.shape)).get(name, 1))
 
 
-def _check_mesh(mesh) -> Mesh:
+def check_mesh(mesh) -> Mesh:
     if not isinstance(mesh, Mesh):
-        raise ValueError(f"mesh must be a jax.sharding.Mesh (see dp_infer.sharding.data_mesh), got {mesh!r}")
+        raise ValueError(f"mesh must be a jax.sharding.Mesh (see dp_infer.parallel.sharding.data_mesh), got {mesh!r}")
     if ROWS not in mesh.axis_names or not set(mesh.axis_names) <= {ROWS, CHAINS}:
         raise ValueError(f"mesh axes must be ('{CHAINS}', '{ROWS}') or ('{ROWS}',), got {mesh.axis_names}")
     return mesh
@@ -80,7 +80,7 @@ def _check_mesh(mesh) -> Mesh:
 
 def row_shard_range(n: int, mesh: Mesh, shard: int) -> tuple[int, int]:
     """Global rows ``[start, stop)`` held by row shard ``shard`` (stop <= n; the rest is padding)."""
-    m = -(-check_positive_int("n", n) // _axis_size(mesh, ROWS))
+    m = -(-check_positive_int("n", n) // axis_size(mesh, ROWS))
     return min(shard * m, n), min((shard + 1) * m, n)
 
 
@@ -105,11 +105,11 @@ class ShardedRows:
 
     @property
     def row_shards(self) -> int:
-        return _axis_size(self.mesh, ROWS)
+        return axis_size(self.mesh, ROWS)
 
     @property
     def chain_shards(self) -> int:
-        return _axis_size(self.mesh, CHAINS)
+        return axis_size(self.mesh, CHAINS)
 
     def args(self) -> tuple[jax.Array, jax.Array, jax.Array]:
         return self.X, self.y, self.weight
@@ -177,16 +177,16 @@ def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: s
 
     :param mesh: a mesh from :func:`data_mesh` (default: all devices, rows only).
     :param dtype: storage dtype of X, ``"float32"`` or ``"bfloat16"`` (rows rechecked after the
-        cast: :mod:`dp_infer.precision`); the loss is accumulated in float32 either way.
+        cast: :mod:`dp_infer.parallel.precision`); the loss is accumulated in float32 either way.
     :param block_rows: rows per block of the per-device evaluation.
     :param n: global number of rows (default ``len(X)``). With several processes each passes
         only its rows ``X = rows[row_offset : row_offset + len(X)]``, which must cover the row
-        shards of its devices (:func:`dp_infer.distributed.process_row_range`).
+        shards of its devices (:func:`dp_infer.parallel.distributed.process_row_range`).
     Nothing is clipped: a bad row raises ``ValueError`` (on every process) before anything runs.
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
-    mesh = _check_mesh(data_mesh() if mesh is None else mesh)
+    mesh = check_mesh(data_mesh() if mesh is None else mesh)
     if dtype not in DATA_DTYPES:
         raise ValueError(f"dtype must be one of {DATA_DTYPES}, got {dtype!r}")
     if rounding not in ROUNDINGS:
@@ -205,7 +205,7 @@ def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: s
         raise ValueError(f"rows [row_offset, row_offset + len(X)) = [{row_offset}, {row_offset + local_rows}) "
                          f"must be non-empty and lie in [0, n = {n})")
     d = int(np.shape(X)[1])
-    R = _axis_size(mesh, ROWS)
+    R = axis_size(mesh, ROWS)
     m = -(-n // R)
     sharding = NamedSharding(mesh, P(ROWS, None))
     store = storage_dtype(dtype)
@@ -220,7 +220,7 @@ def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: s
                 if start < row_offset or stop > row_offset + local_rows:
                     raise ValueError(
                         f"this process holds rows [{row_offset}, {row_offset + local_rows}) but its device "
-                        f"{device} needs rows [{start}, {stop}); see dp_infer.distributed.process_row_range")
+                        f"{device} needs rows [{start}, {stop}); see dp_infer.parallel.distributed.process_row_range")
                 bx = jnp.zeros((m, d), store, device=device)
                 by = jnp.zeros((m,), jnp.float32, device=device)
                 for s in range(start, stop, INGEST_ROWS):
@@ -262,7 +262,7 @@ class ShardedPotential:
 
     def __post_init__(self):
         if not isinstance(self.data, ShardedRows):
-            raise ValueError(f"data must be a dp_infer.sharding.ShardedRows, got {type(self.data).__name__}")
+            raise ValueError(f"data must be a dp_infer.parallel.sharding.ShardedRows, got {type(self.data).__name__}")
         check_positive("beta", self.beta)
         check_nonnegative("lam", self.lam)
         mesh, loss, B = self.data.mesh, self.loss, self.data.block_rows

@@ -26,8 +26,8 @@ if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
-from ._validation import check_nonnegative, check_positive  # noqa: E402
-from .diagnostics.mixing_report import _quiet_nonfinite  # noqa: E402
+from .._validation import check_nonnegative, check_positive  # noqa: E402
+from .mixing_report import quiet_nonfinite  # noqa: E402
 
 __all__ = [
     "plot_trace",
@@ -49,7 +49,7 @@ def _as_tree(dt: Any) -> xr.DataTree:
         if "posterior" not in dt.children:
             raise ValueError("dt must have a 'posterior' group")
         return dt
-    from .diagnostics import to_datatree
+    from . import to_datatree
 
     return to_datatree(dt)
 
@@ -73,7 +73,7 @@ def _figure(pc):
 def _finish(pc, dt: xr.DataTree, path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
-    from .diagnostics import DEBUG_WARNING, PRIVATE_ATTR, is_private
+    from . import DEBUG_WARNING, PRIVATE_ATTR, is_private
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,7 @@ def _arviz_plot(name: str, dt: Any, path: str | Path, var_names, max_components:
     import arviz as az
 
     dt = _as_tree(dt)
-    with _quiet_nonfinite():
+    with quiet_nonfinite():
         pc = getattr(az, name)(dt, var_names=var_names, coords=_limit(dt, max_components),
                                backend="matplotlib", **kw)
     return _finish(pc, dt, path)
@@ -310,7 +310,7 @@ def report_from_file(path: str | Path, outdir: str | Path | None = None) -> str:
     privacy report text and write trace/rank/autocorrelation plots as PNG into ``outdir``
     (default ``<file stem>_report/`` next to the file). Used by ``dp-infer report RUN_FILE``.
     """
-    from .diagnostics import check_mixing, load, summary
+    from . import check_mixing, load, summary
 
     path = Path(path)
     dt = load(path)

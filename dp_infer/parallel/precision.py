@@ -2,7 +2,7 @@
 
 Storing X as bfloat16 halves the bytes a full-batch gradient reads. The sampler then computes the
 loss of the CAST rows (promoted to float32 block by block, accumulated in float32: see
-:mod:`dp_infer.row_blocks`), so the sensitivity must hold for those rows, not for the float32
+:mod:`dp_infer.parallel.row_blocks`), so the sensitivity must hold for those rows, not for the float32
 ones: rounding to nearest can lengthen a row by up to a relative 2^-8 and push a row that sat on
 the declared bound ``||x|| <= R`` over it. Two guards:
 
@@ -21,7 +21,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from ._validation import check_choice
+from .._validation import check_choice
 
 __all__ = ["DATA_DTYPES", "ROUNDINGS", "cast_rows", "check_cast_rows", "storage_dtype"]
 

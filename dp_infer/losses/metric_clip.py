@@ -45,8 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._validation import check_positive
-from .losses import PerExampleLoss
+from .._validation import check_positive
+from .base import PerExampleLoss
 
 __all__ = ["CLIPPABLE_LOSSES", "huberised_link", "clip_levels", "huberised_potential", "clipped_row_share"]
 

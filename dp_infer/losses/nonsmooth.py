@@ -12,8 +12,8 @@ model), with rows ``||x||_2 <= row_norm = R`` enforced by
   of ``phi'``). This is the G of the regularised exponential mechanism's privacy
   (seed-002 digest §2.3: the privacy G is the Lipschitz constant of differences);
 * ``smoothness`` None: the gradient jumps at the kink, so Langevin's step-size theory does not
-  apply; :func:`dp_infer.fit.fit` sends such losses to the proximal sampler
-  (:mod:`dp_infer.fit_proximal`).
+  apply; :func:`dp_infer.infer.fit.fit` sends such losses to the proximal sampler
+  (:mod:`dp_infer.infer.proximal`).
 
 ``value_range`` is given when the domain is bounded (and, for the regression losses, the
 labels are bounded by a declared ``label_bound``).
@@ -31,9 +31,9 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from ._validation import check_nonnegative, check_positive
-from .domains import Domain
-from .losses import PerExampleLoss, _radius, _with_l2, glm_loss
+from .._validation import check_nonnegative, check_positive
+from ..domains import Domain
+from .base import PerExampleLoss, constants_with_l2, domain_radius, glm_loss
 
 __all__ = ["hinge", "absolute", "quantile", "smoothed_hinge", "smoothed_quantile"]
 
@@ -84,7 +84,7 @@ def hinge(row_norm: float = 1.0, domain: Domain | None = None) -> PerExampleLoss
     def link(z, y):
         return jnp.maximum(0.0, 1.0 - (2.0 * y - 1.0) * z)
 
-    consts = _with_l2(R, 2.0 * R, None, 0.0, domain, lambda r: 1.0 + r * R)
+    consts = constants_with_l2(R, 2.0 * R, None, 0.0, domain, lambda r: 1.0 + r * R)
     return glm_loss("hinge", link, consts, R, _binary_labels, 0.0, domain)
 
 
@@ -102,7 +102,7 @@ def absolute(row_norm: float = 1.0, label_bound: float | None = None,
     def link(z, y):
         return jnp.abs(z - y)
 
-    consts = _with_l2(R, 2.0 * R, None, 0.0, domain, _regression_range(1.0, R, B))
+    consts = constants_with_l2(R, 2.0 * R, None, 0.0, domain, _regression_range(1.0, R, B))
     return glm_loss("absolute", link, consts, R, _bounded_labels(B), 0.0, domain)
 
 
@@ -123,7 +123,7 @@ def quantile(tau: float = 0.5, row_norm: float = 1.0, label_bound: float | None 
         r = y - z
         return jnp.maximum(t * r, (t - 1.0) * r)
 
-    consts = _with_l2(slope * R, 2.0 * slope * R, None, 0.0, domain, _regression_range(slope, R, B))
+    consts = constants_with_l2(slope * R, 2.0 * slope * R, None, 0.0, domain, _regression_range(slope, R, B))
     return glm_loss(f"quantile({t:g})", link, consts, R, _bounded_labels(B), 0.0, domain)
 
 
@@ -153,7 +153,7 @@ def smoothed_hinge(smoothing: float = 0.5, row_norm: float = 1.0, l2: float = 0.
         z = 1.0 - (2.0 * y - 1.0) * t
         return jnp.where(z <= 0.0, 0.0, jnp.where(z <= w, 0.5 * z * z / w, z - 0.5 * w))
 
-    consts = _with_l2(R, 2.0 * R, R * R / w, l2, domain, lambda r: 1.0 + r * R)
+    consts = constants_with_l2(R, 2.0 * R, R * R / w, l2, domain, lambda r: 1.0 + r * R)
     return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain)
 
 
@@ -177,7 +177,7 @@ def smoothed_quantile(tau: float = 0.5, smoothing: float = 0.5, row_norm: float 
         r = y - z
         return (t - 0.5) * r + 0.5 * _huber_scalar(r, w)
 
-    consts = _with_l2(slope * R, 2.0 * slope * R, R * R / (2.0 * w), l2, domain,
+    consts = constants_with_l2(slope * R, 2.0 * slope * R, R * R / (2.0 * w), l2, domain,
                       _regression_range(slope, R, B))
     return glm_loss(f"smoothed_quantile({t:g})", link, consts, R, _bounded_labels(B), l2, domain)
 
@@ -192,7 +192,7 @@ def base_lipschitz(loss: PerExampleLoss) -> float:
     c = loss.constants
     if not loss.l2:
         return float(c.lipschitz)
-    r = _radius(loss.domain)
+    r = domain_radius(loss.domain)
     if not math.isfinite(r):
         raise ValueError("the loss carries an L2 term on an unbounded domain, so the Lipschitz constant "
                          "of its non-quadratic part is not recorded: build it with l2 = 0 and pass the "

@@ -13,12 +13,13 @@ import json
 import math
 from dataclasses import dataclass, field, fields
 
-from ._validation import (check_delta, check_nonnegative, check_positive, check_positive_int,
-                          check_target_epsilon)
-from .losses import LossConstants
-from .privacy import path as path_privacy
-from .privacy.accountant import Accountant
-from .privacy.events import PrivacyEvent
+from .._validation import (
+    check_delta, check_nonnegative, check_positive, check_positive_int, check_target_epsilon,
+)
+from ..losses import LossConstants
+from ..privacy import path as path_privacy
+from ..privacy.accountant import Accountant
+from ..privacy.events import PrivacyEvent
 
 __all__ = ["SamplingPlan", "RouteOption", "plan_trajectory", "step_schedule", "explain_options"]
 
@@ -59,7 +60,7 @@ class SamplingPlan:
     point, 0 without a domain) or ``"gaussian"`` (each chain starts from an independent
     N(0, init_scale^2 I) draw -- the start law the stationary route's TV certificate assumes).
     ``target``: ``"estimate"`` (accuracy first: the plan optimises an excess-risk bound) or
-    ``"posterior"`` (:func:`dp_infer.posterior_plan.plan_posterior`: a requested number of
+    ``"posterior"`` (:func:`dp_infer.routes.posterior.plan_posterior`: a requested number of
     effective draws of ``prior x exp(-beta L)``, with the Gaussian prior's precision
     ``prior_precision`` (per coordinate), a preconditioner ``P`` fixed before sampling (the chain
     runs ``theta <- theta - h P grad U + sqrt(2h) P^(1/2) xi``; ``step_size`` is then in the
@@ -115,7 +116,7 @@ class SamplingPlan:
 
         A pure-DP plan (delta = 0) reports the event's epsilon (basic composition is exact for
         a single pure event)."""
-        from .privacy.events import PureDpEvent
+        from ..privacy.events import PureDpEvent
 
         if self.delta == 0:
             if not isinstance(self.event, PureDpEvent):

@@ -1,4 +1,4 @@
-"""Data-independent starts and step-size facts for a NumPyro model (:mod:`dp_infer.model_bridge`).
+"""Data-independent starts and step-size facts for a NumPyro model (:mod:`dp_infer.model.bridge`).
 
 Init strategies (NumPyro's names) are evaluated on the model called with public placeholder rows,
 from the chain's own key, once: no re-draw until the potential is finite (NumPyro's MCMC
@@ -33,7 +33,7 @@ from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_uniform
 
-from .model_bridge import ModelLoss
+from .bridge import ModelLoss
 
 __all__ = ["ACCEPTED_INIT_STRATEGIES", "check_init_strategy", "initial_positions", "prior_curvature"]
 

@@ -4,17 +4,17 @@ The model path of :func:`dp_infer.fit` (which dispatches here and hands over its
 
 1. every option is checked (init strategy, clip norm, smoothness, coords, dims) -- before any
    budget is charged;
-2. :func:`~dp_infer.model_bridge.loss_from_model` reads the model on public placeholder rows:
+2. :func:`~dp_infer.model.bridge.loss_from_model` reads the model on public placeholder rows:
    latent sites (continuous and global only), observed sites (batched by row), the prior (kept,
    refused if it reads the data arguments), dims from the plates; the per-example negative
    log-likelihood gets per-example gradient clipping at ``clip_norm``, so G = 2 clip_norm holds
    for the function actually run;
-3. the plan comes from :func:`~dp_infer.calibrate.calibrate` on n, the dimension and the clipped
-   loss's constants; the prior's curvature at fixed public points (:func:`~dp_infer.model_init.
+3. the plan comes from :func:`~dp_infer.routes.calibrate.calibrate` on n, the dimension and the clipped
+   loss's constants; the prior's curvature at fixed public points (:func:`~dp_infer.model.initial.
    prior_curvature`) is added to the step-size condition (beta M + c_prior), which on the
    trajectory route changes the step size only, never beta or the privacy;
 4. the chains start from the init strategy evaluated on placeholder rows (never re-drawn);
-5. the ledger (if any) is charged, the chains run, and the :class:`~dp_infer.run.PrivateRun`
+5. the ledger (if any) is charged, the chains run, and the :class:`~dp_infer.infer.run.PrivateRun`
    carries constrained draws of every latent site with the model's dims and coords.
 
 The tempered target is ``prior(theta) * prod_i p(y_i | x_i, theta)^(beta / n)`` (exactly, where no
@@ -28,11 +28,11 @@ import dataclasses
 from functools import partial
 from typing import Any, Callable
 
-from ._validation import check_nonnegative, check_positive
-from .calibrate import calibrate
-from .kernels._common import check_extra_fields
-from .model_bridge import loss_from_model
-from .model_init import check_init_strategy, describe_strategy, initial_positions, prior_curvature
+from .._validation import check_nonnegative, check_positive
+from ..routes.calibrate import calibrate
+from ..kernels._common import check_extra_fields
+from ..model.bridge import loss_from_model
+from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
 from .run import PrivateRun, charge_ledger
 
 __all__ = ["fit_model", "sample_model", "plan_model"]
@@ -62,7 +62,7 @@ def _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_
 
 
 def plan_model(ml, n: int, *, prior_curvature_bound: float | None = None, **calibrate_kwargs):
-    """The data-independent plan for a model: :func:`~dp_infer.calibrate.calibrate` on the clipped
+    """The data-independent plan for a model: :func:`~dp_infer.routes.calibrate.calibrate` on the clipped
     loss's constants, with the prior's curvature added to the step-size condition (beta M + c)."""
     if prior_curvature_bound is not None:
         prior_curvature_bound = check_nonnegative("prior_curvature_bound", prior_curvature_bound)
@@ -130,7 +130,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     :param smoothness: your claim of the per-example curvature M (unconstrained space), used for
         the step size only; default ``clip_norm`` (stated in the report as a default).
     :param prior_curvature_bound: the prior's curvature for the step size (default: computed at
-        fixed public points by :func:`dp_infer.model_init.prior_curvature`).
+        fixed public points by :func:`dp_infer.model.initial.prior_curvature`).
     :param init_strategy: a NumPyro init strategy evaluated on placeholder rows: ``init_to_uniform``
         (default), ``init_to_feasible``, ``init_to_sample`` or ``init_to_value`` (public values);
         ``init_to_median`` / ``init_to_mean`` and custom callables are refused with the reason.

@@ -32,22 +32,17 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ._validation import (
-    check_choice,
-    check_delta,
-    check_nonnegative,
-    check_positive,
-    check_positive_int,
-    check_target_epsilon,
+from .._validation import (
+    check_choice, check_delta, check_nonnegative, check_positive, check_positive_int, check_target_epsilon,
 )
-from .domains import Domain, Euclidean
-from .losses import LossConstants, PerExampleLoss
+from ..domains import Domain, Euclidean
+from ..losses import LossConstants, PerExampleLoss
 from .plan import KERNELS, RouteOption, SamplingPlan, explain_options, plan_trajectory
-from .privacy import last_iterate as li
-from .privacy import pure as pure_privacy
-from .privacy import purification as purif
-from .privacy import stationary as stat
-from .privacy.conversions import linear_rdp_rho
+from ..privacy import last_iterate as li
+from ..privacy import pure as pure_privacy
+from ..privacy import purification as purif
+from ..privacy import stationary as stat
+from ..privacy.conversions import linear_rdp_rho
 
 __all__ = ["ROUTES", "RouteOption", "calibrate", "explain_options", "default_regulariser"]
 
@@ -106,7 +101,7 @@ def _last_iterate(constants, n, dim, eps, delta, num_chains, lam_rel, theta_scal
     h = 1.0 / (beta * (m + M))
     num_steps = int(math.ceil(relaxations / (h * beta * m)))
     event = li.last_iterate_event(beta, s, h, num_steps, m, M, num_chains=num_chains)
-    from .privacy.accountant import Accountant
+    from ..privacy.accountant import Accountant
 
     eps_spent = Accountant([event]).get_epsilon(delta)
     if eps_spent > eps * (1 + 1e-9):  # the closed-form beta must meet the target
@@ -326,7 +321,7 @@ def calibrate(loss: PerExampleLoss | LossConstants, n: int, dim: int, *, eps: fl
 
 def _optional_routes(constants, n, dim, eps, delta, lam_rel):
     """Reference-only routes (reported, never run): seed 004's discretised Renyi conditions."""
-    from .privacy import discretised
+    from ..privacy import discretised
 
     out = []
     m = constants.strong_convexity + lam_rel

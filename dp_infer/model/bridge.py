@@ -37,8 +37,8 @@ from numpyro.distributions.transforms import biject_to
 from numpyro.infer.util import constrain_fn, potential_energy
 from numpyro.primitives import Messenger
 
-from ._validation import check_finite_array, check_positive
-from .losses import PerExampleLoss, clipped_loss
+from .._validation import check_finite_array, check_positive
+from ..losses import PerExampleLoss, clipped_loss
 
 __all__ = ["ModelLoss", "SiteLayout", "loss_from_model"]
 

@@ -16,17 +16,17 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC
 
-from ._validation import check_finite_array
-from .domains import Domain, Euclidean
-from .kernels import Langevin, UnderdampedLangevin
-from .kernels._common import check_extra_fields
-from .losses import PerExampleLoss
-from .calibrate import calibrate
-from .plan import SamplingPlan
-from .potentials import gibbs_potential
-from .randomness import secret_key
+from .._validation import check_finite_array
+from ..domains import Domain, Euclidean
+from ..kernels import Langevin, UnderdampedLangevin
+from ..kernels._common import check_extra_fields
+from ..losses import PerExampleLoss
+from ..routes.calibrate import calibrate
+from ..routes.plan import SamplingPlan
+from ..potentials import gibbs_potential
+from ..randomness import secret_key
 from .run import PrivateRun, charge_ledger
-from .sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
+from ..parallel.sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
 
 __all__ = ["PrivateRun", "sample", "fit"]
 
@@ -61,7 +61,7 @@ def _user_initial_points(init_params, plan: SamplingPlan, key) -> jax.Array:
 def purify_estimate(plan: SamplingPlan, domain: Domain | None, estimate, key) -> np.ndarray:
     """Project ``estimate`` onto the plan's bounded domain (float64) and purify it with the
     plan's purification parameters (seed 003 Algorithm 1): the pure route's only release."""
-    from .privacy.purification import PurificationParams, purify
+    from ..privacy.purification import PurificationParams, purify
 
     if domain is None or not domain.bounded:
         raise ValueError("route 'pure' needs the bounded domain its plan was made for")
@@ -98,11 +98,11 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     covers (``potential_energy`` and ``grad_norm`` only with ``debug=True``, a non-private run).
     ``seed=None`` (default) draws the key from the operating system's entropy; an integer seed
     makes the noise reproducible by whoever holds it, and the report says so. ``model=`` (a NumPyro
-    model instead of ``loss``) runs :func:`dp_infer.fit_model.sample_model` with ``model_options``
+    model instead of ``loss``) runs :func:`dp_infer.infer.fit_model.sample_model` with ``model_options``
     (``clip_norm``, ``init_strategy``, ``coords``, ``dims``, ...).
-    ``mesh`` (a :func:`dp_infer.sharding.data_mesh` or ``"auto"``), or ``X`` given as
-    :class:`~dp_infer.sharding.ShardedRows` (then ``y=None``), runs the same potential on
-    row-sharded data in row blocks (:mod:`dp_infer.sharding`): same plan, same draws to float
+    ``mesh`` (a :func:`dp_infer.parallel.sharding.data_mesh` or ``"auto"``), or ``X`` given as
+    :class:`~dp_infer.parallel.sharding.ShardedRows` (then ``y=None``), runs the same potential on
+    row-sharded data in row blocks (:mod:`dp_infer.parallel.sharding`): same plan, same draws to float
     tolerance for the same key.
     """
     sharded = mesh is not None or isinstance(X, ShardedRows)
@@ -119,7 +119,7 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     if model_options:
         raise ValueError(f"unexpected option(s) {sorted(model_options)}: they apply to model=... runs only")
     if not isinstance(plan, SamplingPlan):
-        raise ValueError(f"plan must be a dp_infer.plan.SamplingPlan, got {type(plan).__name__}")
+        raise ValueError(f"plan must be a dp_infer.routes.plan.SamplingPlan, got {type(plan).__name__}")
     if chain_method not in ("vectorized", "sequential", "parallel"):
         raise ValueError(f"chain_method must be one of ('vectorized', 'sequential', 'parallel'), "
                          f"got {chain_method!r}")
@@ -178,9 +178,9 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         ledger=None, dataset_id: str = "default", mesh=None, **calibrate_kwargs: Any) -> PrivateRun:
     """Calibrate a plan for (eps, delta) — pure eps when ``delta`` is None — and sample it.
 
-    Give a per-example ``loss``, or a NumPyro ``model=`` (see :func:`dp_infer.fit_model.fit_model`
+    Give a per-example ``loss``, or a NumPyro ``model=`` (see :func:`dp_infer.infer.fit_model.fit_model`
     for its options: ``clip_norm``, ``smoothness``, ``init_strategy``, ``coords``, ``dims``, ...).
-    The plan comes from :func:`dp_infer.calibrate.calibrate` (data independent: n, the
+    The plan comes from :func:`dp_infer.routes.calibrate.calibrate` (data independent: n, the
     dimension and the loss's declared constants only). ``X, y`` are checked against the loss's
     declared bounds before anything runs. With ``ledger`` (a Ledger or its file) the plan's event
     is charged to ``dataset_id`` after planning and before sampling. ``seed=None`` (default):
@@ -189,13 +189,13 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
 
     ``num_chains`` defaults to 1 for the estimate and 4 for the posterior.
     ``target="posterior"`` plans for a number of effective draws of ``prior x exp(-beta L)``
-    instead (:func:`dp_infer.fit_posterior.fit_posterior`: pass ``prior_precision`` and
+    instead (:func:`dp_infer.infer.posterior.fit_posterior`: pass ``prior_precision`` and
     optionally ``ess``, ``preconditioner``, ``rows``, ...); ``"estimate"`` (default) optimises the
     excess-risk bound of the route's target.
 
-    ``mesh`` (a :func:`dp_infer.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given
-    as :class:`~dp_infer.sharding.ShardedRows` with ``y=None``, samples the same plan on
-    row-sharded data (:mod:`dp_infer.sharding`; loss, estimate target, Langevin routes only).
+    ``mesh`` (a :func:`dp_infer.parallel.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given
+    as :class:`~dp_infer.parallel.sharding.ShardedRows` with ``y=None``, samples the same plan on
+    row-sharded data (:mod:`dp_infer.parallel.sharding`; loss, estimate target, Langevin routes only).
     """
     sharded = mesh is not None or isinstance(X, ShardedRows)
     if sharded and (model is not None or target != "estimate"):
@@ -220,7 +220,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         raise ValueError("loss comes from loss_from_model: fit(loss) would drop the model's prior (it lives in "
                          "ModelLoss.prior_potential); call fit(model=..., X=..., y=...) instead")
     if target == "posterior":
-        from .fit_posterior import fit_posterior
+        from .posterior import fit_posterior
 
         if route not in ("auto", "trajectory"):
             raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
@@ -239,7 +239,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     num_chains = 1 if num_chains is None else num_chains
     if loss.constants.smoothness is None and route in ("auto", "proximal"):
         # no smoothness: Langevin's step-size theory does not apply -> the proximal sampler
-        from .fit_proximal import fit_proximal
+        from .proximal import fit_proximal
 
         if sharded:
             raise ValueError("mesh must be None for a loss without smoothness (the proximal route runs on one device)")

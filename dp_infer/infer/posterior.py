@@ -16,20 +16,21 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC
 
-from ._validation import check_choice, check_delta, check_target_epsilon
+from .._validation import check_choice, check_delta, check_target_epsilon
 from .run import PrivateRun, charge_ledger
-from .kernels import Langevin, UnderdampedLangevin
-from .losses import PerExampleLoss
-from .plan import SamplingPlan
-from .posterior_plan import (DEFAULT_CLIP_FACTOR, DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior,
-                             preconditioner_chol)
-from .losses_metric_clip import CLIPPABLE_LOSSES, huberised_potential
-from .potentials import GibbsPotential, gibbs_potential
-from .preconditioning import (SecondMoment, prior_second_moment, private_second_moment,
-                              public_second_moment)
-from .privacy.conversions import gdp_mu
-from .privacy.events import GdpEvent
-from .randomness import secret_key
+from ..kernels import Langevin, UnderdampedLangevin
+from ..losses import PerExampleLoss
+from ..routes.plan import SamplingPlan
+from ..routes.posterior import (DEFAULT_CLIP_FACTOR, DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior,
+                               preconditioner_chol)
+from ..losses.metric_clip import CLIPPABLE_LOSSES, huberised_potential
+from ..potentials import GibbsPotential, gibbs_potential
+from ..routes.preconditioning import (
+    SecondMoment, prior_second_moment, private_second_moment, public_second_moment,
+)
+from ..privacy.conversions import gdp_mu
+from ..privacy.events import GdpEvent
+from ..randomness import secret_key
 
 __all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS"]
 
@@ -43,7 +44,7 @@ class PosteriorRun(PrivateRun):
 
     def achieved_mixing(self) -> dict:
         """ArviZ bulk ESS (min) and R-hat (max) of the released draws after burn-in (free)."""
-        from .diagnostics import check_mixing
+        from ..diagnostics import check_mixing
 
         mix = check_mixing({"theta": self.draws()})
         return {"min_ess_bulk": float(mix.min_ess_bulk), "max_rhat": float(mix.max_rhat),
@@ -92,7 +93,7 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
                      progress_bar: bool = True, chain_method: str = "vectorized") -> PrivateRun:
     """Run a posterior-mode ``plan``: chains start at the prior mean (0), data independent."""
     if not isinstance(plan, SamplingPlan) or plan.target != "posterior":
-        raise ValueError("plan must be a posterior-mode SamplingPlan (dp_infer.posterior_plan.plan_posterior)")
+        raise ValueError("plan must be a posterior-mode SamplingPlan (dp_infer.routes.posterior.plan_posterior)")
     base = gibbs_potential(loss, X, y, beta=plan.beta)
     if base.n != plan.n or base.dim != plan.dim:
         raise ValueError(f"the plan was made for n = {plan.n}, dim = {plan.dim}; the data give "
@@ -140,7 +141,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
 
     ``preconditioner``: ``"private"`` (X'X/n released with a ``precond_share`` of the GDP budget,
     ``mu_S^2 = share mu^2``), ``"public"`` (from ``X_public``, declared public), ``"prior"`` (no
-    data), or a :class:`~dp_infer.preconditioning.SecondMoment` you released yourself (its event is
+    data), or a :class:`~dp_infer.routes.preconditioning.SecondMoment` you released yourself (its event is
     charged to this run). ``rows``: the schema's admissible rows (sensitivity over the rows that can
     occur; every row of X must be admissible). ``seed=None``: secret noise. ``ledger`` (a Ledger or
     its file): the whole (eps, delta) of the run -- path and second-moment release composed -- is
@@ -148,7 +149,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     ``clip_radius``: per-example gradients clipped in the preconditioner's metric
     (:func:`dp_infer.posterior_plan.plan_posterior`); ``"auto"`` (default) is
     ``DEFAULT_CLIP_FACTOR * sqrt(dim)`` for the built-in GLM losses that have a Huberised form
-    (:data:`dp_infer.losses_metric_clip.CLIPPABLE_LOSSES`) and no clip for the others; ``None``: no
+    (:data:`dp_infer.losses.metric_clip.CLIPPABLE_LOSSES`) and no clip for the others; ``None``: no
     clip (the draws target the loss's own Gibbs posterior, at a much smaller beta).
     """
     if not isinstance(loss, PerExampleLoss):

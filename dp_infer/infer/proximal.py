@@ -1,4 +1,4 @@
-"""The proximal route of :func:`dp_infer.fit.fit`: non-smooth Lipschitz losses (hinge, absolute,
+"""The proximal route of :func:`dp_infer.infer.fit.fit`: non-smooth Lipschitz losses (hinge, absolute,
 quantile) sampled by the proximal sampler, privacy of the regularised exponential mechanism.
 
 ``fit`` sends a loss here when it declares no smoothness (Langevin's step-size theory needs
@@ -18,12 +18,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .domains import Domain, Euclidean
-from .kernels import proximal as prox
-from .losses import PerExampleLoss
-from .losses_nonsmooth import base_lipschitz
-from .privacy.proximal import ProximalPlan, plan_proximal
-from .randomness import secret_key
+from ..domains import Domain, Euclidean
+from ..kernels import proximal as prox
+from ..losses import PerExampleLoss
+from ..losses.nonsmooth import base_lipschitz
+from ..privacy.proximal import ProximalPlan, plan_proximal
+from ..randomness import secret_key
 
 __all__ = ["ProximalRun", "fit_proximal", "sample_proximal", "proximal_plan_for"]
 
@@ -60,7 +60,7 @@ class ProximalRun:
         return d
 
     def to_datatree(self):
-        from .diagnostics import to_datatree
+        from ..diagnostics import to_datatree
 
         return to_datatree({"theta": self.draws()}, self.report())
 

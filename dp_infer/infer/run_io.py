@@ -1,4 +1,4 @@
-"""Reading a :class:`~dp_infer.run.PrivateRun` back from an ArviZ run file: the plan from its report,
+"""Reading a :class:`~dp_infer.infer.run.PrivateRun` back from an ArviZ run file: the plan from its report,
 the released draws from ``warmup_posterior`` + ``posterior``, the model description, coords, dims
 and feature names. Nothing private was written, so nothing private is read."""
 
@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .plan import SamplingPlan
-from .privacy.events import event_from_dict
+from ..routes.plan import SamplingPlan
+from ..privacy.events import event_from_dict
 
 __all__ = ["MODEL_ATTR", "plan_from_dict", "run_from_tree"]
 
@@ -22,7 +22,7 @@ _TUPLE_FIELDS = ("assumptions", "notes")
 
 
 def plan_from_dict(d: dict) -> SamplingPlan:
-    """Rebuild a :class:`~dp_infer.plan.SamplingPlan` from ``plan.as_dict()`` (or a run's report).
+    """Rebuild a :class:`~dp_infer.routes.plan.SamplingPlan` from ``plan.as_dict()`` (or a run's report).
 
     The event is rebuilt with :func:`~dp_infer.privacy.events.event_from_dict`; the event's own
     assumptions, which ``as_dict`` appends to the plan's, are taken off again; the routes
@@ -96,8 +96,8 @@ def _flat_from_sites(model: Callable, description: dict, samples: dict) -> np.nd
 
 
 def run_from_tree(cls, dt, *, model: Callable | None = None):
-    """A ``cls`` (PrivateRun) from a loaded run tree; see :meth:`dp_infer.run.PrivateRun.load`."""
-    from .diagnostics import get_report
+    """A ``cls`` (PrivateRun) from a loaded run tree; see :meth:`dp_infer.infer.run.PrivateRun.load`."""
+    from ..diagnostics import get_report
 
     report = get_report(dt)
     if report is None:

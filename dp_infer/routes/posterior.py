@@ -2,12 +2,12 @@
 
 On every route, k effective draws at inverse temperature beta in a direction of curvature c cost
 about ``mu ~ beta Delta sqrt(k / c)`` (DESIGN, "Draws that are a posterior"): more draws mean a
-flatter target. The estimate mode (:func:`dp_infer.calibrate.calibrate`) optimises an
+flatter target. The estimate mode (:func:`dp_infer.routes.calibrate.calibrate`) optimises an
 excess-risk bound; this mode asks for ``ess`` effective draws over ``K`` chains and chooses beta,
 the horizon, the step and the preconditioner so that the released trajectory can hold them.
 
 The chain is preconditioned Langevin with ``P(beta) = (beta kappa S + Lambda)^-1``
-(:mod:`dp_infer.preconditioning`): in the coordinates ``phi = C^-1 theta`` (``P = C C^T``) every
+(:mod:`dp_infer.routes.preconditioning`): in the coordinates ``phi = C^-1 theta`` (``P = C C^T``) every
 direction then relaxes at a rate close to 1, and
 
 * integrated autocorrelation time ``2 / c`` per unit of Langevin time for a direction of
@@ -33,16 +33,17 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import (check_choice, check_delta, check_finite_array, check_positive,
-                          check_positive_int, check_target_epsilon)
-from .losses import LossConstants, PerExampleLoss
+from .._validation import (
+    check_choice, check_delta, check_finite_array, check_positive, check_positive_int, check_target_epsilon,
+)
+from ..losses import LossConstants, PerExampleLoss
 from .plan import KERNELS, SamplingPlan, step_schedule
 from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
-from .privacy import path as path_privacy
-from .privacy.conversions import gdp_epsilon, gdp_mu
-from .privacy.events import GdpEvent
-from .losses_metric_clip import huberised_link
-from .privacy.metric_sensitivity import metric_gradient_sensitivity
+from ..privacy import path as path_privacy
+from ..privacy.conversions import gdp_epsilon, gdp_mu
+from ..privacy.events import GdpEvent
+from ..losses.metric_clip import huberised_link
+from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 
 __all__ = ["plan_posterior", "preconditioner_chol", "forecast_posterior", "PosteriorForecast", "DEFAULT_ESS",
            "DEFAULT_MIXING_RATE", "DEFAULT_CLIP_FACTOR"]
@@ -97,7 +98,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
-    ``second_moment``: the preconditioner's information (:mod:`dp_infer.preconditioning`; default
+    ``second_moment``: the preconditioner's information (:mod:`dp_infer.routes.preconditioning`; default
     the prior alone); a private one's GDP is subtracted from the budget. ``rows``: the admissible
     rows (a schema's :class:`~dp_infer.schema.admissible.AdmissibleRows`) for the sensitivity over
     the rows that can occur; without it the declared row norm is used. ``mixing_rate``: the
@@ -109,7 +110,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     ``kappa / 2``: fitted probabilities are rarely all 1/2), a tuning choice that moves the
     mixing rate, never the guarantee.
     ``clip_radius``: clip every per-example gradient in the preconditioner's metric
-    (:mod:`dp_infer.losses_metric_clip`): ``||C^T g|| <= tau = clip_radius / sqrt(beta)``, i.e. the
+    (:mod:`dp_infer.losses.metric_clip`): ``||C^T g|| <= tau = clip_radius / sqrt(beta)``, i.e. the
     gradient's Mahalanobis radius in the metric ``(beta P)^-1 = kappa_P S + Lambda / beta`` is at
     most ``clip_radius``; the target becomes the Gibbs posterior of a Huberised loss and the
     sensitivity is ``min(2 tau / n, the admissible-rows bound)``. ``None``: no clip (the loss's own
@@ -137,7 +138,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     lam = _prior_precision(prior_precision, dim)
     sm = prior_second_moment() if second_moment is None else second_moment
     if not isinstance(sm, SecondMoment):
-        raise ValueError(f"second_moment must be a dp_infer.preconditioning.SecondMoment, got {type(sm).__name__}")
+        raise ValueError(f"second_moment must be a dp_infer.routes.preconditioning.SecondMoment, got {type(sm).__name__}")
     if rows is not None and int(rows.dim) != dim:
         raise ValueError(f"rows have dim {rows.dim} but the model has {dim} parameters")
     row_norm = loss.row_norm if math.isfinite(loss.row_norm) else None
@@ -234,7 +235,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         c.link_derivative_bound is not None else f"per-example gradient difference <= G = {c.grad_diff:g}",
         *(() if clip_radius is None else (
             f"per-example gradients clipped in the preconditioner's metric to ||C^T g|| <= {clip_radius:.4g} / "
-            "sqrt(beta) (the target is the Gibbs posterior of the Huberised loss, dp_infer.losses_metric_clip)",)),
+            "sqrt(beta) (the target is the Gibbs posterior of the Huberised loss, dp_infer.losses.metric_clip)",)),
         "rows in the admissible set of the schema" if rows is not None else f"rows of norm <= {loss.row_norm:g}",
         f"replace-one neighbouring datasets with n = {n} (public)",
         "initial point (the prior mean), beta, preconditioner, step, horizon and chains are fixed before "
@@ -351,7 +352,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     release's noise bound (the run's own plan, made after the release, has at most that many steps
     unless its noise exceeds the bound, probability <= 1e-6).
     """
-    from .losses_metric_clip import CLIPPABLE_LOSSES
+    from ..losses.metric_clip import CLIPPABLE_LOSSES
     from .preconditioning import gaussian_spectral_bound
 
     if not isinstance(loss, PerExampleLoss):

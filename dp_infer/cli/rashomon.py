@@ -123,11 +123,11 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
                      chains, draws, mcr_permutations, json_path, ledger, dataset_id, budget, seed, nonprivate):
     """Private draws from the Rashomon-thresholded Gibbs law and the Rashomon measures."""
     from .. import datasets
-    from ..cli.common import NONPRIVATE_BANNER, charge_ledger, run_label
+    from .common import NONPRIVATE_BANNER, charge_ledger, run_label
     from ..domains import L2Ball
-    from .models import linear_model
-    from .plan import plan_rashomon
-    from .sampler import sample_rashomon
+    from ..rashomon.models import linear_model
+    from ..rashomon.plan import plan_rashomon
+    from ..rashomon.sampler import sample_rashomon
 
     if adult == (csv_file is not None):
         raise ValueError("give exactly one of CSV_FILE or --adult")

@@ -7,7 +7,7 @@
 
 Each ``fit`` is one private release: it calibrates a plan from ``(eps, delta)``, the number of
 rows, the dimension and the loss's declared constants (never the data), then samples it with
-:func:`dp_infer.fit.sample`. ``coef_`` is the released estimate (the posterior mean of the
+:func:`dp_infer.infer.fit.sample`. ``coef_`` is the released estimate (the posterior mean of the
 released draws, or the purified mean on the pure route); ``sample_posterior`` returns released
 draws (post-processing: free).
 
@@ -37,11 +37,11 @@ try:
     from sklearn.utils.multiclass import check_classification_targets, type_of_target
     from sklearn.utils.validation import check_is_fitted, validate_data
 except ImportError as e:  # pragma: no cover - the sklearn extra installs it
-    raise ImportError("dp_infer.estimators needs scikit-learn: pip install 'dp_infer[sklearn]'") from e
+    raise ImportError("dp_infer.infer.estimators needs scikit-learn: pip install 'dp_infer[sklearn]'") from e
 
-from . import losses
-from .datasets import clip_rows as _clip_rows
-from .losses_count import poisson as _poisson
+from .. import losses
+from ..datasets import clip_rows as _clip_rows
+from ..losses.count import poisson as _poisson
 
 __all__ = ["PrivateLogisticRegression", "PrivatePoissonRegression", "PrivateHuberRegression",
            "SchemaTransformer"]
@@ -75,7 +75,7 @@ class _PrivateGLM(BaseEstimator):
 
     def fit(self, X, y):
         """Charge (if a ledger is given) and run one private release on (X, y)."""
-        from .calibrate import calibrate
+        from ..routes.calibrate import calibrate
         from .fit import sample
 
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not isinstance(self, ClassifierMixin))
@@ -95,7 +95,7 @@ class _PrivateGLM(BaseEstimator):
                          num_chains=self.num_chains, kernel=self.kernel, lam_rel=self.lam_rel)
         receipt = led = None
         if self.ledger is not None:
-            from .privacy.ledger import Ledger
+            from ..privacy.ledger import Ledger
 
             led = self.ledger if isinstance(self.ledger, Ledger) else Ledger(self.ledger)
             label = f"{type(self).__name__}.fit {plan.route} {uuid.uuid4().hex[:8]}"  # unique, seed-free
@@ -109,7 +109,7 @@ class _PrivateGLM(BaseEstimator):
         self.draws_ = None if plan.release == "purified_mean" else np.asarray(run.draws())
         rep = run.report()
         if "randomness" not in rep:
-            from .randomness import describe_seed
+            from ..randomness import describe_seed
 
             rep["randomness"] = describe_seed(seed)
         self.report_ = rep
@@ -216,7 +216,7 @@ class PrivateHuberRegression(RegressorMixin, _PrivateGLM):
 
 class PrivatePoissonRegression(RegressorMixin, _PrivateGLM):
     """Private Poisson regression (log link), counts in [0, ``max_count``], theta in the L2 ball
-    of ``radius`` (both declared: they set the loss constants, see :mod:`dp_infer.losses_count`)."""
+    of ``radius`` (both declared: they set the loss constants, see :mod:`dp_infer.losses.count`)."""
 
     def __init__(self, *, max_count=100.0, radius=2.0, eps=1.0, delta=1e-5, route="auto",
                  horizon=1.0, num_chains=2, kernel="langevin", lam_rel=None, row_norm=1.0,
@@ -227,7 +227,7 @@ class PrivatePoissonRegression(RegressorMixin, _PrivateGLM):
                        clip_rows, random_state, ledger, dataset_id, progress_bar)
 
     def _domain(self, dim):
-        from .domains import L2Ball
+        from ..domains import L2Ball
 
         return L2Ball(dim, self.radius)
 
@@ -257,7 +257,7 @@ class SchemaTransformer(TransformerMixin, BaseEstimator):
         self.schema = schema
 
     def fit(self, X, y=None):
-        from .schema import FeatureMap, load_schema
+        from ..schema import FeatureMap, load_schema
 
         if self.schema is None:
             raise ValueError("schema must be a dp_infer.schema.Schema or a schema file path, got None")

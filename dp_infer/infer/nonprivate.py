@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import minimize
 
-from .losses import PerExampleLoss
+from ..losses import PerExampleLoss
 
 __all__ = ["minimize_loss", "accuracy"]
 

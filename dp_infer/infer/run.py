@@ -24,10 +24,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .plan import SamplingPlan
+from ..routes.plan import SamplingPlan
 from .prediction import align_features, labels_from, loss_predictive, model_predictive
-from .privacy import path as path_privacy
-from .randomness import KeySource
+from ..privacy import path as path_privacy
+from ..randomness import KeySource
 from .run_io import MODEL_ATTR, plan_from_dict, run_from_tree
 
 __all__ = ["PrivateRun", "MODEL_ATTR"]
@@ -191,7 +191,7 @@ class PrivateRun:
         ``warmup_posterior`` (the burn-in: released, outside summaries), ``sample_stats.diverging``
         (theta only), the report as one structured attribute, coords and dims from the model, the
         run and ``coords`` / ``dims``. Final-draw routes export only their released draws."""
-        from .diagnostics import to_datatree
+        from ..diagnostics import to_datatree
 
         c, dm = self._coords_dims(coords, dims)
         if debug:
@@ -214,7 +214,7 @@ class PrivateRun:
     def summary(self) -> str:
         """ArviZ summary of the released draws after burn-in, beside the main numbers of the
         privacy report (the full report: :meth:`report`)."""
-        from .diagnostics import summary
+        from ..diagnostics import summary
 
         short = {k: v for k, v in self.report().items() if k not in _LONG_REPORT_KEYS}
         return summary(self.to_datatree(), short)
@@ -227,7 +227,7 @@ class PrivateRun:
     def save(self, path) -> Any:
         """Write the release (draws, plan + report, model description) to an ArviZ run file
         (``.zip``, ``.nc`` or ``.zarr``; :func:`dp_infer.diagnostics.save`). Returns the path."""
-        from .diagnostics import save
+        from ..diagnostics import save
 
         return save(self.to_datatree(), path)
 
@@ -235,7 +235,7 @@ class PrivateRun:
     def load(cls, path, *, model: Callable | None = None) -> PrivateRun:
         """Read a run file written by :meth:`save` (or ``dp-infer ... --out``). Give ``model`` (the
         NumPyro model the run was fitted with) to predict from a model run or get its flat draws."""
-        from .diagnostics import load
+        from ..diagnostics import load
 
         return run_from_tree(cls, load(path), model=model)
 
@@ -361,7 +361,7 @@ def charge_ledger(ledger, dataset_id: str, event, label: str):
     unique (time and a random id; never the seed)."""
     if ledger is None:
         return None, None
-    from .privacy.ledger import Ledger
+    from ..privacy.ledger import Ledger
 
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     return led, led.charge(dataset_id, event, run_label=_unique(label))

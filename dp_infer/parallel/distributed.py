@@ -5,10 +5,10 @@ The multi-host recipe (docs page "Scaling out"):
 1. every process calls :func:`initialize` (``jax.distributed.initialize``; on CPU with the gloo
    collectives) with the same coordinator address and its own ``process_id``;
 2. every process builds the same mesh over all global devices
-   (:func:`dp_infer.sharding.data_mesh`, ``chain_shards=1``) and asks
+   (:func:`dp_infer.parallel.sharding.data_mesh`, ``chain_shards=1``) and asks
    :func:`process_row_range` which rows its devices hold;
 3. it reads only those rows (:func:`read_rows`: a CSV line range, or the Parquet row groups
-   that overlap the range) and passes them to :func:`dp_infer.sharding.shard_rows` with
+   that overlap the range) and passes them to :func:`dp_infer.parallel.sharding.shard_rows` with
    ``n`` (the global row count, public like every n the plan uses) and ``row_offset``;
 4. every process calls ``dp_infer.fit`` / ``dp_infer.sample`` with the same arguments and
    the same seed policy. The run is one SPMD program; the released draws are replicated on every
@@ -26,8 +26,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ._validation import check_choice, check_positive_int
-from .sharding import ROWS, _axis_size, _check_mesh, row_shard_range
+from .._validation import check_choice, check_positive_int
+from .sharding import ROWS, axis_size, check_mesh, row_shard_range
 
 __all__ = ["initialize", "process_row_range", "count_rows", "read_rows"]
 
@@ -50,10 +50,10 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int, *,
 def process_row_range(n: int, mesh) -> tuple[int, int]:
     """Global rows ``[start, stop)`` this process must read: the union of the row shards of its
     devices on ``mesh``. Raises if they are not contiguous (order the mesh's devices by process,
-    as :func:`~dp_infer.sharding.data_mesh` over ``jax.devices()`` does)."""
-    mesh = _check_mesh(mesh)
+    as :func:`~dp_infer.parallel.sharding.data_mesh` over ``jax.devices()`` does)."""
+    mesh = check_mesh(mesh)
     n = check_positive_int("n", n)
-    R = _axis_size(mesh, ROWS)
+    R = axis_size(mesh, ROWS)
     row_axis = list(mesh.axis_names).index(ROWS)
     mine = set()
     for idx in np.ndindex(mesh.devices.shape):
