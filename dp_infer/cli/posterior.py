@@ -93,7 +93,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
                              f"{np.shape(X)[1]}")
     led = open_ledger(ledger, dataset_id, budget)
     # the forecast: public inputs only (n, dimension, eps, delta, prior, rows), printed before anything is spent
-    from ..routes.posterior import forecast_posterior
+    from ..routes.forecast import forecast_posterior
 
     fc = forecast_posterior(loss, int(np.shape(X)[0]), loss.num_params(int(np.shape(X)[1])), eps=eps, delta=delta,
                             prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,

@@ -12,7 +12,8 @@ import pytest
 from dp_infer import losses
 from dp_infer.infer.posterior import fit_posterior, resolve_clip_radius
 from dp_infer.privacy.conversions import gdp_mu
-from dp_infer.routes.posterior import forecast_posterior, plan_posterior
+from dp_infer.routes.forecast import forecast_posterior
+from dp_infer.routes.posterior import plan_posterior
 
 
 def test_clip_sets_beta_in_closed_form():
