@@ -94,6 +94,36 @@ def adult(eps_list, n_sub, log=print):
     return rows
 
 
+def plan_table(eps_list, log=print):
+    """Plans only (no sampling) on the FULL Adult training set: the private second moment is
+    released (a real release, seed fixed) and the run's plan made, as fit_posterior does; with
+    and without the clip. Cheap: the figures that need no chain."""
+    import jax
+
+    from dp_infer.routes.posterior import plan_posterior
+    from dp_infer.routes.preconditioning import private_second_moment
+
+    a = load_adult_natural()
+    X = a.X_train
+    n, d = X.shape
+    loss = losses.logistic(row_norm=a.rows.max_norm())
+    out = []
+    for eps in eps_list:
+        sm = private_second_moment(X, max_sq_norm=a.rows.max_norm() ** 2, mu=math.sqrt(0.1) * gdp_mu(eps, DELTA),
+                                   key=jax.random.PRNGKey(int(10 * eps)))
+        r = {"eps": eps, "n": n, "d": d}
+        for name, clip in (("clip", math.sqrt(d)), ("noclip", None)):
+            plan = plan_posterior(loss, n, d, eps=eps, delta=DELTA, prior_precision=PRIOR_PRECISION, second_moment=sm,
+                                  rows=a.rows, clip_radius=clip)
+            r[name] = {"beta_over_n": plan.beta / n, "inflation": math.sqrt(n / plan.beta), "steps": plan.num_steps}
+        r["formula_beta_over_n"] = formula_beta_over_n(n, eps, math.sqrt(d), 400)
+        fc = forecast_posterior(loss, n, d, eps=eps, delta=DELTA, prior_precision=PRIOR_PRECISION, rows=a.rows)
+        r["forecast_seconds"] = fc.seconds
+        log(json.dumps(r))
+        out.append(r)
+    return out
+
+
 def synthetic(log=print):
     out = []
     d = 10
@@ -132,6 +162,17 @@ def markdown(res) -> str:
                      f"{r['interval_inflation_planned']:.2f} | {r['accuracy_posterior_mean']:.4f} | "
                      f"{r['predictive_log_loss']:.4f} | {r['max_rhat']:.3f} | {r['min_ess_bulk']:.0f} | "
                      f"{r['num_steps']} | {r['seconds']:.0f} | {r['forecast_seconds']:.0f} |")
+    if res.get("plans"):
+        L.append("\nFull Adult (n = 30162, d = 108), plans only (the private X'X/n released, the run's plan made; "
+                 "no chain run): the default clip (radius sqrt(d)) against no clip (the old default).\n")
+        L.append("| eps | beta / n, clip | formula | inflation sqrt(n / beta), clip | steps per chain, clip | "
+                 "forecast wall time (idle machine) | beta / n, no clip | inflation, no clip | steps, no clip |")
+        L.append("|---|---|---|---|---|---|---|---|---|")
+        for r in res["plans"]:
+            c, o = r["clip"], r["noclip"]
+            L.append(f"| {r['eps']:g} | {c['beta_over_n']:.3g} | {r['formula_beta_over_n']:.3g} | {c['inflation']:.2f} | "
+                     f"{c['steps']} | {r['forecast_seconds']:.0f} s | {o['beta_over_n']:.3g} | {o['inflation']:.1f} | "
+                     f"{o['steps']} |")
     if res.get("synthetic"):
         L.append("\nSynthetic logistic, d = 10, eps = 1, prior N(0, 1), ESS 400: beta / n of the plan (= the "
                  "forecast: the clip sets the sensitivity) against the formula mu_path^2 n c / (4 r^2 ESS).\n")
@@ -150,12 +191,15 @@ def main(argv=None):
     p.add_argument("--n-sub", type=int, default=None, help="subsample Adult's training rows (prototyping)")
     p.add_argument("--eps", type=float, nargs="*", default=[0.5, 1.0, 2.0, 4.0, 8.0])
     p.add_argument("--synthetic", action="store_true")
+    p.add_argument("--plans", action="store_true", help="plans only on the full Adult training set, every eps")
     p.add_argument("--json", default=None)
     p.add_argument("--md", default=None)
     a = p.parse_args(argv)
     res = {"command": "python -m benchmarks.posterior_levers " + " ".join(argv or __import__("sys").argv[1:]),
            "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    if a.eps:
+    if a.plans:
+        res["plans"] = plan_table(a.eps)
+    elif a.eps:
         res["adult"] = adult(a.eps, a.n_sub)
     if a.synthetic:
         res["synthetic"] = synthetic()

@@ -46,7 +46,9 @@ class PosteriorForecast:
     ``sd_ratio_to_prior``: the tempered posterior sd of a typical coordinate over the prior sd,
     ``sqrt(lambda / (beta kappa_P m2 + lambda))`` with ``m2`` the coordinate's assumed mean square
     (default ``R^2 / dim``: the row norm spread evenly) -- a forecast, not a measurement;
-    ``close_to_prior`` when it exceeds :data:`CLOSE_TO_PRIOR`. ``seconds``: the cost model
+    ``close_to_prior`` when it exceeds :data:`CLOSE_TO_PRIOR`; ``prior_held_below``: the feature
+    mean square below which a coordinate's sd is within that factor of the prior's (on Adult, with
+    many rare category levels, the typical coordinate is rarer than ``R^2 / dim``: read this line). ``seconds``: the cost model
     ``steps x chains x n x dim x SECONDS_PER_ROW_STEP_PARAM + FIXED_SECONDS`` (an estimate).
     """
 
@@ -69,6 +71,7 @@ class PosteriorForecast:
     beta_at_double_ess: float
     clip_radius: float | None
     second_moment: str
+    prior_held_below: float
     notes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
@@ -97,6 +100,8 @@ class PosteriorForecast:
                          "draws or a tighter prior change this.")
         else:
             lines.append(f"  a typical coordinate's posterior sd is forecast at {self.sd_ratio_to_prior:.2f} of the prior sd")
+        lines.append(f"  coordinates whose feature has mean square below {self.prior_held_below:.3g} (e.g. a category level "
+                     f"rarer than {self.prior_held_below:.2%} of rows) will have a posterior sd within 10% of the prior's")
         lines.extend("  note: " + s for s in self.notes)
         return "\n".join(lines)
 
@@ -176,4 +181,5 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
         beta_over_n=plan.beta / n, interval_inflation=math.sqrt(n / plan.beta), inflation_typical=infl_typ,
         sd_ratio_to_prior=ratio, close_to_prior=ratio > CLOSE_TO_PRIOR, predicted_ess=post["predicted_ess"],
         num_steps=int(steps), seconds=seconds, eps_per_extra_effective_draw=post["eps_per_extra_effective_draw"],
-        beta_at_double_ess=double.beta, clip_radius=clip_radius, second_moment=sm.source, notes=tuple(notes))
+        beta_at_double_ess=double.beta, clip_radius=clip_radius, second_moment=sm.source,
+        prior_held_below=(1 / CLOSE_TO_PRIOR ** 2 - 1) * lam_typ / (plan.beta * kappa_P), notes=tuple(notes))
