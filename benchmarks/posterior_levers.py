@@ -186,6 +186,33 @@ def markdown(res) -> str:
     return "\n".join(L) + "\n"
 
 
+BEGIN = "<!-- posterior_levers: begin -->"
+END = "<!-- posterior_levers: end -->"
+
+
+def kept_block(docs_path: str) -> str:
+    """The levers section of an existing docs/results.md (written by this module's ``--docs``),
+    so that ``python -m benchmarks`` re-rendering the page keeps it; "" if there is none."""
+    if not __import__("os").path.exists(docs_path):
+        return ""
+    text = open(docs_path).read()
+    if BEGIN not in text or END not in text:
+        return ""
+    return "\n" + text[text.index(BEGIN):text.index(END) + len(END)] + "\n"
+
+
+def write_docs(docs_path: str, section: str) -> None:
+    """Insert or replace the levers section in docs/results.md (between the two markers)."""
+    text = open(docs_path).read() if __import__("os").path.exists(docs_path) else "# Benchmark results\n"
+    block = f"{BEGIN}\n{section.rstrip()}\n{END}"
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    with open(docs_path, "w") as f:
+        f.write(text)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.posterior_levers")
     p.add_argument("--n-sub", type=int, default=None, help="subsample Adult's training rows (prototyping)")
