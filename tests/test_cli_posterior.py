@@ -33,6 +33,9 @@ def test_sample_posterior_mode_reports_planned_and_achieved_mixing_and_charges_t
     for needle in ("Posterior mode", "beta / n", "planned bulk ESS", "achieved", "max R-hat",
                    "ArviZ diagnostics of the released draws", "charged before any private computation"):
         assert needle in res.output, needle
+    # the forecast (public inputs only) comes before the run; the clip is the default and says so
+    assert res.output.index("Forecast (public inputs only") < res.output.index("Posterior mode (data independent")
+    assert "clipped in the preconditioner's metric" in res.output
     assert out.exists()
     # the ledger holds the whole target: the path and the second moment composed in GDP, at least
     # what the run reports as spent (never under-reported), at most the (2, 1e-5) asked for

@@ -91,8 +91,8 @@ def test_clipped_drift_integrates_to_the_huberised_potential():
         return beta * np.mean(cg) / c + lam * th
 
     for th in (-3.0, -0.5, 0.8, 2.5):
-        val, _ = integrate.quad(clipped_drift, 0.0, th, epsabs=1e-11, epsrel=1e-11, limit=400)
-        assert abs(val - (float(U(jnp.array([th]))) - float(U(jnp.array([0.0]))))) < 1e-8
+        val, _ = integrate.quad(clipped_drift, 0.0, th, epsabs=1e-9, epsrel=1e-9, limit=400)
+        assert abs(val - (float(U(jnp.array([th]))) - float(U(jnp.array([0.0]))))) < 1e-7  # quad's tolerance
     # the stationary density exp(-U) and its first two moments, by quadrature, against ULA draws
     Z, _ = integrate.quad(lambda t: math.exp(-float(U(jnp.array([t])))), -20, 20, limit=400)
     m1, _ = integrate.quad(lambda t: t * math.exp(-float(U(jnp.array([t])))) / Z, -20, 20, limit=400)
@@ -101,8 +101,8 @@ def test_clipped_drift_integrates_to_the_huberised_potential():
     grad_V = jax.jit(jax.vmap(jax.grad(lambda p: V(p))))
     h = 0.01 * sd * sd / c / c  # small step in phi: ULA's bias O(h) is far below the MC error
     key = jax.random.PRNGKey(3)
-    phi = jnp.zeros((4000, 1))
-    for k in range(3000):
+    phi = jnp.zeros((2000, 1))
+    for k in range(1500):  # 15 relaxation times (h x curvature ~ 0.01)
         key, sub = jax.random.split(key)
         phi = phi - h * grad_V(phi) + jnp.sqrt(2 * h) * jax.random.normal(sub, phi.shape)
     th = c * np.asarray(phi[:, 0])
