@@ -90,10 +90,25 @@ def test_clipped_drift_integrates_to_the_huberised_potential():
         cg = cg * np.minimum(1.0, tau / np.abs(cg))
         return beta * np.mean(cg) / c + lam * th
 
+    a = tau / np.abs(c * x)  # the kinks: theta where a row's |phi'| reaches its level
+    kinks = [math.log((1 - ai) / ai) / ((2 * yi - 1) * xi) for ai, xi, yi in zip(a, x, y) if ai < 1]
     for th in (-3.0, -0.5, 0.8, 2.5):
-        val, _ = integrate.quad(clipped_drift, 0.0, th, epsabs=1e-9, epsrel=1e-9, limit=400)
-        assert abs(val - (float(U(jnp.array([th]))) - float(U(jnp.array([0.0]))))) < 1e-7  # quad's tolerance
-    # the stationary density exp(-U) and its first two moments, by quadrature, against ULA draws
+        pts = [k for k in kinks if min(0.0, th) < k < max(0.0, th)] or None
+        val, _ = integrate.quad(clipped_drift, 0.0, th, epsabs=1e-11, epsrel=1e-11, limit=400, points=pts)
+        assert abs(val - (float(U(jnp.array([th]))) - float(U(jnp.array([0.0]))))) < 1e-8
+
+
+@pytest.mark.slow
+def test_clipped_chain_draws_the_huberised_density():
+    """The clipped chain's draws (ULA, small step) against the Huberised Gibbs density's first two
+    moments by quadrature (1-D)."""
+    rng = np.random.default_rng(1)
+    n = 25
+    x = rng.normal(size=n) * 3.0
+    y = (rng.uniform(size=n) < 0.4).astype(float)
+    c, tau, beta, lam = 0.7, 0.3, 40.0, 0.5
+    loss = losses.logistic(row_norm=20.0)
+    U, V = huberised_potential(loss, x[:, None], y, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
     Z, _ = integrate.quad(lambda t: math.exp(-float(U(jnp.array([t])))), -20, 20, limit=400)
     m1, _ = integrate.quad(lambda t: t * math.exp(-float(U(jnp.array([t])))) / Z, -20, 20, limit=400)
     m2, _ = integrate.quad(lambda t: t * t * math.exp(-float(U(jnp.array([t])))) / Z, -20, 20, limit=400)
