@@ -17,7 +17,7 @@ import traceback
 from ._common import machine
 
 SECTIONS = ("audits", "kernels", "hardware", "chains", "utility", "quality", "mechanisms_a", "mechanisms_b", "data",
-            "model", "rashomon_compare", "scaling")
+            "model", "model_posterior", "rashomon_compare", "scaling")
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "results")
 DOCS = os.path.join(os.path.dirname(HERE), "docs", "results.md")

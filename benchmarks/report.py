@@ -130,6 +130,7 @@ def to_markdown(res: dict) -> str:
     L += _mechanisms_b(S.get("mechanisms_b", {}))
     L += _data_markdown(S.get("data", {}))
     L += _model_section(S.get("model", {}))
+    L += _model_posterior(S.get("model_posterior", {}))
     L += _rashomon_compare(S.get("rashomon_compare", {}))
     L += _mechanisms_a(S.get("mechanisms_a", {}))
     if "one_device" in S.get("scaling", {}):
@@ -137,6 +138,12 @@ def to_markdown(res: dict) -> str:
 
         L += scaling_markdown(S["scaling"])
     return "\n".join(L) + "\n"
+
+
+def _model_posterior(m: dict) -> list[str]:
+    from .model_posterior import markdown
+
+    return markdown(m)
 
 
 def _mechanisms_a(m: dict) -> list[str]:

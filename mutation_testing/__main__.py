@@ -48,6 +48,34 @@ def load_targets() -> dict:
         return tomllib.load(f)
 
 
+def mirrored_tests(module: str) -> list[str]:
+    """The tests of ``dp_infer/<package>/<module>.py`` in the mirrored layout: ``tests/<package>/
+    test_<module>.py`` and its aspects ``test_<module>_<aspect>.py`` (not the tests of a sibling
+    module whose name starts the same way, e.g. ``ledger_records.py`` for ``ledger.py``)."""
+    path = Path(module)
+    rel = path.relative_to("dp_infer")
+    folder = ROOT / "tests" / rel.parent
+    stem = rel.stem
+    siblings = {p.stem for p in (ROOT / "dp_infer" / rel.parent).glob("*.py")}
+    out = []
+    for t in sorted(folder.glob(f"test_{stem}*.py")):
+        rest = t.stem[len("test_"):]
+        if rest == stem or (rest.startswith(stem + "_") and rest not in siblings):
+            out.append(t.relative_to(ROOT).as_posix())
+    return out
+
+
+def tests_for(module: str, targets: dict) -> list[str]:
+    """A module's tests: ``tests`` of its entry in targets.toml when given (the whole list), else its
+    mirrored tests (:func:`mirrored_tests`) plus the entry's ``also``."""
+    entry = targets.get("modules", {}).get(module, {})
+    if "tests" in entry:
+        return list(entry["tests"])
+    out = mirrored_tests(module)
+    out += [t for t in entry.get("also", []) if t not in out]
+    return out
+
+
 def load_equivalents() -> list[dict]:
     with open(HERE / "equivalent.toml", "rb") as f:
         return tomllib.load(f).get("mutant", [])
@@ -205,7 +233,7 @@ def prepare(module: str, tests: list[str], max_children: int) -> Path:
         "source_paths": ["dp_infer"],
         "only_mutate": [module],
         "pytest_add_cli_args_test_selection": tests,
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q"],
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q", "--all"],  # the slow tier too
         "process_isolation": "forkserver",
         "use_git_change_detection": False,
     }
@@ -293,17 +321,19 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     modules = a.modules or targets["order"]
     for m in modules:
-        if m not in targets["modules"]:
+        if m not in targets["order"] and m not in targets.get("modules", {}):
             p.error(f"module must be one of the targets in mutation_testing/targets.toml, got {m!r}")
+        if not tests_for(m, targets):
+            p.error(f"no tests for {m!r}: neither tests/<package>/test_<module>.py nor a list in targets.toml")
     if a.list:
         for m in modules:
-            print(m, "<-", " ".join(targets["modules"][m]["tests"]))
+            print(m, "<-", " ".join(tests_for(m, targets)))
         return 0
     equivalents = load_equivalents()
     SCRATCH.mkdir(exist_ok=True)
     results, bad = [], False
     for m in modules:
-        tests = [t for t in targets["modules"][m]["tests"] if (ROOT / t).exists()]
+        tests = [t for t in tests_for(m, targets) if (ROOT / t).exists()]
         print(f"[{m}] mutating; tests: {' '.join(tests)}", flush=True)
         names = tuple(a.only)
         if a.previous_survivors and RESULTS.exists():

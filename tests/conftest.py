@@ -1,5 +1,115 @@
+"""Test tiers and the environment every test runs in.
+
+Two tiers (README, "Tests"):
+
+* ``./dev test`` (``pytest``): the everyday tier, at most 3 minutes on 2 cores -- the fast
+  oracles, the privacy, accounting and planning tests, and one end-to-end run per route;
+* ``./dev test --all`` (``pytest --all``, what ``.ci/run`` runs): everything, the slow tier
+  included -- notebooks, NUTS comparisons, empirical audits and the slow statistical tests.
+
+A test is in the slow tier when it is marked ``@pytest.mark.slow``, lives in a file or folder of
+``SLOW`` below (whole files whose every test samples at length), or is listed in ``SLOW_TESTS``. Giving ``-m`` chooses by marker
+instead (``pytest -m slow`` runs the slow tier alone).
+"""
+
 import os
+from pathlib import Path
+
+import pytest
 
 # Keep JAX on the CPU and quiet; tests choose their own precision.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+
+HERE = Path(__file__).resolve().parent
+
+# files and folders (relative to tests/) whose tests all belong to the slow tier
+SLOW = (
+    "test_notebooks.py",                      # executes every notebook
+    "test_docs.py",                           # mkdocs build --strict
+    "benchmarks/test_quality_nuts.py",        # NUTS references
+    "benchmarks/test_quality_baselines.py",
+    "infer/test_fit_model_vs_nuts.py",        # NUTS at the same temperature
+    "infer/test_estimators_sklearn_checks.py",
+    "infer/test_estimators.py",               # many private fits (grid search, pipelines)
+    "infer/test_fit_model.py",                # NumPyro models end to end
+    "cli/",                                   # the commands end to end on Adult (test_bad_inputs.py keeps one)
+    "audit/",                                 # empirical audits: many chains per route
+    "mechanisms/",                            # sampler laws by Monte Carlo
+    "rashomon/test_sampler.py",
+    "rashomon/test_sampler_smoothing.py",
+    "rashomon/test_measures.py",
+    "rashomon/test_threshold.py",
+    "rashomon/test_report.py",
+    "kernels/test_kernels.py",                # kernel laws by Monte Carlo
+    "parallel/",                              # several devices and processes
+    "schema/test_adult.py",
+    "schema/test_draft.py",
+    "privacy/test_minibatch_edges.py",        # empirical audits of the minibatch kernel
+)
+
+
+# single tests of the everyday folders that take 10 s or more (node ids, all parameters unless one is
+# named); measured with --durations on the whole suite (issue 28). Each route keeps one run in the
+# everyday tier: test_sound_by_default.py (trajectory, last-iterate, pure, stationary, Rashomon path),
+# infer/test_posterior.py (posterior), losses/test_nonsmooth.py (proximal), privacy/test_minibatch_sgld.py.
+SLOW_TESTS = (
+    "privacy/test_minibatch.py::test_beta_max_gives_zero_when_no_beta_above_1e_300_meets_the_target",
+    "privacy/test_minibatch.py::test_beta_max_bisects_without_overflow_at_the_ends_of_its_range",
+    "privacy/test_minibatch.py::test_beta_max_subsampled_meets_the_target_and_is_tight_to_rtol",
+    "privacy/test_minibatch_sgld.py::test_beta_max_calibration",
+    "privacy/test_proximal.py::test_one_oracle_call_samples_its_target",
+    "privacy/test_proximal.py::test_taylor_oracle_costs_2e_evaluations_per_proposal_and_accepts_about_half",
+    "privacy/test_proximal.py::test_linearised_acceptance_bound_holds_at_the_worst_case",
+    "infer/test_run.py::test_a_count_model_predicts_its_mean_and_refuses_probabilities",
+    "infer/test_run.py::test_save_and_load_a_model_run_with_and_without_the_model",
+    "infer/test_run.py::test_continuation_outside_extend_is_flagged_and_final_draw_routes_refuse",
+    "infer/test_run.py::test_predictions_are_the_mean_over_released_draws",
+    "infer/test_posterior.py::test_preconditioned_route_audit_below_claim_and_catches_a_euclidean_accountant",
+    "losses/test_nonsmooth.py::test_neighbouring_datasets_give_identical_plans",
+    "losses/test_nonsmooth.py::test_cli_sample_with_hinge_and_quantile_losses",
+    "losses/test_base.py::test_clipped_sensitivity_holds_on_adversarial_neighbours",
+    "losses/test_base.py::test_multinomial_constants",
+    "losses/test_glm.py::test_random_search_never_beats_the_declared_constants",
+    "losses/test_glm_index.py::test_posterior_mode_runs_the_same_chain_with_and_without_the_index",
+    "kernels/test_sgld.py::test_projection_thinning_and_divergence",
+    "test_potentials.py::test_model_bridge_matches_numpyro_likelihood_and_prior",
+    "test_sound_by_default.py::test_rashomon_neighbours_get_identical_plans_and_reports[pure-kw1]",
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--all", action="store_true", default=False,
+                     help="run every test: the slow tier (notebooks, NUTS comparisons, audits, slow "
+                          "statistical tests) as well as the everyday tier")
+
+
+def _in_slow_paths(path: Path) -> bool:
+    try:
+        rel = path.resolve().relative_to(HERE).as_posix()
+    except ValueError:
+        return False
+    return any(rel == s or (s.endswith("/") and rel.startswith(s)) for s in SLOW)
+
+
+def _is_slow_test(item) -> bool:
+    try:
+        rel = Path(str(item.fspath)).resolve().relative_to(HERE).as_posix()
+    except ValueError:
+        return False
+    node = rel + "::" + item.name
+    return any(node == t or (node.startswith(t + "[") and "[" not in t) for t in SLOW_TESTS)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _in_slow_paths(Path(str(item.fspath))) or _is_slow_test(item):
+            item.add_marker(pytest.mark.slow)
+    if config.getoption("--all") or config.getoption("-m"):
+        return
+    keep, slow = [], []
+    for item in items:
+        (slow if item.get_closest_marker("slow") else keep).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep

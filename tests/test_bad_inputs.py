@@ -150,7 +150,7 @@ def test_cli_out_is_written_even_if_the_report_fails(monkeypatch, capsys, files,
     def broken(report):
         raise RuntimeError("formatting exploded")
 
-    monkeypatch.setattr(cli.fit_commands, "_print_report", broken)
+    monkeypatch.setattr(cli.fit_commands, "print_report", broken)
     code, _, err = run_cli(monkeypatch, capsys, ["sample", str(files["good"]), "--target", "label",
                                                  "--horizon", "0.2", "--no-progress", "--out", str(out)])
     assert code == 3 and "unexpected RuntimeError: formatting exploded" in err and "Traceback" not in err

@@ -118,3 +118,17 @@ def test_architecture_page_lists_every_module_and_nothing_else():
     actual -= {"dp_infer/data/__init__.py", "dp_infer/data/adult/__init__.py"}
     assert listed - actual == set(), "the page names modules that do not exist"
     assert actual - listed == set(), "modules missing from the architecture page"
+
+
+def test_the_tests_mirror_the_package_and_the_slow_tier_names_real_paths():
+    from tests.conftest import HERE, SLOW, SLOW_TESTS
+
+    for entry in SLOW:
+        assert (HERE / entry).exists(), f"tests/conftest.py SLOW names a missing path: {entry}"
+    for node in SLOW_TESTS:
+        path, name = node.split("::")
+        assert re.search(rf"^def {re.escape(name.split('[')[0])}\(", (HERE / path).read_text(), re.M), node
+    # every test folder is a package of dp_infer (or the benchmarks', the harness's, the helpers')
+    folders = {p.name for p in HERE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
+    assert folders - packages <= {"support", "benchmarks", "mutation_testing"}, folders - packages

@@ -3,32 +3,24 @@ the printed privacy report and mixing block."""
 
 from __future__ import annotations
 
-import time
-import uuid
+import contextlib
 
 import click
+
+from ..privacy.ledger import charged, open_ledger
 
 NONPRIVATE_BANNER = "NON-PRIVATE (computed on the private data, not covered by any guarantee)"
 
 
-def run_label(command: str, route: str) -> str:
-    """A unique, seed-free label for a ledger entry: command, route, UTC time, random id."""
-    return f"dp-infer {command} {route} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {uuid.uuid4().hex[:8]}"
-
-
-def open_ledger(ledger, dataset_id, budget):
-    """The ledger file opened (and ``budget`` registered for ``dataset_id`` if given), or None
-    without ``--ledger``; ``--budget`` without ``--ledger`` is an error."""
+def open_cli_ledger(ledger, dataset_id, budget):
+    """``--ledger`` opened (and ``--budget`` registered for ``--dataset-id``), or None without
+    ``--ledger``, in which case a line on stderr says that the spend is recorded nowhere."""
     if ledger is None:
         if budget is not None:
             raise ValueError("--budget needs --ledger (the file that keeps the spend)")
+        click.echo("note: no --ledger given: this run's privacy spend is not recorded anywhere", err=True)
         return None
-    from ..privacy.ledger import Ledger
-
-    led = Ledger(ledger)
-    if budget is not None:
-        led.register_dataset(dataset_id, budget[0], budget[1])
-    return led
+    return open_ledger(ledger, dataset_id=dataset_id, budget=budget)
 
 
 def echo_spent(led, ledger, dataset_id, what: str) -> None:
@@ -37,16 +29,17 @@ def echo_spent(led, ledger, dataset_id, what: str) -> None:
                f"{sp['eps_budget']:g} at delta = {sp['delta_budget']:g}")
 
 
-def charge_ledger(ledger, dataset_id, budget, event, label):
-    """Register the budget (if given) and charge ``event`` BEFORE any private computation.
+@contextlib.contextmanager
+def charged_command(ledger, dataset_id, budget, event, command: str, route: str):
+    """The CLI's use of the one charge protocol (:func:`dp_infer.privacy.ledger.charged`): charge
+    before the body, print the spend, complete after; a crash keeps the charge."""
+    led = open_cli_ledger(ledger, dataset_id, budget)
 
-    Returns ``(ledger, receipt)`` (both None without a ledger file)."""
-    led = open_ledger(ledger, dataset_id, budget)
-    if led is None:
-        return None, None
-    receipt = led.charge(dataset_id, event, run_label=label)
-    echo_spent(led, ledger, dataset_id, f"charged {label!r} before sampling")
-    return led, receipt
+    def announce(led_, receipt):
+        echo_spent(led_, ledger, dataset_id, f"charged {receipt.run_label!r} before sampling")
+
+    with charged(led, dataset_id, event, f"dp-infer {command} {route}", on_charge=announce) as receipt:
+        yield receipt
 
 
 def echo_nonprivate_accuracy(loss, X, y, X_test, y_test) -> None:

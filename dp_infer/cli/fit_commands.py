@@ -14,8 +14,8 @@ import click
 import numpy as np
 
 from .common import (
-    NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charge_ledger, echo_nonprivate_accuracy,
-    mode_option, run_label, with_options,
+    NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charged_command, echo_nonprivate_accuracy,
+    mode_option, with_options,
 )
 from .posterior import check_mode_options, run_and_report_posterior
 
@@ -62,12 +62,10 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     click.echo("Routes considered (data independent: n, dimension and the loss's declared constants)")
     click.echo(plan.explain())
     click.echo("")
-    led, receipt = charge_ledger(ledger, dataset_id, budget, plan.event, run_label(command, plan.route))
-    t0 = time.time()
-    run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress)
-    elapsed = time.time() - t0
-    if receipt is not None:
-        led.complete(receipt)
+    with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
+        t0 = time.time()
+        run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress)
+        elapsed = time.time() - t0
     if feature_names is not None:
         run.feature_names = list(feature_names)
     dt = run.to_datatree()

@@ -16,7 +16,7 @@ import time
 import click
 import numpy as np
 
-from .common import mixing_block, print_report, echo_nonprivate_accuracy, echo_spent, open_ledger
+from .common import mixing_block, print_report, echo_nonprivate_accuracy, echo_spent, open_cli_ledger
 
 __all__ = ["run_and_report_posterior", "check_mode_options"]
 
@@ -91,7 +91,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
         if X_test.shape[1] != np.shape(X)[1]:
             raise ValueError(f"the test data have {X_test.shape[1]} feature columns, the training data "
                              f"{np.shape(X)[1]}")
-    led = open_ledger(ledger, dataset_id, budget)
+    led = open_cli_ledger(ledger, dataset_id, budget)
     # the forecast: public inputs only (n, dimension, eps, delta, prior, rows), printed before anything is spent
     from ..routes.forecast import forecast_posterior
 

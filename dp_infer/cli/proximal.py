@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from .common import print_report, charge_ledger, run_label
+from .common import charged_command, print_report
 
 __all__ = ["run_and_report_proximal"]
 
@@ -35,10 +35,8 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
                "and the loss's declared constants only)")
     click.echo(plan.explain())
     click.echo("")
-    led, receipt = charge_ledger(ledger, dataset_id, budget, plan.event, run_label(command, plan.route))
-    run = sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
-    if receipt is not None:
-        led.complete(receipt)
+    with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
+        run = sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
     if out is not None:  # written first: the draws are paid for
         from ..diagnostics import save
 

@@ -123,7 +123,9 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
                      chains, draws, mcr_permutations, json_path, ledger, dataset_id, budget, seed, nonprivate):
     """Private draws from the Rashomon-thresholded Gibbs law and the Rashomon measures."""
     from .. import datasets
-    from .common import NONPRIVATE_BANNER, charge_ledger, run_label
+    import contextlib
+
+    from .common import NONPRIVATE_BANNER, charged_command
     from ..domains import L2Ball
     from ..rashomon.models import linear_model
     from ..rashomon.plan import plan_rashomon
@@ -182,15 +184,13 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
         # the same data-independent plan sample_rashomon makes, charged before the data are used
         rp = plan_rashomon(model.loss, X.shape[0], dim, psi, eps=eps, delta=delta, horizon=horizon,
                            num_chains=chains, num_draws=draws, domain=domain, threshold_width=threshold_width)
-        led, receipt = charge_ledger(ledger, dataset_id, budget, rp.event,
-                                     run_label("rashomon", rp.sampling_plan.route))
+        charge = charged_command(ledger, dataset_id, budget, rp.event, "rashomon", rp.sampling_plan.route)
     else:
         kw.update(beta=beta)
-        led = receipt = None
+        charge = contextlib.nullcontext()
     t0 = time.time()
-    res = sample_rashomon(model, X, y, psi, **kw)
-    if receipt is not None:
-        led.complete(receipt)
+    with charge:
+        res = sample_rashomon(model, X, y, psi, **kw)
     t_sample = time.time() - t0
     measures = res.measures()
     if Xe is not None:

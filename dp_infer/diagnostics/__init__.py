@@ -46,8 +46,9 @@ from .io import load, save
 from .mixing import check_mixing, single_chain_rhat
 from .mixing_report import DIVERGENCE_ADVICE, RHAT_ADVICE, MixingReport
 from .privacy_report import (
-    DEBUG_WARNING, FLAT_REPORT_KEYS, PRIVATE_ATTR, REPORT_ATTR, UNKNOWN_REASON_ATTR, WARNING_ATTR,
-    get_report, is_private, privacy_cost_of_chains, privacy_status, report_to_dict,
+    DEBUG_WARNING, DRAWS_ATTR, ESTIMATE_STATEMENT, FLAT_REPORT_KEYS, PRIVATE_ATTR, REPORT_ATTR,
+    UNKNOWN_REASON_ATTR, WARNING_ATTR, get_report, is_private, privacy_cost_of_chains, privacy_status,
+    report_to_dict, target_statement,
 )
 from .report import format_report, summary
 
@@ -58,6 +59,9 @@ __all__ = [
     "UNKNOWN_REASON_ATTR",
     "DEBUG_WARNING",
     "FLAT_REPORT_KEYS",
+    "DRAWS_ATTR",
+    "ESTIMATE_STATEMENT",
+    "target_statement",
     "report_to_dict",
     "to_datatree",
     "is_private",

@@ -15,9 +15,9 @@ import xarray as xr
 from .._validation import check_positive
 from .extract import as_array, check_draw_array, extract_mcmc, extract_tree, is_mcmc, theta_divergence
 from .privacy_report import (
-    DEFAULT_THETA_NAME, FLAT_PREFIX, DEBUG_WARNING, DROPPED_ATTR, FLAT_REPORT_KEYS, FORMAT_ATTR,
+    DEFAULT_THETA_NAME, FLAT_PREFIX, DEBUG_WARNING, DRAWS_ATTR, DROPPED_ATTR, FLAT_REPORT_KEYS, FORMAT_ATTR,
     FORMAT_VERSION, NONPRIVATE_VARS_ATTR, PRIVATE_ATTR, REPORT_ATTR, SUMMARY_ATTR, UNKNOWN_REASON_ATTR,
-    WARNING_ATTR, jsonable, report_mismatch, get_report, report_to_dict,
+    WARNING_ATTR, jsonable, report_mismatch, get_report, report_to_dict, target_statement,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -56,6 +56,10 @@ def privacy_summary(report: Mapping[str, Any]) -> str:
 
 def _flat_attrs(report: Mapping[str, Any]) -> dict[str, Any]:
     out = {SUMMARY_ATTR: privacy_summary(report)}
+    statement = target_statement(report)
+    if statement is not None:
+        out[DRAWS_ATTR] = statement
+        out[FLAT_PREFIX + "target"] = str(report.get("target"))
     for key in FLAT_REPORT_KEYS:
         v = report.get(key)
         if isinstance(v, bool):

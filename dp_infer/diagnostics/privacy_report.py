@@ -56,6 +56,31 @@ FLAT_REPORT_KEYS = (
 FLAT_PREFIX = "dp_infer_"
 JSON_ATTRS_KEY = "_dp_infer_json_attrs"  # zip/netCDF-3 format: attrs stored as JSON
 DEFAULT_THETA_NAME = "theta"
+#: root attribute: what the draws are ("posterior (tempered at beta = ...)" or "estimate path, not a posterior")
+DRAWS_ATTR = "dp_infer_draws"
+#: the words every estimate-mode output carries
+ESTIMATE_STATEMENT = "estimate path, not a posterior"
+
+
+def target_statement(report: Any) -> str | None:
+    """What the released draws are, in words, from a report's ``target`` (None if not recorded).
+
+    ``"posterior (tempered at beta = B, beta/n = R)"`` for the posterior mode; for the estimate
+    mode ``"estimate path, not a posterior (...)"``: its plan optimises a point estimate, so its
+    draws need not mix and their spread is not posterior uncertainty.
+    """
+    if not isinstance(report, Mapping):
+        return None
+    target = report.get("target")
+    if target == "posterior":
+        beta, n = report.get("beta"), report.get("n")
+        if isinstance(beta, (int, float)) and isinstance(n, (int, float)) and n > 0:
+            return f"posterior (tempered at beta = {beta:.4g}, beta/n = {beta / n:.3g})"
+        return "posterior (tempered)"
+    if target == "estimate":
+        return (f"{ESTIMATE_STATEMENT} (target='estimate': the plan optimises a point estimate; the draws "
+                "need not mix and their spread is not posterior uncertainty; use target='posterior')")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

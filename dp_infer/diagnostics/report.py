@@ -10,7 +10,7 @@ import xarray as xr
 
 from .export import to_datatree
 from .mixing_report import quiet_nonfinite
-from .privacy_report import rdp_curve, get_report, is_private, privacy_status, report_to_dict
+from .privacy_report import rdp_curve, get_report, is_private, privacy_status, report_to_dict, target_statement
 
 # ---------------------------------------------------------------------------------------------
 # human-readable output
@@ -64,6 +64,9 @@ def format_report(report: Any) -> str:
     lines.append(bar)
     if status:
         lines.append(f"  release                 : {status}")
+    statement = target_statement(rep)
+    if statement is not None:
+        lines.append(f"  draws                   : {statement}")
     if rep is None:
         lines.append("  (no privacy report attached: the privacy of this run is UNKNOWN)")
         lines.append(bar)
@@ -143,4 +146,25 @@ def summary(dt: Any, report: Any = None, *, var_names: Sequence[str] | None = No
         table = az.summary(dt, var_names=list(var_names) if var_names else None)
     with pd.option_context("display.max_rows", 200, "display.width", 140):
         text = str(table)
-    return f"{block}\n\nPosterior summary (ArviZ)\n{text}"
+    statement = target_statement(rep)
+    if statement is None:
+        title = "Summary of the released draws (ArviZ; the report does not say whether they are a posterior)"
+    elif rep.get("target") == "posterior":
+        title = f"Posterior summary (ArviZ): {statement}"
+    else:
+        title = f"Estimate-path summary (ArviZ): {statement}"
+    warn = _mixing_warnings(dt, rep)
+    if warn:
+        title += "\n" + "\n".join(f"WARNING: {w}" for w in warn)
+    return f"{block}\n\n{title}\n{text}"
+
+
+def _mixing_warnings(dt, rep) -> list[str]:
+    """check_mixing's warnings on the released draws (post-processing); [] if it cannot run."""
+    from .mixing import check_mixing
+
+    try:
+        with quiet_nonfinite():
+            return list(check_mixing(dt, rep).warnings)
+    except Exception:  # noqa: BLE001 - a tree without draws to check: the summary stands alone
+        return []

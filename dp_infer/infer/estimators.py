@@ -7,7 +7,10 @@
 
 Each ``fit`` is one private release: it calibrates a plan from ``(eps, delta)``, the number of
 rows, the dimension and the loss's declared constants (never the data), then samples it with
-:func:`dp_infer.infer.fit.sample`. ``coef_`` is the released estimate (the posterior mean of the
+:func:`dp_infer.infer.fit.sample`. ``target="posterior"`` (logistic and Huber) plans for ``ess``
+effective draws of ``N(0, I / prior_precision) x exp(-beta L)`` instead
+(:func:`dp_infer.infer.posterior.fit_posterior`; ``horizon`` and ``lam_rel`` are then not used);
+the default ``"estimate"``'s draws are an estimate path, not a posterior. ``coef_`` is the released estimate (the posterior mean of the
 released draws, or the purified mean on the pure route); ``sample_posterior`` returns released
 draws (post-processing: free).
 
@@ -28,8 +31,6 @@ system; an integer makes the run reproducible by whoever holds it (the report sa
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 
 try:
@@ -47,7 +48,8 @@ __all__ = ["PrivateLogisticRegression", "PrivatePoissonRegression", "PrivateHube
            "SchemaTransformer"]
 
 _COMMON = ("eps", "delta", "route", "horizon", "num_chains", "kernel", "lam_rel", "row_norm",
-           "clip_rows", "random_state", "ledger", "dataset_id", "progress_bar")
+           "clip_rows", "random_state", "ledger", "dataset_id", "progress_bar", "target", "prior_precision", "ess")
+_TARGETS = ("estimate", "posterior")
 
 
 def _seed(random_state):
@@ -76,6 +78,7 @@ class _PrivateGLM(BaseEstimator):
     def fit(self, X, y):
         """Charge (if a ledger is given) and run one private release on (X, y)."""
         from ..routes.calibrate import calibrate
+        from ..privacy.ledger import charged
         from .fit import sample
 
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not isinstance(self, ClassifierMixin))
@@ -89,20 +92,17 @@ class _PrivateGLM(BaseEstimator):
         dim = X.shape[1]
         loss = self._loss(dim)
         X, y = loss.check_data(X, y)
+        target = getattr(self, "target", "estimate")
+        if target not in _TARGETS:
+            raise ValueError(f"target must be one of {_TARGETS}, got {target!r}")
+        if target == "posterior":
+            return self._fit_posterior(loss, X, y, seed)
         domain = self._domain(dim)
         plan = calibrate(loss, X.shape[0], loss.num_params(dim), eps=self.eps, delta=self.delta,
                          route=self.route, domain=domain, horizon=self.horizon,
                          num_chains=self.num_chains, kernel=self.kernel, lam_rel=self.lam_rel)
-        receipt = led = None
-        if self.ledger is not None:
-            from ..privacy.ledger import Ledger
-
-            led = self.ledger if isinstance(self.ledger, Ledger) else Ledger(self.ledger)
-            label = f"{type(self).__name__}.fit {plan.route} {uuid.uuid4().hex[:8]}"  # unique, seed-free
-            receipt = led.charge(self.dataset_id, plan.event, run_label=label)
-        run = sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar)
-        if receipt is not None:
-            led.complete(receipt)
+        with charged(self.ledger, self.dataset_id, plan.event, f"{type(self).__name__}.fit {plan.route}") as receipt:
+            run = sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar)
         self.plan_ = plan.as_dict()  # plain data (picklable); the privacy report is report_
         self.route_ = plan.route
         self.coef_ = np.asarray(run.estimate(), dtype=float)
@@ -114,6 +114,34 @@ class _PrivateGLM(BaseEstimator):
             rep["randomness"] = describe_seed(seed)
         self.report_ = rep
         self.receipt_ = receipt
+        return self
+
+    def _fit_posterior(self, loss, X, y, seed):
+        """target='posterior': :func:`dp_infer.infer.posterior.fit_posterior` (prior N(0, I /
+        prior_precision), ``ess`` effective draws over ``num_chains`` chains, preconditioner from a
+        privately released X'X/n); ``coef_`` is the mean of the released draws after burn-in."""
+        from .posterior import fit_posterior
+
+        if self._domain(X.shape[1]) is not None:
+            raise ValueError(f"target='posterior' is not available for {type(self).__name__} (its loss lives on a "
+                             "bounded domain); use target='estimate'")
+        if self.route not in ("auto", "trajectory"):
+            raise ValueError(f"route={self.route!r}: target='posterior' runs the trajectory route")
+        run = fit_posterior(loss, X, y, eps=self.eps, delta=self.delta, prior_precision=self.prior_precision,
+                            ess=self.ess, num_chains=self.num_chains, kernel=self.kernel, seed=seed,
+                            ledger=self.ledger, dataset_id=self.dataset_id or "default",
+                            progress_bar=self.progress_bar)
+        self.plan_ = run.plan.as_dict()
+        self.route_ = run.plan.route
+        self.coef_ = np.asarray(run.posterior_mean(), dtype=float)
+        self.draws_ = np.asarray(run.draws())
+        rep = run.report()
+        if "randomness" not in rep:
+            from .randomness import describe_seed
+
+            rep["randomness"] = describe_seed(seed)
+        self.report_ = rep
+        self.receipt_ = None
         return self
 
     def sample_posterior(self, n_samples: int | None = None) -> np.ndarray:
@@ -141,7 +169,9 @@ class _PrivateGLM(BaseEstimator):
 
 
 def _common_kwargs(obj, eps, delta, route, horizon, num_chains, kernel, lam_rel, row_norm, clip_rows,
-                   random_state, ledger, dataset_id, progress_bar):
+                   random_state, ledger, dataset_id, progress_bar, *posterior):
+    if posterior:  # (target, prior_precision, ess): the estimators with a posterior mode
+        obj.target, obj.prior_precision, obj.ess = posterior
     obj.eps, obj.delta, obj.route, obj.horizon = eps, delta, route, horizon
     obj.num_chains, obj.kernel, obj.lam_rel, obj.row_norm = num_chains, kernel, lam_rel, row_norm
     obj.clip_rows, obj.random_state, obj.ledger, obj.dataset_id = clip_rows, random_state, ledger, dataset_id
@@ -157,9 +187,10 @@ class PrivateLogisticRegression(ClassifierMixin, _PrivateGLM):
 
     def __init__(self, *, eps=1.0, delta=1e-5, route="auto", horizon=1.0, num_chains=2,
                  kernel="langevin", lam_rel=None, row_norm=1.0, clip_rows=False, random_state=None,
-                 ledger=None, dataset_id=None, progress_bar=False):
+                 ledger=None, dataset_id=None, progress_bar=False, target="estimate", prior_precision=1.0,
+                 ess=400):
         _common_kwargs(self, eps, delta, route, horizon, num_chains, kernel, lam_rel, row_norm,
-                       clip_rows, random_state, ledger, dataset_id, progress_bar)
+                       clip_rows, random_state, ledger, dataset_id, progress_bar, target, prior_precision, ess)
 
     def _loss(self, dim):
         return losses.logistic(row_norm=self.row_norm)
@@ -197,10 +228,11 @@ class PrivateHuberRegression(RegressorMixin, _PrivateGLM):
 
     def __init__(self, *, threshold=1.0, eps=1.0, delta=1e-5, route="auto", horizon=1.0,
                  num_chains=2, kernel="langevin", lam_rel=None, row_norm=1.0, clip_rows=False,
-                 random_state=None, ledger=None, dataset_id=None, progress_bar=False):
+                 random_state=None, ledger=None, dataset_id=None, progress_bar=False, target="estimate",
+                 prior_precision=1.0, ess=400):
         self.threshold = threshold
         _common_kwargs(self, eps, delta, route, horizon, num_chains, kernel, lam_rel, row_norm,
-                       clip_rows, random_state, ledger, dataset_id, progress_bar)
+                       clip_rows, random_state, ledger, dataset_id, progress_bar, target, prior_precision, ess)
 
     def _loss(self, dim):
         return losses.huber(threshold=self.threshold, row_norm=self.row_norm)

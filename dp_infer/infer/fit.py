@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC
 
-from .._validation import check_finite_array
+from .._validation import check_choice, check_delta, check_finite_array, check_target_epsilon
 from ..domains import Domain, Euclidean
 from ..kernels import Langevin, UnderdampedLangevin
 from ..kernels._common import check_extra_fields
@@ -25,10 +25,14 @@ from ..routes.calibrate import calibrate
 from ..routes.plan import SamplingPlan
 from ..potentials import gibbs_potential
 from ..randomness import secret_key
-from .run import PrivateRun, charge_ledger
+from .run import PrivateRun
+from ..privacy.ledger import charged
 from ..parallel.sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
 
-__all__ = ["PrivateRun", "sample", "fit"]
+__all__ = ["PrivateRun", "sample", "fit", "TARGETS"]
+
+#: what a run is planned for: an accurate private estimate, or draws of a tempered posterior
+TARGETS = ("estimate", "posterior")
 
 
 
@@ -169,6 +173,23 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     return run
 
 
+def _fit_model_posterior(model, X, y, *, route, horizon, lam_rel, domain, extra_fields, debug, num_chains,
+                         **kwargs) -> PrivateRun:
+    """``fit(model=..., target="posterior")``: the options the posterior mode does not use are refused,
+    then :func:`dp_infer.infer.model_posterior.fit_model_posterior` runs."""
+    from .model_posterior import fit_model_posterior
+
+    if route not in ("auto", "trajectory"):
+        raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
+    unused = [name for name, v, default in (("horizon", horizon, 1.0), ("lam_rel", lam_rel, None),
+                                            ("domain", domain, None), ("extra_fields", extra_fields, ()),
+                                            ("debug", debug, False)) if v != default]
+    if unused:
+        raise ValueError(f"{unused[0]}: not used by target='posterior' (the horizon is planned from ess, the "
+                         "prior is the model's, the draws live on the model's unconstrained space)")
+    return fit_model_posterior(model, X, y, num_chains=4 if num_chains is None else num_chains, **kwargs)
+
+
 def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta: float | None,
         model=None, target: str = "estimate", route: str = "auto", horizon: float = 1.0,
         num_chains: int | None = None, kernel: str = "langevin", friction: float | None = None,
@@ -190,13 +211,20 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     ``num_chains`` defaults to 1 for the estimate and 4 for the posterior.
     ``target="posterior"`` plans for a number of effective draws of ``prior x exp(-beta L)``
     instead (:func:`dp_infer.infer.posterior.fit_posterior`: pass ``prior_precision`` and
-    optionally ``ess``, ``preconditioner``, ``rows``, ...); ``"estimate"`` (default) optimises the
-    excess-risk bound of the route's target.
+    optionally ``ess``, ``preconditioner``, ``rows``, ...; with ``model=...``,
+    :func:`dp_infer.infer.model_posterior.fit_model_posterior`: the model's own prior, ``ess``,
+    ``clip_norm``, ``model_kwargs``, ...); ``"estimate"`` (default) optimises the excess-risk
+    bound of the route's target (its draws are an estimate path, not a posterior).
 
     ``mesh`` (a :func:`dp_infer.parallel.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given
     as :class:`~dp_infer.parallel.sharding.ShardedRows` with ``y=None``, samples the same plan on
     row-sharded data (:mod:`dp_infer.parallel.sharding`; loss, estimate target, Langevin routes only).
     """
+    # checks every route shares, once, before any route is chosen or anything is charged
+    eps = check_target_epsilon(eps)
+    if delta is not None:
+        delta = check_delta(delta, allow_zero=True)
+    check_choice("target", target, TARGETS)
     sharded = mesh is not None or isinstance(X, ShardedRows)
     if sharded and (model is not None or target != "estimate"):
         raise ValueError(f"mesh must be None for model=... or target={target!r} (sharded data run the "
@@ -204,9 +232,15 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     if model is not None:
         if loss is not None:
             raise ValueError("give either a loss or model=..., not both")
+        if target == "posterior":
+            return _fit_model_posterior(model, X, y, eps=eps, delta=delta, route=route, horizon=horizon,
+                                        num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
+                                        num_draws=num_draws, domain=domain, seed=seed, key_impl=key_impl,
+                                        progress_bar=progress_bar, chain_method=chain_method,
+                                        extra_fields=extra_fields, debug=debug, ledger=ledger,
+                                        dataset_id=dataset_id, **calibrate_kwargs)
         if target != "estimate":
-            raise ValueError(f"target={target!r} is not available with model=... (the model path plans the "
-                             "estimate target); give target='estimate'")
+            raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
         from .fit_model import fit_model
 
         return fit_model(model, X, y, sample=sample, eps=eps, delta=delta, route=route, horizon=horizon,
@@ -248,7 +282,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
             raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
                              "proximal route that runs losses without smoothness")
         return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
-                            domain=domain, seed=seed, key_impl=key_impl, **calibrate_kwargs)
+                            domain=domain, seed=seed, key_impl=key_impl, ledger=ledger, dataset_id=dataset_id,
+                            **calibrate_kwargs)
     names = X.columns if hasattr(X, "columns") else None
     if sharded:  # checked chunk by chunk while placed; n and d are all the plan sees
         X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
@@ -262,11 +297,9 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                      num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                      num_draws=num_draws, **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
-    led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}")
-    run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
-                 chain_method=chain_method, extra_fields=extra_fields, debug=debug, mesh=mesh)
-    if receipt is not None:
-        led.complete(receipt)
+    with charged(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}"):
+        run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
+                     chain_method=chain_method, extra_fields=extra_fields, debug=debug, mesh=mesh)
     if names is not None:
         run.feature_names = [str(c) for c in names]
     return run

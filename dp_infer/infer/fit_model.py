@@ -33,9 +33,10 @@ from ..routes.calibrate import calibrate
 from ..kernels._common import check_extra_fields
 from ..model.bridge import loss_from_model
 from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
-from .run import PrivateRun, charge_ledger
+from .run import PrivateRun
+from ..privacy.ledger import charged
 
-__all__ = ["fit_model", "sample_model", "plan_model"]
+__all__ = ["fit_model", "sample_model", "plan_model", "prepare_model"]
 
 
 def _check_mapping(name: str, value) -> dict:
@@ -46,19 +47,23 @@ def _check_mapping(name: str, value) -> dict:
     return dict(value)
 
 
-def _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name):
-    """Every model option checked, then the model read on placeholder rows (nothing charged yet)."""
+def prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name,
+             model_kwargs=None, index_ranges=None):
+    """Every model option checked, then the model read on placeholder rows (nothing charged yet).
+    Returns ``(ModelLoss, coords, dims, rows)``: ``rows`` is X with the per-row ``model_kwargs``
+    appended as columns (what the loss reads)."""
     C = check_positive("clip_norm", clip_norm)
     if smoothness is not None:
         smoothness = check_positive("smoothness", smoothness)
     check_init_strategy(init_strategy)
     coords, dims = _check_mapping("coords", coords), _check_mapping("dims", dims)
     ml = loss_from_model(model, ml_X(X), y, clip_norm=C, x_name=x_name, y_name=y_name,
-                         smoothness=C if smoothness is None else smoothness)
+                         smoothness=C if smoothness is None else smoothness, model_kwargs=model_kwargs,
+                         index_ranges=index_ranges)
     unknown = [k for k in dims if k not in ml.latent_sites]
     if unknown:
         raise ValueError(f"dims names site(s) {unknown} that are not latent sites of the model {list(ml.latent_sites)}")
-    return ml, coords, dims
+    return ml, coords, dims, ml.pack_rows(ml_X(X), model_kwargs, index_ranges)
 
 
 def plan_model(ml, n: int, *, prior_curvature_bound: float | None = None, **calibrate_kwargs):
@@ -80,22 +85,24 @@ def plan_model(ml, n: int, *, prior_curvature_bound: float | None = None, **cali
 def sample_model(model: Callable, X, y, plan, *, sample: Callable, clip_norm: float = 1.0,
                  smoothness: float | None = None, init_strategy=None, coords: dict | None = None,
                  dims: dict | None = None, x_name: str = "X", y_name: str = "y", domain=None,
-                 prior_curvature: float | None = None, _prepared=None, **sample_kwargs) -> PrivateRun:
+                 prior_curvature: float | None = None, model_kwargs: dict | None = None,
+                 index_ranges: dict | None = None, _prepared=None, **sample_kwargs) -> PrivateRun:
     """Run ``plan`` on a NumPyro model's tempered posterior (``dp_infer.sample(model=..., plan=...)``).
 
     The plan must have been made for the model's dimension (``loss_from_model(...).dim``) and n
     rows; ``sample_kwargs`` are :func:`dp_infer.sample`'s (seed, chain_method, extra_fields, ...).
     """
     if _prepared is None:
-        ml, coords, dims = _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name)
+        ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name,
+                                          y_name, model_kwargs, index_ranges)
     else:
-        ml, coords, dims = _prepared
+        ml, coords, dims, rows = _prepared
     if plan.init_law != "point" and init_strategy is not None:
         raise ValueError(f"route {plan.route!r} fixes the start law {plan.init_law!r}: init_strategy is refused")
     use_strategy = plan.init_law == "point" and (domain is None or init_strategy is not None)
     init_params = partial(initial_positions, ml, init_strategy, num_chains=plan.num_chains) if use_strategy else None
     names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
-    run = sample(ml.loss, ml_X(X), y, plan, domain=domain, prior_potential=ml.prior_potential,
+    run = sample(ml.loss, rows, y, plan, domain=domain, prior_potential=ml.prior_potential,
                  init_params=init_params, **sample_kwargs)
     desc = ml.describe()
     desc.update(init_strategy=describe_strategy(init_strategy),
@@ -120,7 +127,8 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
               friction: float | None = None, lam_rel: float | None = None, num_draws: int = 1000,
               domain=None, ledger=None, dataset_id: str = "default", seed: int | None = None,
               key_impl: str = "threefry2x32", progress_bar: bool = True, chain_method: str = "vectorized",
-              extra_fields: tuple = (), debug: bool = False, **calibrate_kwargs: Any) -> PrivateRun:
+              extra_fields: tuple = (), debug: bool = False, model_kwargs: dict | None = None,
+              index_ranges: dict | None = None, **calibrate_kwargs: Any) -> PrivateRun:
     """Private draws from a NumPyro model's tempered posterior (see the module docstring).
 
     :param model: ``model(X=None, y=None)`` observing ``y`` inside a ``numpyro.plate`` over rows
@@ -136,9 +144,15 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
         ``init_to_median`` / ``init_to_mean`` and custom callables are refused with the reason.
     :param coords: ArviZ coords for the latent sites' dims, over the model's own (plate ranges).
     :param dims: ArviZ dims per latent site, over the model's own (plate names, ``<site>_dim_<i>``).
+    :param model_kwargs: further keyword arguments of the model, as NumPyro users pass them:
+        per-row covariates and group indices (arrays with leading dimension n) and public
+        constants (Python numbers); see :mod:`dp_infer.model.bridge`.
+    :param index_ranges: the declared number of levels of every integer per-row argument
+        (``{"group": 8}``: indices in ``0 .. 7``, checked before anything is charged).
     Everything else is :func:`dp_infer.fit`'s.
     """
-    prepared = _prepare(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name)
+    prepared = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name,
+                        model_kwargs, index_ranges)
     ml = prepared[0]
     extra_fields = tuple(extra_fields)
     plan, c_prior = plan_model(ml, int(len(y)), prior_curvature_bound=prior_curvature_bound, eps=eps,
@@ -146,13 +160,11 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
                                kernel=kernel, friction=friction, lam_rel=lam_rel, num_draws=num_draws,
                                **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
-    led, receipt = charge_ledger(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}")
-    run = sample_model(model, X, y, plan, sample=sample, clip_norm=clip_norm, smoothness=smoothness,
-                       init_strategy=init_strategy, domain=domain, prior_curvature=c_prior, _prepared=prepared,
-                       seed=seed, key_impl=key_impl, progress_bar=progress_bar, chain_method=chain_method,
-                       extra_fields=extra_fields, debug=debug)
-    if receipt is not None:
-        led.complete(receipt)
+    with charged(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}"):
+        run = sample_model(model, X, y, plan, sample=sample, clip_norm=clip_norm, smoothness=smoothness,
+                           init_strategy=init_strategy, domain=domain, prior_curvature=c_prior,
+                           _prepared=prepared, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
+                           chain_method=chain_method, extra_fields=extra_fields, debug=debug)
     return run
 
 

@@ -17,7 +17,8 @@ import numpy as np
 from numpyro.infer import MCMC
 
 from .._validation import check_choice, check_delta, check_target_epsilon
-from .run import PrivateRun, charge_ledger
+from .run import PrivateRun
+from ..privacy.ledger import charged
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss
 from ..routes.plan import SamplingPlan
@@ -54,6 +55,12 @@ class PosteriorRun(PrivateRun):
         d = super().report()
         d["posterior"]["achieved"] = self.achieved_mixing()
         return d
+
+    def released_segment(self, mcmc) -> tuple[np.ndarray, np.ndarray | None]:
+        """The kernel ran on ``phi``: the released draws are ``theta = C phi`` (post-processing)."""
+        phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+        div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
+        return phi @ preconditioner_chol(self.plan).T, None if div is None else np.asarray(div, dtype=bool)
 
 
 class ClippedPotential:
@@ -201,14 +208,12 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     # bisection that stops just below the path's share, so the target is the safe side)
     charge = GdpEvent(mu=mu, label="posterior_mode (the run's (eps, delta) target)",
                       assumptions=dry.event.assumptions, metadata=dict(dry.event.metadata))
-    led, receipt = charge_ledger(ledger, dataset_id, charge, "dp_infer fit posterior")
-    if preconditioner == "private":
-        sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
-    plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
-    if plan.event.mu > charge.mu * (1 + 1e-12):
-        raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
-    run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
-                           chain_method=chain_method)
-    if receipt is not None:
-        led.complete(receipt)
+    with charged(ledger, dataset_id, charge, "dp_infer fit posterior"):
+        if preconditioner == "private":
+            sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
+        plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
+        if plan.event.mu > charge.mu * (1 + 1e-12):
+            raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
+        run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
+                               chain_method=chain_method)
     return run

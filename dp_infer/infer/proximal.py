@@ -22,6 +22,7 @@ from ..domains import Domain, Euclidean
 from ..kernels import proximal as prox
 from ..losses import PerExampleLoss
 from ..losses.nonsmooth import base_lipschitz
+from ..privacy.ledger import charged
 from ..privacy.proximal import ProximalPlan, plan_proximal
 from ..randomness import secret_key
 
@@ -41,6 +42,8 @@ class ProximalRun:
     randomness: dict
     elapsed_seconds: float
     debug_info: dict = field(default_factory=dict, repr=False)
+    loss_name: str | None = None
+    feature_names: list | None = None
 
     def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
         """Released draws as (chains, 1, dim): one final position per chain."""
@@ -63,6 +66,52 @@ class ProximalRun:
         from ..diagnostics import to_datatree
 
         return to_datatree({"theta": self.draws()}, self.report())
+
+    # -- the result protocol every route shares (report, print_summary, to_datatree, estimate,
+    #    predict, save, extend); the proximal route's release is one final position per chain
+    def summary(self) -> str:
+        """The released final positions (one per chain) and the privacy guarantee. No R-hat or ESS:
+        each chain releases one exact-mechanism draw, not a path."""
+        rep = self.report()
+        names = self.feature_names or [f"theta[{i}]" for i in range(self.final.shape[1])]
+        width = max(12, max(len(n) for n in names))
+        lines = [f"proximal route: final positions of {self.final.shape[0]} chain(s) (one draw each; not a "
+                 "sample path, so no R-hat / ESS)",
+                 f"privacy: (eps, delta) = ({rep['eps_spent']:.4g}, {rep['delta']:g})-DP" if "eps_spent" in rep else "",
+                 f"{'':<{width}} {'mean':>10} {'sd':>10}"]
+        sd = self.final.std(axis=0, ddof=1) if self.final.shape[0] > 1 else np.full(self.final.shape[1], np.nan)
+        for name, m, s in zip(names, self.final.mean(axis=0), sd):
+            lines.append(f"{name:<{width}} {m:>10.4f} {s:>10.4f}")
+        return "\n".join(line for line in lines if line)
+
+    def print_summary(self) -> None:
+        print(self.summary())
+
+    def predict(self, X) -> np.ndarray:
+        """Point predictions from the released estimate (post-processing): class labels 0/1 for the
+        hinge loss (the sign of the margin), the linear predictor for absolute / quantile losses."""
+        from .prediction import align_features
+
+        Xa = align_features(X, self.feature_names, self.final.shape[1])
+        z = Xa @ self.estimate()
+        if self.loss_name == "hinge":
+            return (z > 0).astype(int)
+        if self.loss_name in ("absolute", "quantile"):
+            return z
+        raise ValueError(f"no prediction rule for the loss {self.loss_name!r} on the proximal route")
+
+    def save(self, path):
+        """Write the release (final positions, plan + report) to an ArviZ run file (``.zip``, ``.nc``
+        or ``.zarr``; :func:`dp_infer.diagnostics.save`). Returns the path."""
+        from ..diagnostics import save
+
+        return save(self.to_datatree(), path)
+
+    def extend(self, *args, **kwargs):
+        """Refused, before anything is charged: the proximal route releases the final position of each
+        chain, and its guarantee (one exact-mechanism draw per chain) does not cover a continuation."""
+        raise ValueError("extend: route 'proximal' releases the final position of each chain; its guarantee "
+                         "does not cover a continuation (run fit again with more chains instead)")
 
 
 def proximal_plan_for(loss: PerExampleLoss, n: int, num_features: int, *, eps: float, delta: float,
@@ -121,19 +170,22 @@ def sample_proximal(loss: PerExampleLoss, X, y, plan: ProximalPlan, *, seed: int
         final = np.asarray(last.x, dtype=np.float64)
         info = {"proposals_per_step": float(np.mean(np.asarray(tot.proposals))) / plan.num_steps,
                 "evaluations_per_step": float(np.mean(np.asarray(tot.evaluations))) / plan.num_steps}
-    return ProximalRun(plan, final, source.describe(), time.perf_counter() - t0, info)
+    return ProximalRun(plan, final, source.describe(), time.perf_counter() - t0, info, loss_name=loss.name)
 
 
 def fit_proximal(loss: PerExampleLoss, X, y, *, eps: float, delta: float, num_chains: int = 1,
                  lam_rel: float | None = None, domain: Domain | None = None, theta_scale: float = 10.0,
                  rgo: str = "linearised", rgo_scale: float | str = "auto", tv_fraction: float = 0.01,
-                 max_steps: float = 2e5, seed: int | None = None, key_impl: str = "threefry2x32") -> ProximalRun:
-    """Plan from the declared constants, then sample: the proximal route end to end.
+                 max_steps: float = 2e5, seed: int | None = None, key_impl: str = "threefry2x32",
+                 ledger=None, dataset_id: str = "default") -> ProximalRun:
+    """Plan from the declared constants, charge, then sample: the proximal route end to end.
 
     ``lam_rel`` is the regulariser m of ``exp(-k (F + (m/2)|theta|^2))`` (default: the
     seed-002 ERM choice from ``theta_scale``). ``rgo``, ``rgo_scale``, ``tv_fraction`` and
-    ``max_steps``: see :func:`dp_infer.privacy.proximal.plan_proximal`.
+    ``max_steps``: see :func:`dp_infer.privacy.proximal.plan_proximal`. With ``ledger`` (a Ledger
+    or its file) the plan's event is charged to ``dataset_id`` before the data are read.
     """
+    X_in = X
     X, y = loss.check_data(X, y)
     domain = domain if domain is not None else loss.domain
     if domain is not None and not isinstance(domain, Euclidean):
@@ -142,4 +194,8 @@ def fit_proximal(loss: PerExampleLoss, X, y, *, eps: float, delta: float, num_ch
     plan = proximal_plan_for(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, num_chains=num_chains,
                              lam_rel=lam_rel, theta_scale=theta_scale, rgo=rgo, rgo_scale=rgo_scale,
                              tv_fraction=tv_fraction, max_steps=max_steps)
-    return sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
+    names = [str(c) for c in X_in.columns] if hasattr(X_in, "columns") else None
+    with charged(ledger, dataset_id, plan.event, "dp_infer fit proximal"):
+        run = sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
+    run.feature_names = names
+    return run

@@ -17,6 +17,7 @@ NumPyro's ``post_warmup_state`` continuation, charged as a longer horizon.
 from __future__ import annotations
 
 import dataclasses
+import math
 import pickle
 import warnings
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ import numpy as np
 from ..routes.plan import SamplingPlan
 from .prediction import align_features, labels_from, loss_predictive, model_predictive
 from ..privacy import path as path_privacy
+from ..privacy.events import GdpEvent, event_from_dict
+from ..privacy.ledger import charged
 from ..randomness import KeySource
 from .run_io import MODEL_ATTR, plan_from_dict, run_from_tree
 
@@ -73,6 +76,13 @@ class PrivateRun:
         div = extra.get("diverging")
         return cls(plan, theta, None if div is None else np.asarray(div, dtype=bool), randomness,
                    potential.describe(), _mcmc=mcmc, _potential=potential, **kw)
+
+    def released_segment(self, mcmc) -> tuple[np.ndarray, np.ndarray | None]:
+        """The released theta draws (chains, draws, dim) and the theta-only divergence flag of the
+        last segment ``mcmc`` ran (the kernel's site is ``theta`` here; subclasses map theirs)."""
+        theta = np.asarray(mcmc.get_samples(group_by_chain=True)["theta"])
+        div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
+        return theta, None if div is None else np.asarray(div, dtype=bool)
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -300,18 +310,16 @@ class PrivateRun:
         increment = path_privacy.path_event(plan.beta, plan.sensitivity, steps * plan.step_size, plan.friction,
                                             plan.num_chains)
         new_plan = extended_plan(plan, steps)
-        led, receipt = charge_ledger(ledger, dataset_id, increment, f"dp_infer extend {plan.route} +{steps} steps")
         mcmc = self._mcmc
-        mcmc.post_warmup_state = mcmc.last_state
-        mcmc.num_samples = steps
-        data = self._potential.args() if hasattr(self._potential, "args") else ()  # sharded: data are run arguments
-        mcmc.run(mcmc.post_warmup_state.rng_key, *data)
-        if receipt is not None:
-            led.complete(receipt)
-        new = PrivateRun.from_mcmc(mcmc, new_plan, self._potential, self.randomness)
-        self.theta = np.concatenate([self.theta, new.theta], axis=1)
-        if self.diverging is not None and new.diverging is not None:
-            self.diverging = np.concatenate([self.diverging, new.diverging | self.diverging[:, -1:]], axis=1)
+        with charged(ledger, dataset_id, increment, f"dp_infer extend {plan.route} +{steps} steps"):
+            mcmc.post_warmup_state = mcmc.last_state
+            mcmc.num_samples = steps
+            data = self._potential.args() if hasattr(self._potential, "args") else ()  # sharded: data are run arguments
+            mcmc.run(mcmc.post_warmup_state.rng_key, *data)
+        theta, diverging = self.released_segment(mcmc)
+        self.theta = np.concatenate([self.theta, theta], axis=1)
+        if self.diverging is not None and diverging is not None:
+            self.diverging = np.concatenate([self.diverging, diverging | self.diverging[:, -1:]], axis=1)
         self.samples = None if self._constrain is not None else self.samples
         self.extensions.append({"steps": steps, "horizon_added": steps * plan.step_size,
                                 "mu_increment": float(increment.mu), "mu_total": float(new_plan.event.mu)})
@@ -339,6 +347,14 @@ def extended_plan(plan: SamplingPlan, steps: int) -> SamplingPlan:
     total = plan.num_steps + int(steps)
     event = path_privacy.path_event(plan.beta, plan.sensitivity, total * plan.step_size, plan.friction,
                                     plan.num_chains)
+    parts = list(plan.event.metadata.get("parts") or ())
+    if plan.target == "posterior" and parts:
+        # the posterior mode's event composes the path with the releases made before it (the private
+        # second moment): GDP composes as mu^2 = mu_path^2 + sum mu_release^2; keep every release
+        others = [event_from_dict(p) for p in parts[1:]]
+        event = GdpEvent(mu=math.sqrt(float(event.mu) ** 2 + sum(float(e.mu) ** 2 for e in others)),
+                         label=plan.event.label, assumptions=plan.event.assumptions,
+                         metadata={**dict(plan.event.metadata), "parts": [event.to_dict()] + parts[1:]})
     new = dataclasses.replace(plan, num_steps=total, event=event, options=())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -348,23 +364,4 @@ def extended_plan(plan: SamplingPlan, steps: int) -> SamplingPlan:
     return dataclasses.replace(new, eps=eps, notes=tuple(plan.notes) + (note,))
 
 
-def _unique(label: str) -> str:
-    import time
-    import uuid
-
-    return f"{label} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {uuid.uuid4().hex[:8]}"
-
-
-def charge_ledger(ledger, dataset_id: str, event, label: str):
-    """Charge ``event`` to ``dataset_id`` in ``ledger`` (a Ledger or a path) BEFORE any private
-    computation; returns ``(ledger, receipt)``, ``(None, None)`` without a ledger. The label is made
-    unique (time and a random id; never the seed)."""
-    if ledger is None:
-        return None, None
-    from ..privacy.ledger import Ledger
-
-    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    return led, led.charge(dataset_id, event, run_label=_unique(label))
-
-
-__all__ += ["extended_plan", "plan_from_dict", "charge_ledger"]
+__all__ += ["extended_plan", "plan_from_dict"]

@@ -15,7 +15,7 @@ The mechanism releases ``phi(D) + x`` for a statistic with l_inf sensitivity ``s
   |a|; the k-dimensional trade-off is the tensor product of the coordinates', and the tensor
   product is monotone in each factor (Dong, Roth, Su 2022, Prop. D.1). Hence every privacy
   notion (hockey stick, Renyi) is worst at the shift ``(s, ..., s)``, and the mechanism's privacy
-  is exactly the k-fold composition of the 1-D mechanism with shift s. (tests/test_mech_gg.py
+  is exactly the k-fold composition of the 1-D mechanism with shift s. (tests/mechanisms/test_generalized_gaussian.py
   checks this in 2-D by numerical integration over other shifts.)
 * **(eps, delta).** A dp-accounting privacy-loss distribution of the 1-D pair (our
   :class:`GeneralizedGaussianPrivacyLoss`, a ``MonotonePrivacyLoss``: ``l(x) = (|x|^p - |x + s|^p) /

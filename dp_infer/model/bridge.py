@@ -21,6 +21,16 @@ depend on the data arguments (it changes between two different placeholder table
 :class:`ModelLoss` also carries the model's public layout (:meth:`ModelLoss.describe`): latent
 sites with their constrained shapes and ArviZ dims taken from the plates they sit in, the
 observed sites and the names of the data arguments.
+
+Per-row covariates and group indices (``model_kwargs``) are passed the way NumPyro users pass
+them, as keyword arguments of the model: an array whose leading dimension is n is a per-row
+covariate (part of the row: a replace-one neighbour may change it, and the clipped per-example
+gradient covers it); an integer array is an index (e.g. a group) and needs a declared range
+(``index_ranges={"group": G}``: values in ``0 .. G-1``, checked, because JAX clamps an index out
+of range silently); anything else that is not an array (a Python number, string, ``None``) is a
+public constant of the model passed unchanged (e.g. ``num_groups=8``). Per-row arrays are carried
+as extra columns after X inside the loss (:meth:`ModelLoss.pack_rows`); the model sees them under
+their own names with their own shapes and dtypes.
 """
 
 from __future__ import annotations
@@ -38,16 +48,27 @@ from numpyro.infer.util import constrain_fn, potential_energy
 from numpyro.primitives import Messenger
 
 from .._validation import check_finite_array, check_positive
+from .row_args import RowArg, check_model_kwargs, pack_row_args
 from ..losses import PerExampleLoss, clipped_loss
 
 __all__ = ["ModelLoss", "SiteLayout", "loss_from_model"]
 
 
 class _drop_observations(Messenger):
-    """Replace every observed site's distribution by a masked copy (log-prob 0)."""
+    """Replace the model's observed sites' distributions (``names``) by masked copies (log-prob 0).
+
+    Only the sites named: NumPyro's ``potential_energy`` adds the log-Jacobian of every constrained
+    latent as an *observed* ``numpyro.factor`` site (``_<site>_log_det``), which is part of the
+    prior in the unconstrained space and must stay (masking it leaves, e.g., ``log tau`` of a
+    ``HalfNormal`` scale with an improper flat-tailed prior: the scale collapses to 0).
+    """
+
+    def __init__(self, fn=None, names=()):
+        self.names = frozenset(names)
+        super().__init__(fn)
 
     def process_message(self, msg):
-        if msg["type"] == "sample" and msg.get("is_observed"):
+        if msg["type"] == "sample" and msg.get("is_observed") and msg["name"] in self.names:
             msg["fn"] = msg["fn"].mask(False)
 
 
@@ -84,6 +105,19 @@ class ModelLoss:
     num_features: int = 0
     plate_sizes: dict = field(default_factory=dict)
     supports: dict = field(default_factory=dict)
+    row_args: tuple[RowArg, ...] = ()
+    static_kwargs: dict = field(default_factory=dict)
+
+    def pack_rows(self, X, model_kwargs=None, index_ranges=None) -> np.ndarray:
+        """The rows the loss reads: X with the per-row ``model_kwargs`` appended as columns
+        (checked as :func:`check_model_kwargs`; they must match the layout read at construction)."""
+        X = np.asarray(X, dtype=np.float64)
+        row_args, values, static = check_model_kwargs(model_kwargs, index_ranges, X.shape[0],
+                                                      x_name=self.x_name, y_name=self.y_name)
+        if [(r.name, r.shape, r.index_range) for r in row_args] != [(r.name, r.shape, r.index_range)
+                                                                     for r in self.row_args]:
+            raise ValueError("model_kwargs: the per-row arguments differ from the ones the model was read with")
+        return pack_row_args(X, row_args, values)
 
     def constrain(self, theta_flat) -> dict:
         """Map flat unconstrained draws (..., dim) to a dict of constrained site values."""
@@ -100,8 +134,10 @@ class ModelLoss:
 
     def placeholder(self, k: int, value: float = 0.0) -> dict:
         """Public placeholder data arguments with ``k`` rows (never the private rows)."""
-        return {self.x_name: jnp.full((k, self.num_features), value),
-                self.y_name: jnp.full((k,), value)}
+        out = {self.x_name: jnp.full((k, self.num_features), value), self.y_name: jnp.full((k,), value)}
+        out.update({r.name: r.placeholder(k, value) for r in self.row_args})
+        out.update(self.static_kwargs)
+        return out
 
     def init_flat(self) -> jax.Array:
         """Data-independent initial point: 0 in unconstrained space (the centre NumPyro's
@@ -121,6 +157,8 @@ class ModelLoss:
         return {"latent_sites": {s.name: s.as_dict() for s in self.sites},
                 "observed_sites": list(self.observed_sites), "dim": self.dim,
                 "data_arguments": [self.x_name, self.y_name], "num_features": self.num_features,
+                "row_arguments": {r.name: r.describe() for r in self.row_args},
+                "static_arguments": sorted(self.static_kwargs),
                 "clip_norm": self.loss.clip_norm,
                 "smoothness": self.loss.constants.smoothness}
 
@@ -144,13 +182,18 @@ def _site_layout(name: str, site: dict) -> tuple[SiteLayout, dict]:
 
 
 def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X",
-                    y_name: str = "y", smoothness: float | None = None) -> ModelLoss:
+                    y_name: str = "y", smoothness: float | None = None, model_kwargs: dict | None = None,
+                    index_ranges: dict | None = None) -> ModelLoss:
     """Extract a clipped per-example loss and a prior potential from ``model(X=..., y=...)``.
 
     ``clip_norm`` (> 0) bounds each per-example gradient with respect to the unconstrained
     latent vector, so the loss has L = clip_norm and G = 2 clip_norm by construction.
     ``smoothness`` (optional, > 0) is your claim of the per-example loss's curvature in the
     unconstrained space; it is used for the step size only, and reported as declared.
+    ``model_kwargs``: further keyword arguments of the model -- per-row covariates and indices
+    (leading dimension n; integer indices need ``index_ranges``) and public constants (see the
+    module docstring). The returned loss reads X with the per-row arguments appended as columns
+    (:meth:`ModelLoss.pack_rows`).
     """
     check_positive("clip_norm", clip_norm)
     X = check_finite_array("X", X, ndim=2)
@@ -159,10 +202,15 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
         raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {y.shape[0]}")
     if not callable(model):
         raise ValueError(f"model must be a callable NumPyro model model({x_name}=..., {y_name}=...), got {model!r}")
+    row_args, _, static = check_model_kwargs(model_kwargs, index_ranges, X.shape[0], x_name=x_name, y_name=y_name)
+    d = int(X.shape[1])
     # The model's structure, prior and constraints are read with PUBLIC placeholder rows (zeros
     # of the data's shape), never with private rows: a prior that looked at X or y would leak.
     def placeholder(k, value=0.0):
-        return {x_name: jnp.full((k,) + X.shape[1:], value), y_name: jnp.full((k,), value)}
+        out = {x_name: jnp.full((k,) + X.shape[1:], value), y_name: jnp.full((k,), value)}
+        out.update({r.name: r.placeholder(k, value) for r in row_args})
+        out.update(static)
+        return out
 
     def trace(k, value=0.0):
         try:
@@ -170,7 +218,10 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
         except Exception as e:  # noqa: BLE001 - a model that cannot run on placeholder rows
             raise ValueError(f"the model could not be traced with placeholder data {x_name}=zeros({k}, "
                              f"{X.shape[1]}), {y_name}=zeros({k}) (it must take the data as the keyword "
-                             f"arguments {x_name!r} and {y_name!r}): {type(e).__name__}: {e}") from None
+                             f"arguments {x_name!r} and {y_name!r}"
+                             + (f", and {sorted(k_ for k_ in placeholder(1) if k_ not in (x_name, y_name))}"
+                                if row_args or static else "")
+                             + f"): {type(e).__name__}: {e}") from None
 
     kw1 = placeholder(1)
     tr = trace(1)
@@ -209,9 +260,13 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
     def _constrain(z):
         return constrain_fn(model, (), kw1, z)
 
+    offsets = np.cumsum([d] + [r.width for r in row_args])
+
     def nll_one(theta_flat, x, yy):
         z = unravel(theta_flat)
-        kw = {x_name: x[None], y_name: jnp.reshape(yy, (1,))}
+        kw = {x_name: x[None, :d], y_name: jnp.reshape(yy, (1,))}
+        kw.update({r.name: r.unpack(x[int(lo):int(hi)]) for r, lo, hi in zip(row_args, offsets[:-1], offsets[1:])})
+        kw.update(static)
         params = constrain_fn(model, (), kw, z)
         t = handlers.trace(handlers.substitute(handlers.seed(model, jax.random.key(1)), params)).get_trace(**kw)
         total = 0.0
@@ -220,7 +275,7 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
             total = total + jnp.sum(s["fn"].log_prob(s["value"]))
         return -total
 
-    prior_model = _drop_observations(model)
+    prior_model = _drop_observations(model, names=observed)
 
     def prior_potential(theta_flat):
         return potential_energy(prior_model, (), kw1, unravel(theta_flat))
@@ -234,7 +289,8 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
     loss = clipped_loss(nll_one, clip_norm, name="model_nll", smoothness=smoothness)
     loss = replace(loss, num_params_fn=_FixedDim(dim))
     return ModelLoss(loss, prior_potential, unravel, tuple(latent), dim, _constrain, model,
-                     tuple(layouts), tuple(observed), x_name, y_name, int(X.shape[1]), plates, unc)
+                     tuple(layouts), tuple(observed), x_name, y_name, int(X.shape[1]), plates, unc,
+                     row_args, dict(static))
 
 
 @dataclass(frozen=True)
@@ -266,9 +322,11 @@ def _check_prior_ignores_data(prior_model, unravel, dim: int, kw_a: dict, kw_b: 
     tables, zeros and ones, at three fixed points): the bridge reads the prior without the private
     rows, so such a prior would otherwise be silently replaced by its placeholder version."""
     points = jnp.stack([jnp.zeros(dim), jnp.full((dim,), 0.5), jnp.linspace(-1.0, 1.0, dim)])
-    energy = jax.jit(jax.vmap(lambda z, kw: potential_energy(prior_model, (), kw, unravel(z)), in_axes=(0, None)))
+    def energy(kw):  # the arguments are closed over: public constants (a plate size) stay static
+        return jax.jit(jax.vmap(lambda z: potential_energy(prior_model, (), kw, unravel(z))))(points)
+
     try:
-        ua, ub = np.asarray(energy(points, kw_a)), np.asarray(energy(points, kw_b))
+        ua, ub = np.asarray(energy(kw_a)), np.asarray(energy(kw_b))
     except Exception:  # noqa: BLE001 - a placeholder of ones the model cannot take: no check
         return
     for a, b in zip(ua, ub):

@@ -223,7 +223,7 @@ def gdp_tradeoff(alpha: Any, mu: float) -> np.ndarray:
 # 2020, arXiv 2001.05990 eq. (20)), together with its KL shortcut delta <= sqrt(1 - e^{-R}).
 # dp-accounting takes delta as a float, so deltas below ~1e-300 (purification uses
 # log delta ~ -3000) cannot be passed to it; these functions evaluate the same expressions with
-# log(delta) as input. tests/test_privacy_events.py checks them against dp-accounting wherever
+# log(delta) as input. tests/privacy/test_events.py checks them against dp-accounting wherever
 # delta is representable, and the accountant also runs dp-accounting itself as one of its routes.
 
 

@@ -37,7 +37,7 @@ constraint (Cauchy-Schwarz) gives a_k = A c^{K-k} with A = s (1 + c)/(1 + c^K), 
 
 The intermediate shifts of this allocation are
 z_k = s (1 - c^k)(1 - c^{K-k}) / ((1 - c)(1 + c^K)) >= 0, so it is feasible (checked numerically
-in tests/test_privacy_last_iterate.py via :func:`optimal_shift_allocation`).
+in tests/privacy/test_last_iterate.py via :func:`optimal_shift_allocation`).
 
 Consequences (tests check all of them):
 * ratio (1+c)(1-c^K)/((1-c)(1+c^K)) = (sum w)^2 / sum w^2 <= K with w_k = c^{K-k}, so the bound

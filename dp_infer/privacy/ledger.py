@@ -4,7 +4,7 @@ Every run that touches a private dataset is *charged* before any draw is release
 
     ledger = Ledger("~/.dp_infer/ledger.sqlite")         # or Ledger() -> default_ledger_path()
     ledger.register_dataset("adult", eps_budget=3.0, delta_budget=1e-6)
-    with ledger.reserve("adult", plan_event, run_label="gibbs-chain-4") as receipt:
+    with charged(ledger, "adult", plan.event, "gibbs-chain-4") as receipt:
         draws = run_sampler(...)                          # only after the charge is on disk
 
 Rules
@@ -87,8 +87,6 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_dataset ON runs(dataset_id, run_id);
 """
-
-
 
 
 class Ledger:
@@ -271,18 +269,6 @@ class Ledger:
                 con.execute("UPDATE runs SET status = 'completed', completed_at = ? WHERE run_id = ?",
                             (time.time(), run_id))
 
-    @contextlib.contextmanager
-    def reserve(self, dataset_id: str, event: PrivacyEvent, run_label: str = "", *,
-                count: int = 1) -> Iterator[ChargeReceipt]:
-        """Charge on enter, mark completed on clean exit.
-
-        On an exception (or if the process dies) the run stays ``"charged"`` and keeps counting:
-        draws may have been partially computed or released.
-        """
-        receipt = self.charge(dataset_id, event, run_label, count=count)
-        yield receipt
-        self.complete(receipt)
-
     # ------------------------------------------------------------------ queries
     def spent(self, dataset_id: str) -> dict:
         """Composed spend of all recorded runs (charged and completed) at the dataset's delta_budget.
@@ -342,3 +328,68 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
+
+
+# ---------------------------------------------------------------------- the one charge protocol
+def open_ledger(ledger, *, dataset_id: str | None = None, budget=None) -> Ledger | None:
+    """``ledger`` as a :class:`Ledger`: a Ledger, a file path, or None (no ledger: returns None).
+
+    ``budget`` = ``(eps_budget, delta_budget)`` registers (or re-confirms) the budget of
+    ``dataset_id`` first; it needs a ledger. Checked before anything is charged or read.
+    """
+    if budget is not None and ledger is None:
+        raise ValueError("budget needs a ledger (the file that keeps the spend)")
+    if ledger is None:
+        return None
+    if isinstance(ledger, Ledger):
+        led = ledger
+    elif isinstance(ledger, (str, os.PathLike)):
+        led = Ledger(ledger)
+    else:
+        raise ValueError(f"ledger must be a dp_infer.privacy.ledger.Ledger or a file path, got {type(ledger).__name__}")
+    if budget is not None:
+        eps_budget, delta_budget = budget
+        led.register_dataset(check_dataset_id(dataset_id), eps_budget, delta_budget)
+    return led
+
+
+def unique_run_label(label: str) -> str:
+    """A seed-free, unique ledger label: ``label``, the UTC time and a random id."""
+    import uuid
+
+    label = check_run_label(label)
+    return f"{label} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {uuid.uuid4().hex[:8]}"
+
+
+@contextlib.contextmanager
+def charged(ledger, dataset_id: str, event: PrivacyEvent, label: str, *, budget=None, count: int = 1,
+            on_charge=None) -> Iterator[ChargeReceipt | None]:
+    """THE charge protocol of every entry point (Python API, CLI, estimators, Rashomon, extend).
+
+    Usage, after every input has been checked and the plan made (nothing private read yet)::
+
+        with charged(ledger, dataset_id, plan.event, "dp_infer fit trajectory") as receipt:
+            run = sample(...)          # the private computation and the release
+
+    * ``ledger``: a :class:`Ledger`, its file, or None. None charges nothing and yields None
+      (the caller says so to its user: the spend is then recorded nowhere).
+    * On enter the event is composed with the dataset's recorded runs and charged (or refused with
+      :class:`BudgetExceededError`, recording nothing) BEFORE the body runs: nothing is released
+      before the charge is on disk. ``on_charge(led, receipt)`` is called right after (the CLI
+      prints the spend).
+    * On a clean exit the run is marked ``"completed"``. If the body raises (or the process dies),
+      the row stays ``"charged"`` and keeps counting: the private data may have been read and part
+      of the release computed, so the spend is never refunded.
+    """
+    led = open_ledger(ledger, dataset_id=dataset_id, budget=budget)
+    if led is None:
+        yield None
+        return
+    receipt = led.charge(dataset_id, event, unique_run_label(label), count=count)
+    if on_charge is not None:
+        on_charge(led, receipt)
+    yield receipt
+    led.complete(receipt)
+
+
+__all__ += ["open_ledger", "unique_run_label", "charged"]

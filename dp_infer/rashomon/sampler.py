@@ -3,8 +3,7 @@ threshold), through a plan made without them."""
 
 from __future__ import annotations
 
-import os
-import uuid
+import contextlib
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +13,7 @@ from numpyro.infer import MCMC
 from ..domains import Domain, Euclidean
 from ..kernels import Langevin
 from ..losses import PerExampleLoss
+from ..privacy.ledger import charged, open_ledger
 from ..randomness import secret_key
 from .minimum import rashomon_minimum, threshold_base
 from .models import LinearModelClass
@@ -80,14 +80,21 @@ def _resolve(model_or_loss, X, y):
                      f"got {type(model_or_loss).__name__}")
 
 
-def _open_ledger(ledger):
-    from ..privacy.ledger import Ledger
-
-    if ledger is None or isinstance(ledger, Ledger):
-        return ledger
-    if isinstance(ledger, (str, os.PathLike)):
-        return Ledger(ledger)
-    raise ValueError(f"ledger must be a dp_infer.privacy.ledger.Ledger or a file path, got {type(ledger).__name__}")
+def _sample_on_data(loss, X, y, rp, domain, dim, key_run, key_smooth):
+    """The only place the data are read: L* inside the threshold, then the chains."""
+    mini = rashomon_minimum(loss, X, y, domain)
+    base = threshold_base(mini, loss.constants.strong_convexity, rp.tol, shift=rp.shift_threshold)
+    del mini  # private: never stored, returned or reported
+    init = jnp.zeros(dim) if domain is None else jnp.asarray(domain.default_init())
+    if rp.smoothing is None:
+        pot = _threshold_potential(loss, X, y, rp.beta, base + rp.psi, rp.threshold_width)
+    else:
+        pot = _smoothed_potential(loss, X, y, rp.beta, base + rp.psi, rp.smoothing,
+                                  rp.smoothing_samples, key_smooth, dim)
+    del base
+    draws = _run_chains(pot, dim, rp.step_size, rp.num_steps, rp.thinning, rp.num_chains, domain,
+                        key_run, init)
+    return draws
 
 
 def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, *,
@@ -150,28 +157,15 @@ def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, 
     if rp.mode == "nonprivate" and ledger is not None:
         raise ValueError("ledger applies to private modes only (mode='nonprivate' spends no budget and "
                          "gives no guarantee)")
-    led = _open_ledger(ledger)
+    led = open_ledger(ledger, dataset_id=dataset_id)
     key, source = secret_key(seed, impl=key_impl)
     key_run, key_smooth, key_purify = jax.random.split(key, 3)
-    receipts = [] if led is None else [led.charge(dataset_id, ev, run_label="dp_infer.rashomon "
-                                                  f"{rp.sampling_plan.route} {uuid.uuid4().hex[:8]}", count=k)
-                                       for ev, k in rp.charges()]
+    with contextlib.ExitStack() as charges:  # every charge on disk before the data are read
+        for ev, k in rp.charges():
+            charges.enter_context(charged(led, dataset_id, ev, f"dp_infer.rashomon {rp.sampling_plan.route}",
+                                          count=k))
+        draws = _sample_on_data(loss, X, y, rp, domain, dim, key_run, key_smooth)
 
-    # ---- the data: L* only inside the threshold ---------------------------------------------
-    mini = rashomon_minimum(loss, X, y, domain)
-    base = threshold_base(mini, loss.constants.strong_convexity, rp.tol, shift=rp.shift_threshold)
-    del mini  # private: never stored, returned or reported
-    init = jnp.zeros(dim) if domain is None else jnp.asarray(domain.default_init())
-    if rp.smoothing is None:
-        pot = _threshold_potential(loss, X, y, rp.beta, base + rp.psi, rp.threshold_width)
-    else:
-        pot = _smoothed_potential(loss, X, y, rp.beta, base + rp.psi, rp.smoothing,
-                                  rp.smoothing_samples, key_smooth, dim)
-    del base
-    draws = _run_chains(pot, dim, rp.step_size, rp.num_steps, rp.thinning, rp.num_chains, domain,
-                        key_run, init)
-    for r in receipts:
-        led.complete(r)
     report = rp.as_dict()
     report["randomness"] = source.describe()
     if led is not None:

@@ -35,18 +35,16 @@ import math
 from .._validation import (
     check_choice, check_delta, check_nonnegative, check_positive, check_positive_int, check_target_epsilon,
 )
-from ..domains import Domain, Euclidean
+from ..domains import Domain
 from ..losses import LossConstants, PerExampleLoss
-from .plan import KERNELS, RouteOption, SamplingPlan, explain_options, plan_trajectory
-from ..privacy import last_iterate as li
-from ..privacy import pure as pure_privacy
-from ..privacy import purification as purif
-from ..privacy import stationary as stat
 from ..privacy.conversions import linear_rdp_rho
+from .plan import KERNELS, RouteOption, SamplingPlan, explain_options
+from .registry import ESTIMATE_ROUTES, REGISTRY, RouteChoices
 
 __all__ = ["ROUTES", "RouteOption", "calibrate", "explain_options", "default_regulariser"]
 
-ROUTES = ("trajectory", "last_iterate", "stationary", "pure")
+#: the route names calibrate accepts (the registry's estimate routes)
+ROUTES = ESTIMATE_ROUTES
 
 
 def default_regulariser(constants: LossConstants, n: int, dim: int, rho: float,
@@ -59,160 +57,6 @@ def default_regulariser(constants: LossConstants, n: int, dim: int, rho: float,
     """
     delta_s = constants.grad_diff / n
     return delta_s / theta_scale * math.sqrt(dim / (2.0 * rho))
-
-
-def _trajectory(constants, n, dim, eps, delta, horizon, num_chains, kernel, friction, num_draws, lam_abs):
-    try:
-        plan = plan_trajectory(constants, n, dim, eps=eps, delta=delta, horizon=horizon,
-                               num_chains=num_chains, kernel=kernel, friction=friction,
-                               lam=lam_abs, num_draws=num_draws)
-    except ValueError as e:
-        return RouteOption("trajectory", False, str(e))
-    return RouteOption(
-        "trajectory", True,
-        "anytime guarantee for the whole path; no convexity needed for privacy",
-        beta=plan.beta, excess_risk_bound=plan.excess_risk_bound,
-        releases=f"the full trajectory of {num_chains} chain(s) ({plan.num_draws} draws each)",
-        assumptions=("convexity only for the p/beta bound and mixing (not for privacy)",),
-        details={"mu": plan.event.mu, "horizon": plan.horizon, "num_steps": plan.num_steps},
-        plan=plan)
-
-
-_CLIPPED_REASON = ("needs a contraction: the loss clips per-example gradients, and a clipped gradient "
-                   "map is not a contraction whatever the declared m and M (use the trajectory route)")
-
-
-def _last_iterate(constants, n, dim, eps, delta, num_chains, lam_rel, theta_scale, relaxations):
-    if constants.clipped:
-        return RouteOption("last_iterate", False, _CLIPPED_REASON)
-    if constants.smoothness is None:
-        return RouteOption("last_iterate", False, "needs a declared smoothness M (step-size condition)")
-    m = constants.strong_convexity + lam_rel
-    if m <= 0:
-        return RouteOption("last_iterate", False,
-                           "needs strong convexity: declare an L2 regulariser (lam_rel > 0)")
-    M = constants.smoothness + lam_rel
-    s = constants.grad_diff / n
-    # beta from the bound uniform in the number of steps at h = 1/(beta (m + M)):
-    # rho(K -> inf) = beta s^2 (2 - h beta m) / (4 m) with h beta = 1/(m + M).
-    rho_max = linear_rdp_rho(eps, delta)
-    beta = 4.0 * m * rho_max / (num_chains * s * s * (2.0 - m / (m + M)))
-    beta = beta * (1 - 1e-9)
-    h = 1.0 / (beta * (m + M))
-    num_steps = int(math.ceil(relaxations / (h * beta * m)))
-    event = li.last_iterate_event(beta, s, h, num_steps, m, M, num_chains=num_chains)
-    from ..privacy.accountant import Accountant
-
-    eps_spent = Accountant([event]).get_epsilon(delta)
-    if eps_spent > eps * (1 + 1e-9):  # the closed-form beta must meet the target
-        raise AssertionError(f"last-iterate calibration overspent: {eps_spent} > {eps}")
-    lam_abs = beta * lam_rel
-    plan = SamplingPlan(
-        route="last_iterate", eps=eps, delta=delta, beta=beta, lam=lam_abs, step_size=h,
-        num_steps=num_steps, num_chains=num_chains, kernel="langevin", friction=None,
-        thinning=num_steps, burn_in=0, n=n, dim=dim, sensitivity=s, event=event,
-        assumptions=(f"loss-level strong convexity m = {m:g} from the L2 regulariser "
-                     f"lam_rel = {lam_rel:g} (U = beta (L + lam_rel/2 |theta|^2))",
-                     f"loss-level smoothness M = {M:g} (declared)",),
-        sampling_error_tv=None, excess_risk_bound=dim / beta + 0.5 * lam_rel * theta_scale**2,
-        relaxation_time=1.0 / (h * beta * m), release="last_iterate",
-        notes=(f"{relaxations:g} relaxation times 1/(h beta m) from the data-independent start",))
-    return RouteOption(
-        "last_iterate", True,
-        "privacy of the final iterate stays bounded as the chain runs (strongly convex potential)",
-        beta=beta, excess_risk_bound=plan.excess_risk_bound,
-        releases=f"the last iterate of each of {num_chains} chain(s) only",
-        assumptions=plan.assumptions, details={"rho": event.rho, "step_size": h, "num_steps": num_steps,
-                                               "lam_rel": lam_rel}, plan=plan)
-
-
-def _stationary(constants, n, dim, eps, delta, lam_rel, theta_scale, tv_target, max_steps, domain):
-    if constants.clipped:
-        return RouteOption("stationary", False, _CLIPPED_REASON.replace("a contraction", "a Gibbs target "
-                                                                        "whose drift is the loss gradient"))
-    if domain is not None and not isinstance(domain, Euclidean):
-        return RouteOption("stationary", False,
-                           "its explicit ULA TV bound assumes an unprojected chain on R^d; a bounded "
-                           "domain projects every step (use the trajectory or last-iterate route)")
-    m = constants.strong_convexity + lam_rel
-    if m <= 0:
-        return RouteOption("stationary", False,
-                           "needs strong convexity: declare an L2 regulariser (lam_rel > 0)")
-    if constants.smoothness is None:
-        return RouteOption("stationary", False, "needs a declared smoothness M for the sampler's TV bound")
-    s = constants.grad_diff / n
-    tau = tv_target if tv_target is not None else 0.1 * delta / (1 + math.exp(eps))
-    try:
-        beta = stat.stationary_beta_max(eps, delta, sensitivity=s, strong_convexity=m, tv_error=tau)
-    except ValueError as e:
-        return RouteOption("stationary", False, str(e))
-    # explicit ULA bound (Vempala-Wibisono; seed-001 digest §6.7): KL <= e^{-c h k} KL0 + 8 h p M_U^2 / c
-    M_U, c = beta * (constants.smoothness + lam_rel), beta * m
-    h = min(c / (4 * M_U**2), c * tau**2 / (8 * dim * M_U**2))
-    kl0 = 0.5 * dim * math.log(M_U / c) + 0.5 * M_U * theta_scale**2  # N(0, I/M_U) start, ||theta*|| <= R
-    steps = math.log(max(kl0, tau**2) / tau**2) / (c * h)
-    details = {"tv_target": tau, "step_size": h, "num_steps_needed": steps, "lam_rel": lam_rel}
-    if steps > max_steps:
-        return RouteOption(
-            "stationary", False,
-            f"impractical: the explicit ULA bound needs about {steps:.3g} steps to reach TV {tau:.2g} "
-            f"(> max_steps = {max_steps:g})", beta=beta,
-            excess_risk_bound=dim / beta + 0.5 * lam_rel * theta_scale**2,
-            releases="one exact-enough draw per chain", details=details)
-    # at least one step: a start law already within the bound (KL0 <= tau^2, e.g. M = m and a small
-    # M_U R^2) needs none, but a plan of zero steps has no draw to release (thinning 0)
-    num_steps = max(1, int(math.ceil(steps)))
-    event = stat.stationary_event(beta, s, m, tv_error=tau)
-    plan = SamplingPlan(
-        route="stationary", eps=eps, delta=delta, beta=beta, lam=beta * lam_rel, step_size=h,
-        num_steps=num_steps, num_chains=1, kernel="langevin", friction=None, thinning=num_steps,
-        burn_in=0, n=n, dim=dim, sensitivity=s, event=event,
-        assumptions=(f"loss-level strong convexity m = {m:g} (L2 regulariser lam_rel = {lam_rel:g})",
-                     f"||theta*|| <= theta_scale = {theta_scale:g} (initial-KL bound)",
-                     "ULA TV bound of Vempala-Wibisono (LSI constant beta m, smoothness beta M), "
-                     "for the start law N(0, I / M_U) the run uses and no projection"),
-        sampling_error_tv=tau, excess_risk_bound=dim / beta + 0.5 * lam_rel * theta_scale**2,
-        relaxation_time=1.0 / (h * beta * m), release="last_iterate",
-        init_law="gaussian", init_scale=1.0 / math.sqrt(M_U),
-        notes=(f"final draw at TV <= {tau:.2g} from the Gibbs target: delta includes (1 + e^eps) tau",))
-    return RouteOption("stationary", True,
-                       "one draw within an explicit TV bound of the exact Gibbs distribution",
-                       beta=beta, excess_risk_bound=plan.excess_risk_bound,
-                       releases="the final draw of one chain", assumptions=plan.assumptions,
-                       details=details, plan=plan)
-
-
-def _pure(constants, n, dim, eps, domain, horizon, num_chains, num_draws, eps_prime_fraction,
-          omega, purification_scale):
-    if domain is None or not domain.bounded:
-        return RouteOption("pure", False, "needs a bounded domain (L2Ball or Box) for purification")
-    eps_prime = eps * eps_prime_fraction
-    eps_a = eps - eps_prime
-    scale = purification_scale if purification_scale is not None else 1e-3 * domain.diameter
-    ld = purif.required_log_delta(domain, eps_prime, omega, scale)
-    em_beta = pure_privacy.pure_beta(eps, n, constants.lipschitz, domain.diameter) \
-        if math.isfinite(constants.lipschitz) else None
-    try:
-        plan = plan_trajectory(constants, n, dim, eps=eps_a, log_delta=ld, horizon=horizon,
-                               num_chains=num_chains, num_draws=num_draws)
-    except ValueError as e:
-        return RouteOption("pure", False, str(e))
-    params = purif.purification_parameters(domain, eps_prime, omega, log_delta=ld)
-    event = purif.purified_event(eps_a, params)
-    plan = dataclasses.replace(
-        plan, route="pure", eps=eps, delta=0.0, event=event, release="purified_mean",
-        purification=params.to_dict(),
-        notes=plan.notes + (f"upstream trajectory at ({eps_a:g}, exp({ld:.1f}))-DP; only its purified "
-                            f"posterior mean is released (Laplace scale {params.laplace_scale:.3g}, "
-                            f"omega {omega:g})",))
-    return RouteOption(
-        "pure", True, "pure eps-DP on a bounded domain via purification of an (eps, delta) trajectory",
-        beta=plan.beta, excess_risk_bound=plan.excess_risk_bound,
-        releases="one purified posterior-mean estimate (draws themselves are not released)",
-        assumptions=event.assumptions,
-        details={"upstream_eps": eps_a, "upstream_log_delta": ld, "eps_prime": eps_prime,
-                 "laplace_scale": params.laplace_scale, "omega": omega,
-                 "exponential_mechanism_beta_exact_sampler_only": em_beta}, plan=plan)
 
 
 def calibrate(loss: PerExampleLoss | LossConstants, n: int, dim: int, *, eps: float,
@@ -280,26 +124,26 @@ def calibrate(loss: PerExampleLoss | LossConstants, n: int, dim: int, *, eps: fl
 
     options: list[RouteOption] = []
     if pure_target:
-        options.append(_pure(constants, n, dim, eps, domain, horizon, num_chains, num_draws,
-                             eps_prime_fraction, omega, purification_scale))
-        for r in ("trajectory", "last_iterate", "stationary"):
-            options.append(RouteOption(r, False, "gives (eps, delta)-DP only; the target is pure eps"))
+        rho, lam_sc, lam_traj = None, 0.0, 0.0
     else:
         rho = linear_rdp_rho(eps, delta) / num_chains
-        lam_sc = (check_nonnegative("lam_rel", lam_rel) if lam_rel is not None
-                  else default_regulariser(constants, n, dim, rho, theta_scale))
+        lam_sc = lam_rel if lam_rel is not None else default_regulariser(constants, n, dim, rho, theta_scale)
         lam_traj = 0.0 if lam_rel is None else lam_sc
-        traj = _trajectory(constants, n, dim, eps, delta, horizon, num_chains, kernel, friction,
-                           num_draws, 0.0)
-        if traj.plan is not None and lam_traj:
-            traj = _trajectory(constants, n, dim, eps, delta, horizon, num_chains, kernel, friction,
-                               num_draws, lam_traj * traj.plan.beta)
-        options.append(traj)
-        options.append(_last_iterate(constants, n, dim, eps, delta, num_chains, lam_sc,
-                                     theta_scale, relaxations))
-        options.append(_stationary(constants, n, dim, eps, delta, lam_sc, theta_scale, tv_target,
-                                   max_steps, domain))
-        options.append(RouteOption("pure", False, "the target is (eps, delta); pass delta=None for pure eps"))
+    choices = RouteChoices(domain=domain, horizon=horizon, num_chains=num_chains, kernel=kernel,
+                           friction=friction, num_draws=num_draws, lam_rel=lam_sc, lam_trajectory=lam_traj,
+                           theta_scale=theta_scale, relaxations=relaxations, tv_target=tv_target,
+                           max_steps=max_steps, eps_prime_fraction=eps_prime_fraction, omega=omega,
+                           purification_scale=purification_scale)
+    for name in ESTIMATE_ROUTES:  # the registry's estimate routes, each planned or refused with its reason
+        r = REGISTRY[name]
+        if r.pure_eps != pure_target:
+            options.append(RouteOption(name, False, "the target is (eps, delta); pass delta=None for pure eps"
+                                       if r.pure_eps else "gives (eps, delta)-DP only; the target is pure eps"))
+        else:
+            options.append(r.option(constants, n, dim, eps, None if pure_target else delta, choices))
+    if pure_target:  # the pure route first, as explain() has always listed it
+        options.sort(key=lambda o: o.route != "pure")
+    else:
         options.extend(_optional_routes(constants, n, dim, eps, delta, lam_sc))
 
     if route == "auto":

@@ -41,6 +41,8 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_delta, check_epsilon
+from ..privacy.events import ApproxDpEvent
+from ..privacy.ledger import charged
 from .feature_map import as_level_strings, missing_mask
 from .readers import read_table
 from .spec import DEFAULT_NA_VALUES, Column, Schema, Target
@@ -297,65 +299,57 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
     if total_eps > eps * (1 + 1e-9) or total_delta > delta * (1 + 1e-9):
         raise RuntimeError(f"internal: the draft's composed privacy ({total_eps}, {total_delta}) exceeds "
                            f"the target ({eps}, {delta})")  # pragma: no cover
-    receipt = None
-    if ledger is not None:
-        from ..privacy.events import ApproxDpEvent
-        from ..privacy.ledger import Ledger
-
-        led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-        event = ApproxDpEvent(epsilon=eps, delta=delta, label="schema_draft",
-                              assumptions=("replace-one adjacency on rows (OpenDP symmetric distance 2)",
-                                           "row count and column names public",
-                                           "basic composition of OpenDP measurements over columns"),
-                              metadata={"columns": k, "eps_per_column": eps_col, "delta_per_column": delta_col})
-        receipt = led.charge(dataset_id, event, run_label="dp-infer schema draft --private")
-    cols, tgt, skipped = [], None, []
-    for name in names:
-        declared, m_kind, m_num, m_cat = plan[name]
-        s = df[name]
-        v, isnum = _numbers(s, na)
-        present = ~missing_mask(s, na)
-        if declared:
-            kind = declared
-        else:
-            tags = np.where(isnum, "number", "text")[present].tolist()
-            noisy = m_kind(tags)
-            kind = "numeric" if noisy[0] > noisy[1] else "categorical"
-        how = "declared" if declared else "DP count of numeric cells"
-        if kind == "numeric":
-            x = np.clip(v[isnum], cand[0], cand[-1])  # row-wise: the bin of each number
-            bins = np.clip(np.searchsorted(cand, x, side="right") - 1, 0, cand.size - 2)
-            noisy = np.asarray(m_num([str(b) for b in bins]), dtype=float)
-            lo, hi = _bounds_from_noisy_histogram(noisy, cand, q_lo, q_hi, e_rest)
-            note = f"kind: {how}; bounds: {q_lo:g}/{q_hi:g} quantiles of a DP histogram on fixed bins (OpenDP)"
-            if name == target:
-                tgt = Target(name, "numeric", bounds=(lo, hi), note=note)
+    event = ApproxDpEvent(epsilon=eps, delta=delta, label="schema_draft",
+                          assumptions=("replace-one adjacency on rows (OpenDP symmetric distance 2)",
+                                       "row count and column names public",
+                                       "basic composition of OpenDP measurements over columns"),
+                          metadata={"columns": k, "eps_per_column": eps_col, "delta_per_column": delta_col})
+    with charged(ledger, dataset_id, event, "dp-infer schema draft --private") as receipt:
+        cols, tgt, skipped = [], None, []
+        for name in names:
+            declared, m_kind, m_num, m_cat = plan[name]
+            s = df[name]
+            v, isnum = _numbers(s, na)
+            present = ~missing_mask(s, na)
+            if declared:
+                kind = declared
             else:
-                cols.append(Column(name, "numeric", bounds=(lo, hi), note=note))
-        else:
-            lv = as_level_strings(s[present]).tolist()
-            hist = m_cat(lv)
-            levels = [str(a) for a, _ in sorted(hist.items(), key=lambda kv: -kv[1])][:max_levels]
-            note = f"kind: {how}; levels: DP thresholded histogram (OpenDP), noisy-most frequent first"
-            if name == target:
-                tgt = _target_from_levels(name, levels, note)
-                continue
-            levels = [x for x in levels if x != "other"]
-            if not levels:
-                skipped.append(name)  # nothing released: cannot be declared from the data privately
-                continue
-            cols.append(Column(name, "categorical", levels=tuple(levels), unknown="other", note=note))
-    if not cols:
-        raise ValueError("data: no feature column could be drafted privately (nothing released); "
-                         "declare the schema by hand or raise eps")
-    src = str(data) if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else type(data).__name__
-    charged = f"; charged to ledger {receipt.ledger_path} as dataset {dataset_id!r}" if receipt else ""
-    header = PRIVATE_HEADER.format(source=src, eps=eps, delta=delta, charged=charged)
-    if skipped:
-        header += (f"\nIGNORED (no level passed the DP threshold; declare them by hand): {', '.join(skipped)}")
-    schema = Schema(columns=tuple(cols), target=tgt, na_values=na, read=_dialect(data, read_kwargs),
-                    ignore=tuple(skipped))
-    if receipt is not None:
-        led.complete(receipt)
+                tags = np.where(isnum, "number", "text")[present].tolist()
+                noisy = m_kind(tags)
+                kind = "numeric" if noisy[0] > noisy[1] else "categorical"
+            how = "declared" if declared else "DP count of numeric cells"
+            if kind == "numeric":
+                x = np.clip(v[isnum], cand[0], cand[-1])  # row-wise: the bin of each number
+                bins = np.clip(np.searchsorted(cand, x, side="right") - 1, 0, cand.size - 2)
+                noisy = np.asarray(m_num([str(b) for b in bins]), dtype=float)
+                lo, hi = _bounds_from_noisy_histogram(noisy, cand, q_lo, q_hi, e_rest)
+                note = f"kind: {how}; bounds: {q_lo:g}/{q_hi:g} quantiles of a DP histogram on fixed bins (OpenDP)"
+                if name == target:
+                    tgt = Target(name, "numeric", bounds=(lo, hi), note=note)
+                else:
+                    cols.append(Column(name, "numeric", bounds=(lo, hi), note=note))
+            else:
+                lv = as_level_strings(s[present]).tolist()
+                hist = m_cat(lv)
+                levels = [str(a) for a, _ in sorted(hist.items(), key=lambda kv: -kv[1])][:max_levels]
+                note = f"kind: {how}; levels: DP thresholded histogram (OpenDP), noisy-most frequent first"
+                if name == target:
+                    tgt = _target_from_levels(name, levels, note)
+                    continue
+                levels = [x for x in levels if x != "other"]
+                if not levels:
+                    skipped.append(name)  # nothing released: cannot be declared from the data privately
+                    continue
+                cols.append(Column(name, "categorical", levels=tuple(levels), unknown="other", note=note))
+        if not cols:
+            raise ValueError("data: no feature column could be drafted privately (nothing released); "
+                             "declare the schema by hand or raise eps")
+        src = str(data) if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else type(data).__name__
+        charged_note = f"; charged to ledger {receipt.ledger_path} as dataset {dataset_id!r}" if receipt else ""
+        header = PRIVATE_HEADER.format(source=src, eps=eps, delta=delta, charged=charged_note)
+        if skipped:
+            header += (f"\nIGNORED (no level passed the DP threshold; declare them by hand): {', '.join(skipped)}")
+        schema = Schema(columns=tuple(cols), target=tgt, na_values=na, read=_dialect(data, read_kwargs),
+                        ignore=tuple(skipped))
     return DraftResult(schema, header, {"eps": eps, "delta": delta, "eps_composed": total_eps,
                                         "delta_composed": total_delta}, receipt)

@@ -1,0 +1,392 @@
+"""Oracle tests for dp_infer.privacy.minibatch.
+
+Oracles:
+* the integer-order RDP of the Poisson-subsampled Gaussian (Mironov, Talwar, Zhang 2019:
+  ``A_a = sum_k C(a, k) (1-q)^(a-k) q^k exp(k (k-1) / (2 sigma^2))``, RDP = log A_a / (a - 1))
+  evaluated in 50-digit mpmath, independent of dp-accounting's code;
+* closed forms at q = 1 (the Gaussian path: mu = beta (2C/n) sqrt(K T h / 2) under replace-one,
+  half that under add/remove) and of the noise multiplier;
+* the sandwich every valid replace-one curve must satisfy: at least the REPLACE_SPECIAL curve
+  (a replace-one pair is at least as far apart as a zero-record pair, and the weak triangle
+  coefficient is >= 1), at most the unamplified 2C Gaussian curve; the weak triangle bound
+  recomputed order by order from single-order calls;
+* calibration at q = 1 against the closed-form inverse (gdp_mu), exact on the safe side.
+
+* an almost noiseless step (sigma**2 underflows to 0) releases the clipped sum essentially
+  without noise: the only valid float bound is inf, at every order, and it is a plain answer,
+  not a numerical accident (no RuntimeWarning).
+"""
+
+import math
+import dp_accounting as dpa
+import mpmath
+import numpy as np
+import pytest
+from dp_accounting import pld
+from dp_infer.privacy import minibatch as mb
+from dp_infer.privacy.accountant import Accountant
+from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu, rdp_epsilon
+from dp_infer.privacy.events import GdpEvent, RdpCurveEvent
+from tests.support.strict_tolerance import approx
+import warnings
+
+
+BETA, H, T, C, N = 100.0, 0.01, 40, 1.0, 1000
+DELTA = 1e-5
+
+
+def _sigma(q, beta=BETA, h=H, c=C, n=N):
+    return q * n * math.sqrt(2.0 / h) / (beta * c)
+
+
+def _mp_poisson_gaussian_rdp(alpha: int, q: float, sigma: float) -> float:
+    """Integer-order RDP of one Poisson-subsampled Gaussian step (MTZ 2019), 50 digits."""
+    with mpmath.workdps(50):
+        q, s2 = mpmath.mpf(q), mpmath.mpf(sigma) ** 2
+        a = mpmath.fsum(mpmath.binomial(alpha, k) * (1 - q) ** (alpha - k) * q**k * mpmath.exp(k * (k - 1) / (2 * s2))
+                        for k in range(alpha + 1))
+        return float(mpmath.log(a) / (alpha - 1))
+
+
+# --------------------------------------------------------------------------- the mechanism
+
+
+def test_noise_multiplier_is_noise_std_over_the_drift_of_one_clipped_gradient():
+    for beta, h, q, c, n in ((100.0, 0.01, 0.01, 1.0, 1000), (3.0, 0.5, 1.0, 0.2, 7), (1e4, 1e-6, 0.3, 5.0, 10**6)):
+        drift = h * beta * c / (q * n)
+        assert mb.minibatch_noise_multiplier(beta, h, q, c, n) == approx(math.sqrt(2 * h) / drift, rel=1e-14)
+    for name, args in (("beta", (0.0, H, 0.1, C, N)), ("step_size", (BETA, -1.0, 0.1, C, N)),
+                       ("q", (BETA, H, 0.0, C, N)), ("q", (BETA, H, math.nan, C, N)), ("q", (BETA, H, None, C, N)),
+                       ("clip_norm", (BETA, H, 0.1, 0.0, N)), ("n", (BETA, H, 0.1, C, 0))):
+        with pytest.raises(ValueError, match=name):
+            mb.minibatch_noise_multiplier(*args)
+
+
+def test_q_must_lie_in_zero_one_with_one_included():
+    assert mb._check_q(1.0) == 1.0 and mb._check_q(1) == 1.0 and mb._check_q("0.5") == 0.5
+    assert mb._check_q(1e-300) == 1e-300
+    for bad in (0.0, -0.1, 1.0 + 1e-15, math.nan, math.inf, "x", None, [0.5]):
+        with pytest.raises(ValueError, match=r"q \(sampling probability\) must lie in \(0, 1\]"):
+            mb._check_q(bad)
+    assert mb._check_neighboring("replace_one") == "replace_one"
+    assert mb._check_neighboring("add_remove") == "add_remove"
+    with pytest.raises(ValueError, match="neighboring must be one of"):
+        mb._check_neighboring("replace_special")
+
+
+def test_dp_accounting_event_is_k_t_self_composed_subsampled_gaussians():
+    ev = mb.minibatch_dp_accounting_event(BETA, H, T, 0.02, C, N, num_chains=3)
+    assert isinstance(ev, dpa.SelfComposedDpEvent) and ev.count == 3 * T
+    assert isinstance(ev.event, dpa.PoissonSampledDpEvent) and ev.event.sampling_probability == 0.02
+    assert isinstance(ev.event.event, dpa.GaussianDpEvent)
+    assert ev.event.event.noise_multiplier == approx(_sigma(0.02), rel=1e-15)
+    assert mb.minibatch_dp_accounting_event(BETA, H, T, 0.02, C, N).count == T
+
+
+# --------------------------------------------------------------------------- base curve
+
+
+@pytest.mark.parametrize("q", [0.01, 0.2, 0.9])
+@pytest.mark.parametrize("k", [1, 2])
+def test_base_curve_equals_the_integer_order_closed_form(q, k):
+    orders = np.array([2.0, 3.0, 5.0, 8.0, 16.0])
+    got = mb.minibatch_base_rdp(orders, BETA, H, T, q, C, N, num_chains=k)
+    want = np.array([k * T * _mp_poisson_gaussian_rdp(int(a), q, _sigma(q)) for a in orders])
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+def test_base_curve_at_q1_is_the_gaussian_path():
+    orders = np.array([1.5, 2.0, 7.5, 64.0])
+    got = mb.minibatch_base_rdp(orders, BETA, H, T, 1.0, C, N, num_chains=2)
+    np.testing.assert_allclose(got, 2 * T * orders / (2 * _sigma(1.0) ** 2), rtol=1e-9)
+
+
+def test_base_curve_keeps_the_callers_order_and_is_non_decreasing():
+    sorted_orders = np.concatenate([np.linspace(1.01, 3.0, 12), np.geomspace(3.5, 1e4, 12)])
+    base = mb.minibatch_base_rdp(sorted_orders, BETA, H, T, 0.05, C, N)
+    assert np.all(np.diff(base) >= 0)
+    assert np.all(base > 0)
+    perm = np.random.default_rng(0).permutation(len(sorted_orders))
+    shuffled = mb.minibatch_base_rdp(sorted_orders[perm], BETA, H, T, 0.05, C, N)
+    np.testing.assert_array_equal(shuffled, base[perm])
+    # never above dp-accounting's own value at the same order (the envelope only lowers it)
+    acc = dpa.rdp.RdpAccountant(orders=list(sorted_orders), neighboring_relation=dpa.NeighboringRelation.REPLACE_SPECIAL)
+    acc.compose(mb.minibatch_dp_accounting_event(BETA, H, T, 0.05, C, N))
+    raw = np.where(np.isnan(acc._rdp), np.inf, acc._rdp)
+    assert np.all(base <= raw)
+    # the envelope is min over larger orders of the raw values, computed independently
+    env = np.array([raw[i:].min() for i in range(len(raw))])
+    np.testing.assert_array_equal(base, env)
+
+
+# --------------------------------------------------------------------------- replace-one curve
+
+
+def _triangle_by_hand(alphas, q, k=1):
+    """min over p of the weak-triangle bound at each alpha, written out order by order.
+
+    The base curve is evaluated once on every order the bound reads (its envelope, the minimum
+    over larger computed orders, depends on which orders are computed together).
+    """
+    pairs = [(p * a, (p * a - 1.0) / (p - 1.0)) for a in alphas for p in mb.TRIANGLE_PS]
+    need = sorted({o for pair in pairs for o in pair})
+    R = dict(zip(need, mb.minibatch_base_rdp(need, BETA, H, T, q, C, N, num_chains=k)))
+    out = []
+    for a in alphas:
+        out.append(min((a - 1.0 / p) / (a - 1.0) * R[p * a] + R[(p * a - 1.0) / (p - 1.0)] for p in mb.TRIANGLE_PS))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("q", [0.01, 0.3, 0.9, 0.999])
+def test_replace_one_curve_is_the_weak_triangle_bound_capped_by_the_2c_gaussian(q):
+    alphas = np.array([1.05, 1.5, 2.0, 4.0, 12.0, 100.0])
+    ev = mb.minibatch_event(BETA, H, T, q, C, N, alphas=alphas)
+    assert isinstance(ev, RdpCurveEvent)
+    vals = np.array(ev.values)
+    gauss = 2.0 * T * alphas / _sigma(q) ** 2  # sensitivity 2C, no amplification
+    special = mb.minibatch_base_rdp(alphas, BETA, H, T, q, C, N)
+    assert np.all(vals <= gauss)
+    assert np.all(vals >= special)  # a replace-one pair is at least a zero-record pair
+    # RdpCurveEvent keeps the running maximum (the bound is not monotone near alpha = 1)
+    np.testing.assert_allclose(vals, np.maximum.accumulate(np.minimum(_triangle_by_hand(alphas, q), gauss)),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("clip", [1.0, 0.5, 3.0])
+def test_replace_one_curve_uses_the_2c_gaussian_where_amplification_is_lost(clip):
+    # q close to 1: the subsampled curve is nearly the Gaussian K T a / (2 sigma^2), and the
+    # triangle bound (best p = 2 at a = 4: 8.17 K T / sigma^2) exceeds the 2C curve 2 K T a / sigma^2
+    q, beta = 0.9999, 2000.0
+    alphas = np.array([4.0, 8.0])
+    ev = mb.minibatch_event(beta, H, T, q, clip, N, alphas=alphas, num_chains=2)
+    gauss = 2.0 * 2 * T * alphas / _sigma(q, beta=beta, c=clip) ** 2
+    np.testing.assert_allclose(ev.values, gauss, rtol=1e-15)
+
+
+@pytest.mark.parametrize("q", [0.05, 0.9])
+def test_replace_one_is_at_least_the_replace_one_pld(q):
+    # dp-accounting's REPLACE_ONE PLD is the exact eps of a realisable pair: a lower bound
+    eps = mb.minibatch_epsilon(BETA, H, T, q, C, N, DELTA)
+    assert eps["epsilon"] >= eps["epsilon_pld"] * (1 - 1e-3)
+    acc = pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, value_discretization_interval=1e-3)
+    acc.compose(mb.minibatch_dp_accounting_event(BETA, H, T, q, C, N))
+    assert eps["epsilon_pld"] == acc.get_epsilon(DELTA)
+
+
+def test_event_orders_are_the_sorted_unique_alphas_and_chains_fold_in():
+    ev = mb.minibatch_event(BETA, H, T, 0.05, C, N, alphas=[4.0, 2.0, 2.0, 1.5])
+    assert ev.orders == (1.5, 2.0, 4.0)
+    ev2 = mb.minibatch_event(BETA, H, T, 0.05, C, N, num_chains=3, alphas=[4.0, 2.0, 1.5])
+    al = np.array(ev2.orders)
+    np.testing.assert_allclose(ev2.values, np.maximum.accumulate(np.minimum(
+        _triangle_by_hand(al, 0.05, k=3), 2.0 * 3 * T * al / _sigma(0.05) ** 2)), rtol=1e-12)
+    assert mb.minibatch_event(BETA, H, T, 0.05, C, N).orders == tuple(mb.DEFAULT_ALPHAS)
+    ar = mb.minibatch_event(BETA, H, T, 0.05, C, N, neighboring="add_remove", alphas=[1.5, 2.0, 4.0])
+    np.testing.assert_array_equal(ar.values, mb.minibatch_base_rdp([1.5, 2.0, 4.0], BETA, H, T, 0.05, C, N))
+
+
+@pytest.mark.parametrize("q", [0.05, 1.0])
+def test_events_state_their_neighbouring_relation_and_the_public_normaliser(q):
+    rep = mb.minibatch_event(BETA, H, T, q, C, N)
+    ar = mb.minibatch_event(BETA, H, T, q, C, N, neighboring="add_remove")
+    norm = mb._ADD_REMOVE_NORMALISER % N
+    assert norm in ar.assumptions and norm not in rep.assumptions
+    if q < 1:
+        assert rep.assumptions[:len(mb._ASSUMPTIONS)] == mb._ASSUMPTIONS
+        assert ar.assumptions[:len(mb._ASSUMPTIONS)] == mb._ASSUMPTIONS
+        assert any("replace-one" in a for a in rep.assumptions)
+        assert any("add/remove-one" in a for a in ar.assumptions)
+    else:
+        assert any("2C/n" in a for a in rep.assumptions) and any("sensitivity C/n" in a for a in ar.assumptions)
+
+
+# --------------------------------------------------------------------------- q = 1
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_q1_is_the_closed_form_gaussian_path(k):
+    rep = mb.minibatch_event(BETA, H, T, 1.0, C, N, num_chains=k)
+    ar = mb.minibatch_event(BETA, H, T, 1.0, C, N, num_chains=k, neighboring="add_remove")
+    assert isinstance(rep, GdpEvent) and isinstance(ar, GdpEvent)
+    mu = BETA * (2 * C / N) * math.sqrt(k * T * H / 2)
+    assert rep.mu == approx(mu, rel=1e-14)
+    assert ar.mu == approx(mu / 2, rel=1e-14)
+    assert rep.metadata["mu"] == rep.mu
+    # and the limit q -> 1 of the subsampled curves approaches it from the same side
+    near = mb.minibatch_event(BETA, H, T, 1 - 1e-9, C, N, num_chains=k, neighboring="add_remove",
+                              alphas=[2.0, 8.0])
+    np.testing.assert_allclose(near.values, np.array([2.0, 8.0]) * (mu / 2) ** 2 / 2, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- eps and calibration
+
+
+@pytest.mark.parametrize("neighboring", mb.NEIGHBORING)
+def test_epsilon_is_the_accountants_eps_of_the_event(neighboring):
+    out = mb.minibatch_epsilon(BETA, H, T, 0.05, C, N, DELTA, num_chains=2, neighboring=neighboring, pld_check=False)
+    ev = mb.minibatch_event(BETA, H, T, 0.05, C, N, 2, neighboring=neighboring)
+    rep = Accountant().compose(ev).report(delta=DELTA)
+    assert out["epsilon"] == rep["epsilon"] and out["route"] == rep["route"]
+    assert out["event"] == ev and out["epsilon_pld"] is None
+    assert out["epsilon"] == approx(rdp_epsilon(ev.orders, ev.values, DELTA)[0], rel=1e-9)
+    with_pld = mb.minibatch_epsilon(BETA, H, T, 0.05, C, N, DELTA, num_chains=2, neighboring=neighboring)
+    assert with_pld["epsilon_pld"] == mb.minibatch_pld_epsilon(BETA, H, T, 0.05, C, N, DELTA, 2,
+                                                                neighboring=neighboring)
+
+
+@pytest.mark.parametrize("neighboring, rel", [("replace_one", dpa.NeighboringRelation.REPLACE_ONE),
+                                              ("add_remove", dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)])
+def test_pld_cross_check_is_dp_accountings_pld_with_the_given_interval(neighboring, rel):
+    for disc in (1e-2, 1e-3):
+        acc = pld.PLDAccountant(rel, value_discretization_interval=disc)
+        acc.compose(mb.minibatch_dp_accounting_event(BETA, H, T, 0.1, C, N, 2))
+        assert mb.minibatch_pld_epsilon(BETA, H, T, 0.1, C, N, DELTA, 2, neighboring=neighboring,
+                                        discretization=disc) == acc.get_epsilon(DELTA)
+    for bad, name in ((0.0, "delta"), (1.0, "delta")):
+        with pytest.raises(ValueError, match=name):
+            mb.minibatch_pld_epsilon(BETA, H, T, 0.1, C, N, bad)
+    with pytest.raises(ValueError, match="discretization"):
+        mb.minibatch_pld_epsilon(BETA, H, T, 0.1, C, N, DELTA, discretization=0.0)
+    with pytest.raises(ValueError, match="neighboring"):
+        mb.minibatch_pld_epsilon(BETA, H, T, 0.1, C, N, DELTA, neighboring="swap")
+
+
+def test_event_epsilon_converts_each_kind():
+    g = mb.minibatch_event(BETA, H, T, 1.0, C, N)
+    assert mb._event_epsilon(g, DELTA) == gdp_epsilon(g.mu, DELTA)
+    r = mb.minibatch_event(BETA, H, T, 0.1, C, N)
+    assert mb._event_epsilon(r, DELTA) == rdp_epsilon(r.orders, r.values, DELTA)[0]
+
+
+@pytest.mark.parametrize("eps", [1e-3, 0.3, 1.0, 30.0])
+@pytest.mark.parametrize("neighboring, mult", [("replace_one", 2.0), ("add_remove", 1.0)])
+@pytest.mark.parametrize("k", [1, 3])
+def test_beta_max_at_q1_is_the_closed_form_inverse_from_below(eps, neighboring, mult, k):
+    rtol = 1e-6
+    b = mb.minibatch_beta_max(eps, DELTA, H, T, 1.0, C, N, k, neighboring=neighboring, rtol=rtol)
+    exact = gdp_mu(eps, DELTA) / ((mult * C / N) * math.sqrt(k * T * H / 2))
+    assert b <= exact * (1 + 1e-12)
+    assert b >= exact / (1 + rtol) * (1 - 1e-12)
+    # exact on the safe side: the event of the returned beta is within the target
+    assert mb._event_epsilon(mb.minibatch_event(b, H, T, 1.0, C, N, k, neighboring=neighboring), DELTA) <= eps
+
+
+@pytest.mark.parametrize("eps", [0.2, 5.0])
+def test_beta_max_subsampled_meets_the_target_and_is_tight_to_rtol(eps):
+    rtol = 1e-3
+    kw = dict(step_size=H, num_steps=T, q=0.05, clip_norm=C, n=N, neighboring="add_remove")
+    b = mb.minibatch_beta_max(eps, DELTA, rtol=rtol, **kw)
+
+    def e(bb):
+        return mb._event_epsilon(mb.minibatch_event(bb, H, T, 0.05, C, N, neighboring="add_remove"), DELTA)
+
+    assert e(b) <= eps < e(b * (1 + rtol))
+    assert mb.minibatch_epsilon(b, delta=DELTA, pld_check=False, **kw)["epsilon"] <= eps
+
+
+def test_beta_max_inputs():
+    args = (1.0, DELTA, H, T, 0.1, C, N)
+    for i, name in ((2, "step_size"), (3, "num_steps"), (4, "q"), (5, "clip_norm"), (6, "n")):
+        bad = list(args)
+        bad[i] = 0
+        with pytest.raises(ValueError, match=name):
+            mb.minibatch_beta_max(*bad)
+    with pytest.raises(ValueError, match="num_chains"):
+        mb.minibatch_beta_max(*args, num_chains=0)
+    with pytest.raises(ValueError, match="neighboring"):
+        mb.minibatch_beta_max(*args, neighboring="swap")
+    with pytest.raises(ValueError, match="rtol"):
+        mb.minibatch_beta_max(*args, rtol=0.0)
+
+
+@pytest.mark.parametrize("eps", [0.05, 2.0, 40.0])
+def test_beta_max_default_tolerance_is_1e4_relative(eps):
+    # the documented default rtol = 1e-4: within that of the closed-form inverse at q = 1, from below
+    b = mb.minibatch_beta_max(eps, DELTA, H, T, 1.0, C, N)
+    exact = gdp_mu(eps, DELTA) / ((2 * C / N) * math.sqrt(T * H / 2))
+    assert exact / (1 + 1e-4) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
+
+
+def test_beta_max_gives_zero_when_no_beta_above_1e_300_meets_the_target():
+    # q = 1, C = 1e300, n = 1, T h / 2 = 1: mu = beta * 2e300, so the target eps = 0.1 needs
+    # beta = gdp_mu(0.1) / 2e300 ~ 1.5e-302 < 1e-300: the search gives up on the safe side
+    h, t = 0.5, 4
+    assert gdp_mu(0.1, DELTA) / 2e300 < 1e-300
+    assert mb.minibatch_beta_max(0.1, DELTA, h, t, 1.0, 1e300, 1) == 0.0
+    # and a target that beta ~ 1e-299 meets is found, from below
+    b = mb.minibatch_beta_max(100.0, DELTA, h, t, 1.0, 1e300, 1, rtol=1e-6)
+    exact = gdp_mu(100.0, DELTA) / 2e300
+    assert exact / (1 + 1e-6) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
+
+
+def test_beta_max_bisects_without_overflow_at_the_ends_of_its_range():
+    # answers near 1e-299 and 1e+299 (the search covers [1e-300, 1e300]): the geometric midpoint
+    # sqrt(lo * hi) underflowed to 0 (and overflowed to inf) there and crashed the search
+    h, t = 0.5, 4
+    for clip, n in ((1e300, 1), (1e-290, 1)):
+        b = mb.minibatch_beta_max(50.0, DELTA, h, t, 1.0, clip, n, rtol=1e-6)
+        exact = gdp_mu(50.0, DELTA) / (2 * clip / n)
+        assert exact / (1 + 1e-6) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("q", [0.05, 1.0])
+def test_event_reports_the_noise_multiplier_it_was_accounted_with(q):
+    ev = mb.minibatch_event(BETA, H, T, q, 0.5, N)
+    assert ev.metadata["noise_multiplier"] == approx(mb.minibatch_noise_multiplier(BETA, H, q, 0.5, N), rel=1e-15)
+    assert ev.metadata["noise_multiplier"] == approx(_sigma(q, c=0.5), rel=1e-15)
+
+
+# --------------------------------------------------------------------------- almost no noise
+
+
+def _mp_rdp_lower_bound(alpha: float, q: float, sigma: float) -> float:
+    """Integer order a: RDP >= log(q^a exp(a (a-1) / (2 s^2))) / (a-1), the k = a term of A_a (MTZ 2019)."""
+    with mpmath.workdps(50):
+        a, q, s = mpmath.mpf(alpha), mpmath.mpf(q), mpmath.mpf(sigma)
+        return (a * mpmath.log(q) + a * (a - 1) / (2 * s**2)) / (a - 1)
+
+
+@pytest.mark.parametrize("beta", [1e150, 1e155, 1e160, 1e165, 1e300])
+def test_base_curve_of_an_almost_noiseless_step_is_never_below_the_closed_form(beta):
+    # h = 2, q = 0.5, C = n = 1: sigma = 0.5 / beta. The true RDP at every integer order a >= 2
+    # is at least (a log q + a (a - 1) / (2 sigma^2)) / (a - 1) (one term of A_a); from beta ~ 1e155
+    # on that exceeds every float, so the only valid float value is inf (never NaN, never a crash,
+    # which dp-accounting gives there: NaN from inf - inf, and a division by sigma**2 == 0).
+    orders = np.array([1.5, 2.0, 3.0, 4.0, 10.0, 100.0])
+    sigma = mb.minibatch_noise_multiplier(beta, 2.0, 0.5, 1.0, 1)
+    for k in (1, 2):
+        base = mb.minibatch_base_rdp(orders, beta, 2.0, 1, 0.5, 1.0, 1, num_chains=k)
+        assert not np.any(np.isnan(base))
+        for a, v in zip(orders[1:], base[1:]):
+            # dp-accounting's float sum (not the bound) may be an ulp low: rel 1e-12
+            assert v >= k * _mp_rdp_lower_bound(a, 0.5, sigma) * (1 - 1e-12)  # inf >= any mpf
+        assert np.all(base[1:] >= base[:-1])
+        for nb in mb.NEIGHBORING:
+            ev = mb.minibatch_event(beta, 2.0, 1, 0.5, 1.0, 1, num_chains=k, neighboring=nb, alphas=orders)
+            assert not np.any(np.isnan(ev.values))
+            assert np.all(np.array(ev.values) >= base)
+            assert mb._event_epsilon(ev, DELTA) >= 1e299
+
+
+def test_base_curve_at_noise_multiplier_one_is_the_closed_form():
+    # sigma = q n sqrt(2/h) / (beta C) = 0.5 * 2 * 1 / 1 = 1 exactly
+    assert mb.minibatch_noise_multiplier(1.0, 2.0, 0.5, 1.0, 2) == 1.0
+    orders = np.array([2.0, 3.0, 6.0])
+    got = mb.minibatch_base_rdp(orders, 1.0, 2.0, 3, 0.5, 1.0, 2)
+    want = np.array([3 * _mp_poisson_gaussian_rdp(int(a), 0.5, 1.0) for a in orders])
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- almost no noise
+
+
+@pytest.mark.parametrize("beta", [1e165, 1e300])
+@pytest.mark.parametrize("neighboring", mb.NEIGHBORING)
+def test_noiseless_step_is_inf_without_a_runtime_warning(beta, neighboring):
+    # h = 2, q = 0.5, C = n = 1: sigma = 0.5 / beta, sigma**2 == 0.0 in float64
+    assert mb.minibatch_noise_multiplier(beta, 2.0, 0.5, 1.0, 1) ** 2 == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a divide-by-zero RuntimeWarning would be an error here
+        ev = mb.minibatch_event(beta, 2.0, 1, 0.5, 1.0, 1, neighboring=neighboring, alphas=[1.05, 2.0, 10.0, 256.0])
+    assert ev.values == (math.inf,) * 4
+    assert mb._event_epsilon(ev, DELTA) == math.inf
