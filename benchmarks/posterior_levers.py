@@ -124,6 +124,33 @@ def plan_table(eps_list, log=print):
     return out
 
 
+def _synthetic_data(n: int, d: int = 10, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = np.clip(rng.normal(size=(n, d)), -1, 1)
+    X[:, 0] = 1.0
+    theta = rng.normal(size=d) * 0.5
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-X @ theta))).astype(float)
+    return X, y
+
+
+def clip_sweep(factors=(0.5, 1.0, 2.0, None), log=print):
+    """Synthetic n = 1e4, d = 10, eps = 1: the clip radius (a multiple of sqrt(d); None = no clip)
+    against beta / n, the measured width ratio and the mixing."""
+    n, d = 10_000, 10
+    X, y = _synthetic_data(n, d)
+    _, C0 = map_laplace(X, y, 1.0)
+    sd0 = np.sqrt(np.diag(C0))
+    loss = losses.logistic(row_norm=math.sqrt(d))
+    out = []
+    for f in factors:
+        r = one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=sd0, seed=3, prior=1.0,
+                    clip_radius=None if f is None else f * math.sqrt(d))
+        r["factor"] = f
+        log(json.dumps(r))
+        out.append(r)
+    return out
+
+
 def synthetic(log=print):
     out = []
     d = 10
@@ -133,11 +160,7 @@ def synthetic(log=print):
         r = {"n": n, "d": d, "eps": 1.0, "forecast_beta_over_n": fc.beta_over_n,
              "formula_beta_over_n": formula_beta_over_n(n, 1.0, fc.clip_radius, 400)}
         if n == 10_000:
-            rng = np.random.default_rng(0)
-            X = np.clip(rng.normal(size=(n, d)), -1, 1)
-            X[:, 0] = 1.0
-            theta = rng.normal(size=d) * 0.5
-            y = (rng.uniform(size=n) < 1 / (1 + np.exp(-X @ theta))).astype(float)
+            X, y = _synthetic_data(n, d)
             _, C0 = map_laplace(X, y, 1.0)
             r.update(one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=np.sqrt(np.diag(C0)), seed=3, prior=1.0))
         log(json.dumps(r))
@@ -219,6 +242,7 @@ def main(argv=None):
     p.add_argument("--eps", type=float, nargs="*", default=[0.5, 1.0, 2.0, 4.0, 8.0])
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--plans", action="store_true", help="plans only on the full Adult training set, every eps")
+    p.add_argument("--sweep", action="store_true", help="clip radius sweep on synthetic data (n = 1e4, d = 10)")
     p.add_argument("--json", default=None)
     p.add_argument("--md", default=None)
     a = p.parse_args(argv)
@@ -230,6 +254,8 @@ def main(argv=None):
         res["adult"] = adult(a.eps, a.n_sub)
     if a.synthetic:
         res["synthetic"] = synthetic()
+    if a.sweep:
+        res["sweep"] = clip_sweep()
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1, default=float)
