@@ -57,7 +57,7 @@ def _neighbours():
     return X, y, X2, y2
 
 
-@pytest.mark.parametrize("preconditioner", ["prior", "private"])
+@pytest.mark.parametrize("preconditioner", ["prior", pytest.param("private", marks=pytest.mark.slow)])
 def test_plan_and_report_identical_on_neighbouring_datasets(preconditioner):
     """Invariant 10: neighbouring datasets (differing in the rarest admissible row) give bit-identical
     plans and reports. With the private second moment, the plan is a function of the release, so
