@@ -88,6 +88,9 @@ def _write(res: dict, *, docs: bool) -> None:
     if docs:
         kept = [k for k, p in res.get("provenance", {}).items() if not _same_run(p, res)]
         os.makedirs(os.path.dirname(DOCS), exist_ok=True)
+        from .posterior_levers import kept_block  # its own command's section survives a re-render
+
+        md = md + kept_block(DOCS)
         with open(DOCS, "w") as f:
             f.write("# Benchmark results\n\n" "Latest run of `" + res["command"] + "` (regenerate with the same "
                     "command; raw numbers in `benchmarks/results/results.json`, plots next to it)"

@@ -29,10 +29,12 @@ def run(quick: bool, log=print) -> dict:
     X, y = quality_adult._subsample(data, 5000 if quick else None)
     out = {"adult": adult}
     rerun = quality_adult.rerun_plan(data, X, y, main, num_chains=16)
+    potential = main.potential  # the run's own target (Huberised when the clip is on, the default)
     del main
     out["tempered_vs_nuts"] = quality_nuts.tempered_vs_nuts(X, y, draws, beta=beta, lam=quality_adult.PRIOR_PRECISION,
                                                             quick=quick, rerun=rerun,
-                                                            test=(data.X_test, data.y_test), log=log)
+                                                            test=(data.X_test, data.y_test), log=log,
+                                                            potential=potential)
     out["nonprivate"] = quality_nuts.nonprivate_ess_per_second(X, y, quick=quick, log=log)
     out["coverage"] = quality_coverage.run(quick, log=log)
     return out

@@ -3,7 +3,8 @@
 Data: :func:`benchmarks.adult_rows.load_adult_natural` (intercept, 8 numerics in [-1, 1],
 complete one-hot groups; rows of norm <= sqrt(17); sensitivity over the admissible rows).
 Prior N(0, 1 / 0.17) per coordinate. Posterior mode: ``fit_posterior(..., preconditioner=
-"private")`` (10% of mu^2 for X'X/n), 4 chains, ``ess`` requested; seconds are the wall time of
+"private")`` (10% of mu^2 for X'X/n), 4 chains, ``ess`` requested, and (the default since issue 27)
+per-example gradients clipped in the preconditioner's metric at radius sqrt(d); seconds are the wall time of
 the whole call (second-moment release, planning, JIT compilation and sampling) on this machine.
 
 Competitors at the same (eps, delta), on the same rows:

@@ -97,12 +97,15 @@ def _nuts_summary(ref, secs, grads, step, w, s, chains) -> dict:
 
 
 def tempered_vs_nuts(X, y, draws, *, beta: float, lam: float, quick: bool, rerun=None, test=None,
-                     log=print) -> dict:
+                     log=print, potential=None) -> dict:
     """NUTS on the released draws' target; ``draws`` the 4 released chains, ``rerun`` (optional) the
     16-chain NON-PRIVATE re-run of the same plan, both ``(chains, draws, d)`` after burn-in.
     ``test = (X_test, y_test)`` (optional): held-out metrics of both posterior means -- how accurate
     the target itself is at this beta, against what the released draws reach."""
-    U = _potential(X, y, beta, lam)
+    # ``potential``: the released run's own target U(theta) when it is not the plain Gibbs posterior
+    # (the default posterior mode clips gradients in the metric: a Huberised loss); the Laplace
+    # reference of the unclipped target then only sets NUTS's mass matrix and start
+    U = _potential(X, y, beta, lam) if potential is None else potential
     th_map, cov = laplace_reference(X, y, beta, lam)
     w, s = (200, 500) if quick else (300, 1500)
     ref, secs, grads, step = nuts_fixed_mass(U, th_map, cov, warmup=w, draws=s, chains=4, key=jax.random.PRNGKey(201))

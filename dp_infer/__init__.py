@@ -15,6 +15,7 @@ from .kernels import Langevin, MinibatchSGLD, UnderdampedLangevin
 from .losses import clipped_loss, huber, logistic, multinomial_logistic, squared
 from .losses.nonsmooth import absolute, hinge, quantile
 from .model.bridge import loss_from_model
+from .routes.forecast import forecast_posterior
 from .routes.plan import SamplingPlan, plan_trajectory
 from .potentials import gibbs_model, gibbs_potential, rashomon_potential
 from .randomness import secret_key
@@ -23,7 +24,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Box", "Euclidean", "L2Ball", "Langevin", "MinibatchSGLD", "UnderdampedLangevin", "PrivateRun",
-    "SamplingPlan", "absolute", "calibrate", "clipped_loss", "datasets", "domains", "fit", "gibbs_model",
-    "gibbs_potential", "hinge", "huber", "logistic", "loss_from_model", "losses", "multinomial_logistic",
-    "plan_trajectory", "potentials", "quantile", "rashomon_potential", "sample", "secret_key", "squared",
+    "SamplingPlan", "absolute", "calibrate", "clipped_loss", "datasets", "domains", "fit",
+    "forecast_posterior", "gibbs_model", "gibbs_potential", "hinge", "huber", "logistic", "loss_from_model",
+    "losses", "multinomial_logistic", "plan_trajectory", "potentials", "quantile", "rashomon_potential",
+    "sample", "secret_key", "squared",
 ]

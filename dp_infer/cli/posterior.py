@@ -64,6 +64,10 @@ def _print_plan(plan) -> None:
     click.echo(f"planned bulk ESS: {p['predicted_ess']:.0f} (asked {p['ess_target']}); one more effective draw "
                f"would cost eps + {p['eps_per_extra_effective_draw']:.2g}")
     click.echo(f"sensitivity in the preconditioner's metric: {plan.sensitivity:.4g} ({p['sensitivity_bound']})")
+    if p.get("clip_radius") is not None:
+        click.echo(f"per-example gradients clipped in the preconditioner's metric at radius {p['clip_radius']:.3g} "
+                   "(the draws target the Gibbs posterior of the Huberised loss; how many rows the clip touched is "
+                   "not reported: it is a function of the private data)")
 
 
 def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel, friction, ess, prior_precision,
@@ -89,6 +93,15 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
             raise ValueError(f"the test data have {X_test.shape[1]} feature columns, the training data "
                              f"{np.shape(X)[1]}")
     led = open_cli_ledger(ledger, dataset_id, budget)
+    # the forecast: public inputs only (n, dimension, eps, delta, prior, rows), printed before anything is spent
+    from ..routes.forecast import forecast_posterior
+
+    fc = forecast_posterior(loss, int(np.shape(X)[0]), loss.num_params(int(np.shape(X)[1])), eps=eps, delta=delta,
+                            prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
+                            num_chains=chains, rows=rows, precond_share=0.1 if precond_share is None else precond_share,
+                            kernel=kernel, friction=friction)
+    click.echo(fc.explain())
+    click.echo("")
     t0 = time.time()
     run = fit_posterior(loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision,
                         ess=DEFAULT_ESS if ess is None else ess, num_chains=chains, kernel=kernel,

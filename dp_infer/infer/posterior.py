@@ -23,7 +23,9 @@ from ..privacy.ledger import charged
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss
 from ..routes.plan import SamplingPlan
-from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
+from ..routes.posterior import (DEFAULT_CLIP_FACTOR, DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior,
+                               preconditioner_chol)
+from ..losses.metric_clip import CLIPPABLE_LOSSES, huberised_potential
 from ..potentials import GibbsPotential, gibbs_potential
 from ..routes.preconditioning import (
     SecondMoment, prior_second_moment, private_second_moment, public_second_moment,
@@ -65,6 +67,19 @@ class PosteriorRun(PrivateRun):
         return theta, None if div is None else np.asarray(div, dtype=bool)
 
 
+class ClippedPotential:
+    """The clipped chain's target ``U(theta)`` (a callable; holds the private data, never saved)."""
+
+    def __init__(self, U, description: dict):
+        self._U, self._description = U, description
+
+    def __call__(self, theta):
+        return self._U(theta)
+
+    def describe(self) -> dict:
+        return dict(self._description)
+
+
 def _prior_term(precision: np.ndarray):
     lam = jnp.asarray(precision, dtype=jnp.float32)
 
@@ -72,6 +87,17 @@ def _prior_term(precision: np.ndarray):
         return 0.5 * jnp.sum(lam * theta * theta)
 
     return prior_potential
+
+
+def resolve_clip_radius(clip_radius, loss: PerExampleLoss, dim: int) -> float | None:
+    """``"auto"`` -> ``DEFAULT_CLIP_FACTOR * sqrt(dim)`` for a loss with a Huberised form, else None;
+    a number is returned as is (checked by the planner); None stays None. Public inputs only."""
+    if isinstance(clip_radius, str):
+        if clip_radius != "auto":
+            raise ValueError(f"clip_radius must be 'auto', None or a number > 0, got {clip_radius!r}")
+        clippable = loss.name in CLIPPABLE_LOSSES and loss.index_fn is not None and loss.clip_norm is None
+        return DEFAULT_CLIP_FACTOR * math.sqrt(dim) if clippable else None
+    return clip_radius
 
 
 def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, source,
@@ -84,8 +110,18 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
         raise ValueError(f"the plan was made for n = {plan.n}, dim = {plan.dim}; the data give "
                          f"n = {base.n}, dim = {base.dim}: re-plan")
     lam = np.asarray(plan.prior_precision)
-    potential = GibbsPotential(loss, base.X, base.y, plan.beta, prior_potential=_prior_term(lam))
-    V = potential.reparametrised(preconditioner_chol(plan))
+    tau = (plan.posterior or {}).get("clip_tau")
+    if tau is None:
+        potential = GibbsPotential(loss, base.X, base.y, plan.beta, prior_potential=_prior_term(lam))
+        V = potential.reparametrised(preconditioner_chol(plan))
+    else:  # per-example gradients clipped in the metric: Langevin on the Huberised Gibbs posterior
+        U, V = huberised_potential(loss, base.X, base.y, beta=plan.beta, C=preconditioner_chol(plan), tau=tau,
+                                   prior_precision=lam)
+        potential = ClippedPotential(U, {"kind": "gibbs, per-example gradients clipped in the preconditioner's "
+                                                 "metric (Huberised loss)", "beta": plan.beta, "n": plan.n,
+                                         "dim": plan.dim, "loss": loss.describe(), "clip_tau": tau,
+                                         "clip_radius": plan.posterior.get("clip_radius"),
+                                         "gradient_sensitivity_phi": plan.beta * plan.sensitivity})
 
     def potential_fn(z):
         return V(z["phi"])
@@ -110,7 +146,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                   curvature: float | None = None, preconditioner_curvature: float | None = None,
                   seed: int | None = None, key_impl: str = "threefry2x32", ledger=None,
                   dataset_id: str = "default", progress_bar: bool = True, chain_method: str = "vectorized",
-                  **plan_kwargs) -> PrivateRun:
+                  clip_radius: float | str | None = "auto", **plan_kwargs) -> PrivateRun:
     """Private draws of ``N(0, diag(1/prior_precision)) x exp(-beta L)`` planned for ``ess``
     effective draws over ``num_chains`` chains at (eps, delta) in total.
 
@@ -121,6 +157,11 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     occur; every row of X must be admissible). ``seed=None``: secret noise. ``ledger`` (a Ledger or
     its file): the whole (eps, delta) of the run -- path and second-moment release composed -- is
     charged to ``dataset_id`` after planning and before anything touches the private data.
+    ``clip_radius``: per-example gradients clipped in the preconditioner's metric
+    (:func:`dp_infer.posterior_plan.plan_posterior`); ``"auto"`` (default) is
+    ``DEFAULT_CLIP_FACTOR * sqrt(dim)`` for the built-in GLM losses that have a Huberised form
+    (:data:`dp_infer.losses.metric_clip.CLIPPABLE_LOSSES`) and no clip for the others; ``None``: no
+    clip (the draws target the loss's own Gibbs posterior, at a much smaller beta).
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -160,7 +201,8 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                              f"the rows, but the model has {dim} parameters: use preconditioner='prior'")
     plan_kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows, kernel=kernel,
                    friction=friction, mixing_rate=mixing_rate, curvature=curvature,
-                   preconditioner_curvature=preconditioner_curvature, **plan_kwargs)
+                   preconditioner_curvature=preconditioner_curvature,
+                   clip_radius=resolve_clip_radius(clip_radius, loss, dim), **plan_kwargs)
     if preconditioner == "private":
         # the release is not made yet: plan with a stand-in that carries its event (no data), so the
         # whole run is validated and its composed event charged before any private computation

@@ -41,14 +41,17 @@ from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
 from ..privacy import path as path_privacy
 from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
+from ..losses.metric_clip import huberised_link
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 
-__all__ = ["plan_posterior", "preconditioner_chol", "DEFAULT_ESS", "DEFAULT_MIXING_RATE"]
+__all__ = ["plan_posterior", "preconditioner_chol", "DEFAULT_ESS", "DEFAULT_MIXING_RATE", "DEFAULT_CLIP_FACTOR"]
 
 #: ArviZ's usual bar: bulk ESS >= 400 over 4 chains
 DEFAULT_ESS = 400
 #: declared curvature of the slowest direction in preconditioned coordinates (see module doc)
 DEFAULT_MIXING_RATE = 0.4
+#: the posterior mode's default clip radius is this multiple of sqrt(dim) (see plan_posterior)
+DEFAULT_CLIP_FACTOR = 1.0
 
 
 #: Largest prior precision accepted (prior sd 1e-50): far beyond any real prior, and far enough below
@@ -88,7 +91,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    kernel: str = "langevin", friction: float | None = None,
                    mixing_rate: float = DEFAULT_MIXING_RATE, burn_in_time: float = 10.0,
                    step_safety: float = 0.25, curvature: float | None = None,
-                   preconditioner_curvature: float | None = None, num_draws: int = 1000) -> SamplingPlan:
+                   preconditioner_curvature: float | None = None, num_draws: int = 1000,
+                   clip_radius: float | None = None) -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -103,6 +107,12 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     ``preconditioner_curvature``: the typical curvature the preconditioner assumes (default
     ``kappa / 2``: fitted probabilities are rarely all 1/2), a tuning choice that moves the
     mixing rate, never the guarantee.
+    ``clip_radius``: clip every per-example gradient in the preconditioner's metric
+    (:mod:`dp_infer.losses.metric_clip`): ``||C^T g|| <= tau = clip_radius / sqrt(beta)``, i.e. the
+    gradient's Mahalanobis radius in the metric ``(beta P)^-1 = kappa_P S + Lambda / beta`` is at
+    most ``clip_radius``; the target becomes the Gibbs posterior of a Huberised loss and the
+    sensitivity is ``min(2 tau / n, the admissible-rows bound)``. ``None``: no clip (the loss's own
+    link bound). Public: a multiple of ``sqrt(dim)`` (:data:`DEFAULT_CLIP_FACTOR`), never from data.
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -148,10 +158,17 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     t_sample = 2.0 * ess * gamma / (num_chains * mixing_rate)
     t = t_sample + burn_in_time
 
+    if clip_radius is not None:
+        clip_radius = check_positive("clip_radius", clip_radius)
+        huberised_link(loss)  # refuses a loss without a Huberised closed form
+
     def sensitivity(beta):
         P = np.linalg.inv(precision_matrix(sm, beta, kappa_P, lam))
-        return metric_gradient_sensitivity(P, n, link_derivative_bound=c.link_derivative_bound,
-                                           grad_diff=c.grad_diff, rows=rows, row_norm=row_norm)
+        s = metric_gradient_sensitivity(P, n, link_derivative_bound=c.link_derivative_bound,
+                                        grad_diff=c.grad_diff, rows=rows, row_norm=row_norm)
+        if clip_radius is None:
+            return s
+        return min(s, 2.0 * clip_radius / (math.sqrt(beta) * n))  # every clipped ||C^T g|| <= tau
 
     def mu_of(beta):
         return path_privacy.path_mu(beta, sensitivity(beta), t, friction, num_chains)
@@ -204,12 +221,19 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         "mu_path": path_ev.mu, "mu_second_moment": mu_sm,
         "eps_per_extra_effective_draw": gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
         "step_bound_M_phi": M_phi, "second_moment": sm.describe(),
-        "sensitivity_bound": "admissible rows (block bound)" if rows is not None else "row-norm ball",
+        "sensitivity_bound": ("per-example gradients clipped in the metric (2 tau / n)" if clip_radius is not None
+                              and delta_P >= 2.0 * clip_radius / (math.sqrt(beta) * n) * (1 - 1e-12) else
+                              "admissible rows (block bound)" if rows is not None else "row-norm ball"),
+        "clip_radius": clip_radius,
+        "clip_tau": None if clip_radius is None else clip_radius / math.sqrt(beta),
     }
     assumptions = (
         "Gaussian prior N(0, diag(1 / prior_precision)), data independent",
         f"per-example gradients phi'(<theta, x>) x with |phi'| <= {c.link_derivative_bound}" if
         c.link_derivative_bound is not None else f"per-example gradient difference <= G = {c.grad_diff:g}",
+        *(() if clip_radius is None else (
+            f"per-example gradients clipped in the preconditioner's metric to ||C^T g|| <= {clip_radius:.4g} / "
+            "sqrt(beta) (the target is the Gibbs posterior of the Huberised loss, dp_infer.losses.metric_clip)",)),
         "rows in the admissible set of the schema" if rows is not None else f"rows of norm <= {loss.row_norm:g}",
         f"replace-one neighbouring datasets with n = {n} (public)",
         "initial point (the prior mean), beta, preconditioner, step, horizon and chains are fixed before "

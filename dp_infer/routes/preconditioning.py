@@ -31,6 +31,7 @@ from .._validation import check_finite_array, check_positive
 from ..privacy.events import GdpEvent
 
 __all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
+           "gaussian_spectral_bound",
            "precision_matrix"]
 
 
@@ -75,7 +76,7 @@ def _psd(S: np.ndarray) -> np.ndarray:
     return (V * np.maximum(w, 0.0)) @ V.T
 
 
-def _gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
+def gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
     """P(||E||_2 > sd (2 sqrt(d) + t)) <= 2 exp(-t^2 / 2) for a symmetric Gaussian E whose
     upper-triangle entries are N(0, sd^2) (Bandeira and van Handel 2016, with constant 1; the
     bound is used for the step size only, never for privacy)."""
@@ -108,7 +109,7 @@ def private_second_moment(X, *, max_sq_norm: float, mu: float, key, failure: flo
                                   f"Gaussian noise sd {sd:.4g} on the {d * (d + 1) // 2} upper-triangle entries "
                                   "of X'X/n (Frobenius sensitivity 2 R^2 / n)",),
                      metadata={"sensitivity": sens, "noise_sd": sd, "n": n, "dim": d})
-    return SecondMoment(S_hat, "private", event, sd, _gaussian_spectral_bound(d, sd, failure), failure,
+    return SecondMoment(S_hat, "private", event, sd, gaussian_spectral_bound(d, sd, failure), failure,
                         notes=(f"X'X/n released at {mu:.4g}-GDP and projected onto the PSD cone",))
 
 

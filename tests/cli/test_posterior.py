@@ -34,6 +34,9 @@ def test_sample_posterior_mode_reports_planned_and_achieved_mixing_and_charges_t
                    "ArviZ diagnostics of the released draws", "charged before any private computation",
                    "posterior (tempered at beta = "):
         assert needle in res.output, needle
+    # the forecast (public inputs only) comes before the run; the clip is the default and says so
+    assert res.output.index("Forecast (public inputs only") < res.output.index("Posterior mode (data independent")
+    assert "clipped in the preconditioner's metric" in res.output
     assert "not a posterior" not in res.output
     assert out.exists()
     # the ledger holds the whole target: the path and the second moment composed in GDP, at least

@@ -1,0 +1,185 @@
+"""A forecast of a posterior-mode run from public inputs only, before any budget is spent.
+
+:func:`forecast_posterior` plans exactly as :func:`dp_infer.infer.posterior.fit_posterior` does
+before its second-moment release, and states what the run will give: beta / n, how much wider
+than the untempered posterior's the intervals will be, the expected ESS, the expected number of
+steps and wall time (a documented cost model), and a warning when the target will be close to the
+prior. Nothing here reads data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_choice, check_delta, check_positive, check_positive_int, check_target_epsilon
+from ..losses import PerExampleLoss
+from ..losses.metric_clip import CLIPPABLE_LOSSES
+from ..privacy.conversions import gdp_mu
+from ..privacy.events import GdpEvent
+from .plan import step_schedule
+from .posterior import DEFAULT_CLIP_FACTOR, DEFAULT_ESS, plan_posterior
+from .preconditioning import SecondMoment, gaussian_spectral_bound, prior_second_moment
+
+__all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS",
+           "CLOSE_TO_PRIOR"]
+
+#: wall-time cost model: seconds per (step x row x parameter x chain) of the full-batch GLM
+#: gradient, measured on this project's 2-core benchmark machine (docs/results.md, "Posterior
+#: mode: levers"); an ESTIMATE -- other machines, loads and dtypes differ by large factors
+SECONDS_PER_ROW_STEP_PARAM = 1.0e-10
+#: compilation and set-up, seconds (same caveat)
+FIXED_SECONDS = 5.0
+#: warn when the tempered posterior's sd of a typical coordinate is within this factor of the prior's
+CLOSE_TO_PRIOR = 0.9
+
+
+@dataclass(frozen=True)
+class PosteriorForecast:
+    """What a posterior-mode run will give, from public inputs only (no data, no budget spent).
+
+    ``beta_over_n`` and ``interval_inflation = sqrt(n / beta)``: the tempering, and how much wider
+    than the untempered posterior's the credible intervals are in a direction the data dominate.
+    ``sd_ratio_to_prior``: the tempered posterior sd of a typical coordinate over the prior sd,
+    ``sqrt(lambda / (beta kappa_P m2 + lambda))`` with ``m2`` the coordinate's assumed mean square
+    (default ``R^2 / dim``: the row norm spread evenly) -- a forecast, not a measurement;
+    ``close_to_prior`` when it exceeds :data:`CLOSE_TO_PRIOR`; ``prior_held_below``: the feature
+    mean square below which a coordinate's sd is within that factor of the prior's (on Adult, with
+    many rare category levels, the typical coordinate is rarer than ``R^2 / dim``: read this line). ``seconds``: the cost model
+    ``steps x chains x n x dim x SECONDS_PER_ROW_STEP_PARAM + FIXED_SECONDS`` (an estimate).
+    """
+
+    n: int
+    dim: int
+    eps: float
+    delta: float
+    ess: int
+    num_chains: int
+    beta: float
+    beta_over_n: float
+    interval_inflation: float
+    inflation_typical: float
+    sd_ratio_to_prior: float
+    close_to_prior: bool
+    predicted_ess: float
+    num_steps: int
+    seconds: float
+    eps_per_extra_effective_draw: float
+    beta_at_double_ess: float
+    clip_radius: float | None
+    second_moment: str
+    prior_held_below: float
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+    def explain(self) -> str:
+        """A few lines for a user deciding whether to pay for the run."""
+        lines = [
+            f"Forecast (public inputs only, nothing spent yet): n = {self.n}, {self.dim} parameters, "
+            f"(eps, delta) = ({self.eps:g}, {self.delta:g}), {self.ess} effective draws over {self.num_chains} chains",
+            f"  target: prior x exp(-beta L) with beta = {self.beta:.4g} (beta / n = {self.beta_over_n:.3g}); "
+            f"credible intervals about {self.interval_inflation:.3g}x as wide as the untempered posterior's in "
+            f"directions the data dominate ({self.inflation_typical:.3g}x for a typical coordinate)",
+            f"  per-example gradients: " + (f"clipped in the preconditioner's metric at radius {self.clip_radius:.3g} "
+                                            "(a Huberised loss: rows with extreme residuals and leverage are tempered)"
+                                            if self.clip_radius is not None else "not clipped (the loss's own bound)"),
+            f"  expected bulk ESS {self.predicted_ess:.0f}; doubling the draws would lower beta to "
+            f"{self.beta_at_double_ess:.4g}; one more effective draw costs eps + {self.eps_per_extra_effective_draw:.2g}",
+            f"  expected wall time about {self.seconds:.0f} s ({self.num_steps} steps per chain; cost model "
+            f"{SECONDS_PER_ROW_STEP_PARAM:g} s per step x row x parameter x chain + {FIXED_SECONDS:g} s, an estimate)",
+        ]
+        if self.close_to_prior:
+            lines.append(f"  WARNING: at this n and eps, the posterior sd of a typical coordinate will be within "
+                         f"{100 * (1 - self.sd_ratio_to_prior):.0f}% of the prior sd (ratio {self.sd_ratio_to_prior:.2f}): "
+                         "the draws will say little about the data. More rows, a larger eps, fewer effective "
+                         "draws or a tighter prior change this.")
+        else:
+            lines.append(f"  a typical coordinate's posterior sd is forecast at {self.sd_ratio_to_prior:.2f} of the prior sd")
+        lines.append(f"  coordinates whose feature has mean square below {self.prior_held_below:.3g} (e.g. a category level "
+                     f"rarer than {self.prior_held_below:.2%} of rows) will have a posterior sd within 10% of the prior's")
+        lines.extend("  note: " + s for s in self.notes)
+        return "\n".join(lines)
+
+
+def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta: float, prior_precision,
+                       ess: int = DEFAULT_ESS, num_chains: int = 4, rows: Any = None,
+                       clip_radius: float | str | None = "auto", preconditioner: str = "private",
+                       precond_share: float = 0.1, second_moment: SecondMoment | None = None,
+                       feature_mean_square: float | None = None, **plan_kwargs) -> PosteriorForecast:
+    """Forecast a posterior-mode run from public inputs only (see :class:`PosteriorForecast`).
+
+    Plans exactly as :func:`dp_infer.fit_posterior.fit_posterior` does before any release
+    (``preconditioner="private"``: a stand-in second moment carrying its event; ``"public"``
+    needs ``second_moment`` = the public one; ``"prior"``: none). beta is the run's when the clip
+    sets the sensitivity (then it does not depend on the released second moment); the step count
+    uses the public bound ``M_phi <= kappa / kappa_P + beta kappa e / min(lambda)`` with ``e`` the
+    release's noise bound (the run's own plan, made after the release, has at most that many steps
+    unless its noise exceeds the bound, probability <= 1e-6).
+    """
+    if not isinstance(loss, PerExampleLoss):
+        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+    n = check_positive_int("n", n)
+    dim = check_positive_int("dim", dim)
+    eps = check_target_epsilon(eps)
+    delta = check_delta(delta)
+    check_choice("preconditioner", preconditioner, ("private", "public", "prior"))
+    if not 0 < precond_share < 1:
+        raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
+    if isinstance(clip_radius, str):
+        if clip_radius != "auto":
+            raise ValueError(f"clip_radius must be 'auto', None or a number > 0, got {clip_radius!r}")
+        ok = loss.name in CLIPPABLE_LOSSES and loss.index_fn is not None and loss.clip_norm is None
+        clip_radius = DEFAULT_CLIP_FACTOR * math.sqrt(dim) if ok else None
+    mu = gdp_mu(eps, delta)
+    R = float(rows.max_norm()) if rows is not None else float(loss.row_norm)
+    e = 0.0
+    if preconditioner == "private":
+        mu_sm = math.sqrt(precond_share) * mu
+        sm = SecondMoment(None, "private (pending)", GdpEvent(mu=mu_sm, label="private_second_moment"))
+        if math.isfinite(R):
+            e = gaussian_spectral_bound(dim, 2.0 * R * R / (n * mu_sm), 1e-6)
+    elif preconditioner == "public":
+        if second_moment is None or second_moment.matrix is None:
+            raise ValueError("preconditioner='public' needs second_moment= (dp_infer.preconditioning."
+                             "public_second_moment of your public rows)")
+        sm = second_moment
+    else:
+        sm = prior_second_moment()
+    kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows,
+              clip_radius=clip_radius, **plan_kwargs)
+    plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **kw)
+    double = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **{**kw, "ess": 2 * ess})
+    post = plan.posterior
+    lam = np.asarray(plan.prior_precision)
+    kappa, kappa_P = post["curvature"], post["preconditioner_curvature"]
+    steps = plan.num_steps
+    notes = []
+    if preconditioner != "prior":
+        M_phi = kappa / kappa_P + plan.beta * kappa * e / float(lam.min())
+        _, steps, _ = step_schedule(M_phi, horizon=plan.horizon, num_draws=plan.num_draws,
+                                    friction=plan.friction, safety=plan_kwargs.get("step_safety", 0.25),
+                                    min_steps=200)
+        if e > 0:
+            notes.append(f"the private second moment's noise (spectral bound {e:.3g}) sets the step: "
+                         "a larger precond_share or more rows shortens the run")
+    m2 = (R * R / dim if math.isfinite(R) else 1.0) if feature_mean_square is None else check_positive(
+        "feature_mean_square", feature_mean_square)
+    lam_typ = float(np.median(lam))
+    ratio = math.sqrt(lam_typ / (plan.beta * kappa_P * m2 + lam_typ))
+    infl_typ = math.sqrt((n * kappa_P * m2 + lam_typ) / (plan.beta * kappa_P * m2 + lam_typ))
+    seconds = FIXED_SECONDS + SECONDS_PER_ROW_STEP_PARAM * float(steps) * num_chains * n * dim
+    if not post["sensitivity_bound"].startswith("per-example"):
+        notes.append("the sensitivity comes from the rows (not the clip): the run's beta depends on the released "
+                     "second moment and may differ from this forecast")
+    return PosteriorForecast(
+        n=n, dim=dim, eps=eps, delta=delta, ess=ess, num_chains=num_chains, beta=plan.beta,
+        beta_over_n=plan.beta / n, interval_inflation=math.sqrt(n / plan.beta), inflation_typical=infl_typ,
+        sd_ratio_to_prior=ratio, close_to_prior=ratio > CLOSE_TO_PRIOR, predicted_ess=post["predicted_ess"],
+        num_steps=int(steps), seconds=seconds, eps_per_extra_effective_draw=post["eps_per_extra_effective_draw"],
+        beta_at_double_ess=double.beta, clip_radius=clip_radius, second_moment=sm.source,
+        prior_held_below=(1 / CLOSE_TO_PRIOR ** 2 - 1) * lam_typ / (plan.beta * kappa_P), notes=tuple(notes))
