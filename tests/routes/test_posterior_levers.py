@@ -71,7 +71,7 @@ def test_plan_and_report_identical_on_neighbouring_datasets(preconditioner):
     if preconditioner == "private":  # one release, used for both: the plan must not see anything else
         pre = private_second_moment(X, max_sq_norm=1.0, mu=0.1, key=jax.random.PRNGKey(0))
     kw = dict(eps=1.0, delta=1e-5, prior_precision=1.0, ess=20, num_chains=2, preconditioner=pre, seed=5,
-              progress_bar=False)
+              progress_bar=False, clip_radius="auto")
     r1, r2 = fit_posterior(loss, X, y, **kw), fit_posterior(loss, X2, y2, **kw)
     assert r1.plan == r2.plan
     assert json.dumps(r1.plan.as_dict(), sort_keys=True, default=str) == json.dumps(r2.plan.as_dict(), sort_keys=True,
@@ -80,15 +80,16 @@ def test_plan_and_report_identical_on_neighbouring_datasets(preconditioner):
     for rep in (rep1, rep2):
         rep["posterior"].pop("achieved")  # ArviZ checks of the released draws (post-processing)
     assert json.dumps(rep1, sort_keys=True, default=str) == json.dumps(rep2, sort_keys=True, default=str)
-    assert r1.plan.posterior["clip_radius"] == pytest.approx(math.sqrt(2))  # the default is on
+    assert r1.plan.posterior["clip_radius"] == pytest.approx(math.sqrt(2))  # "auto": sqrt(d)
 
 
 def test_forecast_matches_the_run_and_warns_near_the_prior():
     X, y, _, _ = _neighbours()
     loss = losses.logistic(row_norm=1.0)
-    fc = forecast_posterior(loss, X.shape[0], 2, eps=1.0, delta=1e-5, prior_precision=1.0, ess=20, num_chains=2)
+    fc = forecast_posterior(loss, X.shape[0], 2, eps=1.0, delta=1e-5, prior_precision=1.0, ess=20, num_chains=2,
+                            clip_radius="auto")
     run = fit_posterior(loss, X, y, eps=1.0, delta=1e-5, prior_precision=1.0, ess=20, num_chains=2, seed=1,
-                        progress_bar=False)
+                        progress_bar=False, clip_radius="auto")
     assert fc.beta == run.plan.beta  # the clip sets the sensitivity: beta does not depend on the release
     assert fc.num_steps >= run.plan.num_steps  # the public step bound holds the released noise (w.p. 1 - 1e-6)
     assert fc.close_to_prior and "WARNING" in fc.explain()  # 60 rows at eps = 1: the prior's
