@@ -186,13 +186,9 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
     if private:
         if eps is None:
             raise ValueError("eps: a --private draft needs --eps (its privacy budget)")
-        led = None
-        if ledger is not None:
-            from ..privacy.ledger import Ledger
+        from .common import open_cli_ledger
 
-            led = Ledger(ledger)
-            if budget is not None:
-                led.register_dataset(dataset_id, budget[0], budget[1])
+        led = open_cli_ledger(ledger, dataset_id, budget)
         res = draft_private(data_file, target, eps=eps, delta=delta, ledger=led,
                             dataset_id=dataset_id if led is not None else None, kinds=kind_map, **kw)
         if res.receipt is not None:
