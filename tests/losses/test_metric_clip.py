@@ -21,7 +21,14 @@ from dp_infer import losses
 from dp_infer.losses.metric_clip import clip_levels, huberised_link, huberised_potential
 from dp_infer.privacy import path as path_privacy
 
-jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True)
+def _float64():
+    """These oracles compare in float64; enabled per test (a module-level config update would switch
+    every later test of the session to float64)."""
+    with jax.enable_x64(True):
+        yield
 
 
 def _link_derivative(loss, z, y):

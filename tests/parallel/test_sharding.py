@@ -138,7 +138,7 @@ def test_bfloat16_rows_keep_the_declared_bound():
     check_cast_rows(t, 1.0)  # never lengthened
     near = cast_rows(X, "bfloat16", rounding="nearest")
     assert np.linalg.norm(near.astype(np.float64), axis=1).max() > 1 + 1e-6  # nearest can cross it
-    with pytest.raises(ValueError, match="exceed the declared row_norm=1.0 after the cast"):
+    with pytest.raises(ValueError, match="exceeds the declared row_norm=1.0 after the cast"):
         check_cast_rows(near, 1.0)
     y = np.zeros(4000, np.float32)
     with pytest.raises(ValueError, match="rounding='toward_zero'"):
@@ -156,7 +156,7 @@ def test_bad_inputs_raise_before_anything_runs():
     Xn[7, 1] = np.nan
     with pytest.raises(ValueError, match="non-finite"):
         shard_rows(loss, Xn, y)
-    with pytest.raises(ValueError, match="exceed the declared row_norm"):
+    with pytest.raises(ValueError, match="exceeds the declared row_norm"):
         shard_rows(loss, 2 * X, y)
     with pytest.raises(ValueError, match="0/1 labels"):
         shard_rows(loss, X, y + 2)
