@@ -177,20 +177,26 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     return run
 
 
-def _fit_model_posterior(model, X, y, *, route, horizon, lam_rel, domain, extra_fields, debug, num_chains,
-                         **kwargs) -> PrivateRun:
-    """``fit(model=..., target="posterior")``: the options the posterior mode does not use are refused,
-    then :func:`dp_infer.infer.model_posterior.fit_model_posterior` runs."""
-    from .model_posterior import fit_model_posterior
-
+def refuse_estimate_options(route, horizon, lam_rel, domain, extra_fields, debug, why: str) -> None:
+    """target='posterior' plans its own horizon and prior: the estimate mode's options are refused
+    by name (``why`` says what replaces them), before anything is charged."""
     if route not in ("auto", "trajectory"):
         raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
     unused = [name for name, v, default in (("horizon", horizon, 1.0), ("lam_rel", lam_rel, None),
                                             ("domain", domain, None), ("extra_fields", extra_fields, ()),
                                             ("debug", debug, False)) if v != default]
     if unused:
-        raise ValueError(f"{unused[0]}: not used by target='posterior' (the horizon is planned from ess, the "
-                         "prior is the model's, the draws live on the model's unconstrained space)")
+        raise ValueError(f"{unused[0]}: not used by target='posterior' (the horizon is planned from ess, {why})")
+
+
+def _fit_model_posterior(model, X, y, *, route, horizon, lam_rel, domain, extra_fields, debug, num_chains,
+                         **kwargs) -> PrivateRun:
+    """``fit(model=..., target="posterior")``: the options the posterior mode does not use are refused,
+    then :func:`dp_infer.infer.model_posterior.fit_model_posterior` runs."""
+    from .model_posterior import fit_model_posterior
+
+    refuse_estimate_options(route, horizon, lam_rel, domain, extra_fields, debug,
+                            "the prior is the model's, the draws live on the model's unconstrained space")
     return fit_model_posterior(model, X, y, num_chains=4 if num_chains is None else num_chains, **kwargs)
 
 
@@ -261,14 +267,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     if target == "posterior":
         from .posterior import fit_posterior
 
-        if route not in ("auto", "trajectory"):
-            raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
-        unused = [name for name, v, default in (("horizon", horizon, 1.0), ("lam_rel", lam_rel, None),
-                                                ("domain", domain, None), ("extra_fields", extra_fields, ()),
-                                                ("debug", debug, False)) if v != default]
-        if unused:
-            raise ValueError(f"{unused[0]}: not used by target='posterior' (the horizon is planned from ess, the "
-                             "prior is prior_precision, the draws live on R^d)")
+        refuse_estimate_options(route, horizon, lam_rel, domain, extra_fields, debug,
+                                "the prior is prior_precision, the draws live on R^d")
         return fit_posterior(loss, X, y, eps=eps, delta=delta, num_chains=4 if num_chains is None else num_chains,
                              kernel=kernel, friction=friction, seed=seed, key_impl=key_impl, ledger=ledger,
                              dataset_id=dataset_id, progress_bar=progress_bar, chain_method=chain_method,
