@@ -110,15 +110,20 @@ class _PrivateGLM(BaseEstimator):
                          num_chains=self.num_chains, kernel=self.kernel, lam_rel=self.lam_rel)
         with charged(self.ledger, self.dataset_id, plan.event, f"{type(self).__name__}.fit {plan.route}") as receipt:
             run = sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar)
-        self.plan_ = plan.as_dict()  # plain data (picklable); the privacy report is report_
-        self.route_ = plan.route
-        self.coef_ = np.asarray(run.estimate(), dtype=float)
-        self.draws_ = None if plan.release == "purified_mean" else np.asarray(run.draws())
-        rep = run.report()
-        if "randomness" not in rep:
-            from ..randomness import describe_seed
+        draws = None if plan.release == "purified_mean" else np.asarray(run.draws())
+        return self._store(run, run.estimate(), draws, seed, receipt)
 
-            rep["randomness"] = describe_seed(seed)
+    def _store(self, run, coef, draws, seed, receipt):
+        """The fitted attributes of one release: plan (plain data), route, coefficients, draws, the
+        privacy report (with where the noise came from) and the ledger receipt."""
+        from ..randomness import describe_seed
+
+        self.plan_ = run.plan.as_dict()  # plain data (picklable); the privacy report is report_
+        self.route_ = run.plan.route
+        self.coef_ = np.asarray(coef, dtype=float)
+        self.draws_ = draws
+        rep = run.report()
+        rep.setdefault("randomness", describe_seed(seed))
         self.report_ = rep
         self.receipt_ = receipt
         return self
@@ -138,18 +143,7 @@ class _PrivateGLM(BaseEstimator):
                             ess=self.ess, num_chains=self.num_chains, kernel=self.kernel, seed=seed,
                             ledger=self.ledger, dataset_id=self.dataset_id or "default",
                             progress_bar=self.progress_bar)
-        self.plan_ = run.plan.as_dict()
-        self.route_ = run.plan.route
-        self.coef_ = np.asarray(run.posterior_mean(), dtype=float)
-        self.draws_ = np.asarray(run.draws())
-        rep = run.report()
-        if "randomness" not in rep:
-            from .randomness import describe_seed
-
-            rep["randomness"] = describe_seed(seed)
-        self.report_ = rep
-        self.receipt_ = None
-        return self
+        return self._store(run, run.posterior_mean(), np.asarray(run.draws()), seed, None)
 
     def sample_posterior(self, n_samples: int | None = None) -> np.ndarray:
         """Released draws, shape (n, dim): all post-burn-in draws of all chains, or ``n_samples``
