@@ -21,25 +21,13 @@ import numpyro.distributions as dist
 import pytest
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import potential_energy
-from numpyro.primitives import Messenger
 
 import dp_infer
+from tests.support.tempering import temper
 
 BIAS = 0.07
 
 
-class temper(Messenger):
-    """Scale the log-likelihood of observed sites by ``scale`` (the prior is untouched)."""
-
-    def __init__(self, fn, scale):
-        self.scale = scale
-        super().__init__(fn)
-
-    def process_message(self, msg):
-        # the model's observation "y" only: NumPyro's potential_energy adds each constrained latent's
-        # log-Jacobian as an observed factor site (_<site>_log_det), which belongs to the prior
-        if msg["type"] == "sample" and msg.get("is_observed") and msg["name"] == "y":
-            msg["scale"] = self.scale if msg.get("scale") is None else self.scale * msg["scale"]
 
 
 def hierarchical(X=None, y=None, group=None, num_groups=3):
