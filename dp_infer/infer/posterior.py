@@ -8,6 +8,7 @@ reparametrised potential ``V(phi) = U(C phi)`` -> map the draws back, ``theta = 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -23,12 +24,13 @@ from ..privacy.ledger import charged
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss
 from ..routes.plan import SamplingPlan
+from ..routes.plan import step_schedule
 from ..routes.posterior import (DEFAULT_CLIP_FACTOR, DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior,
-                               preconditioner_chol)
+                               preconditioner_chol, step_bound_matrix)
 from ..losses.metric_clip import CLIPPABLE_LOSSES, huberised_potential
 from ..potentials import GibbsPotential, gibbs_potential
 from ..routes.preconditioning import (
-    SecondMoment, prior_second_moment, private_second_moment, public_second_moment,
+    SecondMoment, adapted_metric, prior_second_moment, private_second_moment, public_second_moment,
 )
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
@@ -100,6 +102,96 @@ def resolve_clip_radius(clip_radius, loss: PerExampleLoss, dim: int) -> float | 
     return clip_radius
 
 
+def _kernel(plan: SamplingPlan, V, step_size: float):
+    def potential_fn(z):
+        return V(z["phi"])
+
+    if plan.kernel == "langevin":
+        return Langevin(potential_fn=potential_fn, step_size=step_size)
+    return UnderdampedLangevin(potential_fn=potential_fn, step_size=step_size, friction=plan.friction)
+
+
+def _run_chains(plan: SamplingPlan, V, *, step_size: float, num_steps: int, thinning: int, init_phi, key,
+                progress_bar: bool, chain_method: str):
+    """K chains of ``num_steps`` steps on ``V(phi)`` from ``init_phi`` (shape (K, d)); returns the MCMC
+    and the kept ``phi`` states, shape (K, draws, d)."""
+    mcmc = MCMC(_kernel(plan, V, step_size), num_warmup=0, num_samples=num_steps, num_chains=plan.num_chains,
+                thinning=thinning, chain_method=chain_method, progress_bar=progress_bar)
+    init = jnp.asarray(init_phi if plan.num_chains > 1 else init_phi[0], dtype=jnp.float32)
+    mcmc.run(key, init_params={"phi": init})
+    return mcmc, np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+
+
+def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, chain_method: str):
+    """The ``adapt_metric`` plan: burn-in and window 1 in the planned metric, window 2 in the metric
+    adapted from window 1's draws, then the sampling phase in the metric adapted from window 2's.
+
+    Every phase runs at the plan's beta with gradients clipped to ``||C^T g|| <= tau`` in its own
+    metric ``C``, so each step's sensitivity is ``2 tau / n`` whatever ``C`` is, and the plan's event
+    (the whole time, all phases) covers the run. Each metric is post-processing of released draws.
+    Returns ``(mcmc, phi, plan')``: ``plan'`` is the plan of the final phase (its metric, step and
+    steps) with the phases' record in ``posterior["adaptation"]``; its event is the plan's.
+    """
+    post = plan.posterior
+    ad = dict(post["adaptation"])
+    lam = np.asarray(plan.prior_precision)
+    tau = post["clip_tau"]
+    A = step_bound_matrix(plan)
+    w1, w2 = ad["windows"]
+    burn = post["burn_in_time"]
+    final_time = ad["settle_time"] + post["sample_time"]
+    keys = jax.random.split(key, 3)
+    C = preconditioner_chol(plan)
+    theta_last = np.zeros((plan.num_chains, plan.dim))
+    phases = []
+    # window draws kept for the covariance: about 200 per chain (the phase's whole path is released anyway)
+    for k, (time_k, keep_from) in enumerate(((burn + w1, burn), (w2, 0.0), (final_time, None))):
+        if k == 0:
+            h_k = plan.step_size
+            steps_k = int(math.ceil(time_k / h_k))
+        else:
+            M_k = float(np.linalg.eigvalsh(C.T @ A @ C)[-1])
+            h_k, steps_k, _ = step_schedule(M_k, horizon=time_k, num_draws=1, friction=plan.friction,
+                                            safety=ad["step_safety"], min_steps=200)
+            if not math.isfinite(steps_k):
+                raise ValueError(f"the adapted metric's step cannot be planned (curvature bound {M_k:.4g})")
+            steps_k = int(steps_k)
+        num_draws_k = plan.num_draws if keep_from is None else 200
+        thin_k = max(1, steps_k // num_draws_k)
+        steps_k = thin_k * int(math.ceil(steps_k / thin_k))
+        h_k = time_k / steps_k
+        _, V = huberised_potential(loss, X, y, beta=plan.beta, C=C, tau=tau, prior_precision=lam)
+        init_phi = np.linalg.solve(C, theta_last.T).T
+        mcmc, phi = _run_chains(plan, V, step_size=h_k, num_steps=steps_k, thinning=thin_k, init_phi=init_phi,
+                                key=keys[k], progress_bar=progress_bar, chain_method=chain_method)
+        theta = phi @ C.T
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(f"adaptation phase {k} produced non-finite draws (step {h_k:.4g}); the curvature bound "
+                             "does not hold: lower curvature= or use adapt_metric=False")
+        theta_last = theta[:, -1, :]
+        phases.append({"time": time_k, "step_size": h_k, "num_steps": steps_k, "thinning": thin_k})
+        if keep_from is None:
+            break
+        first = int(math.floor(theta.shape[1] * keep_from / time_k))
+        P = adapted_metric(theta[:, first:, :], current_chol=C, prior_precision=lam)
+        C = np.linalg.cholesky(P)
+    P_final = C @ C.T
+    ad["phases"] = phases
+    final = phases[-1]
+    draws = final["num_steps"] // final["thinning"]
+    new_post = {**post, "adaptation": ad}
+    final_plan = dataclasses.replace(
+        plan, preconditioner=tuple(tuple(float(v) for v in row) for row in P_final), step_size=final["step_size"],
+        num_steps=final["num_steps"], thinning=final["thinning"],
+        burn_in=int(math.ceil(draws * ad["settle_time"] / final_time)),
+        relaxation_time=1.0 / (post["mixing_rate_declared"] * final["step_size"]), posterior=new_post,
+        notes=tuple(plan.notes) + (
+            f"metric adapted from the chains' own draws in two windows (Langevin time {w1:g} and {w2:g} after "
+            f"{burn:g} of burn-in); the draws are the final phase's ({final['num_steps']} steps of "
+            f"{final['step_size']:.4g}); the event covers every phase",))
+    return mcmc, phi, final_plan
+
+
 def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, source,
                      progress_bar: bool = True, chain_method: str = "vectorized") -> PrivateRun:
     """Run a posterior-mode ``plan``: chains start at the prior mean (0), data independent."""
@@ -122,18 +214,18 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
                                          "dim": plan.dim, "loss": loss.describe(), "clip_tau": tau,
                                          "clip_radius": plan.posterior.get("clip_radius"),
                                          "gradient_sensitivity_phi": plan.beta * plan.sensitivity})
-
-    def potential_fn(z):
-        return V(z["phi"])
-
-    kern = (Langevin(potential_fn=potential_fn, step_size=plan.step_size) if plan.kernel == "langevin"
-            else UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size,
-                                     friction=plan.friction))
-    mcmc = MCMC(kern, num_warmup=0, num_samples=plan.num_steps, num_chains=plan.num_chains,
-                thinning=plan.thinning, chain_method=chain_method, progress_bar=progress_bar)
-    zero = jnp.zeros((plan.num_chains, plan.dim) if plan.num_chains > 1 else (plan.dim,))
-    mcmc.run(key, init_params={"phi": zero})
-    phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+    if (plan.posterior or {}).get("adaptation"):
+        mcmc, phi, plan = _adapted_run(loss, base.X, base.y, plan, key=key, progress_bar=progress_bar,
+                                       chain_method=chain_method)
+        # the clipped target is the final metric's (its clip levels): the potential kept for extend()
+        U, _ = huberised_potential(loss, base.X, base.y, beta=plan.beta, C=preconditioner_chol(plan), tau=tau,
+                                   prior_precision=lam)
+        potential = ClippedPotential(U, {**potential.describe(), "metric": "adapted from the chains' draws"})
+    else:
+        zero = np.zeros((plan.num_chains, plan.dim))
+        mcmc, phi = _run_chains(plan, V, step_size=plan.step_size, num_steps=plan.num_steps,
+                                thinning=plan.thinning, init_phi=zero, key=key, progress_bar=progress_bar,
+                                chain_method=chain_method)
     div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
     return PosteriorRun(plan, phi @ preconditioner_chol(plan).T, None if div is None else np.asarray(div, dtype=bool),
                         source, potential.describe(), _mcmc=mcmc, _potential=potential)

@@ -363,7 +363,9 @@ def extended_plan(plan: SamplingPlan, steps: int) -> SamplingPlan:
     """``plan`` covering ``steps`` more steps of the same chains: the trajectory event of the
     whole path (beta, sensitivity, step size, chains unchanged), eps recomputed at plan.delta."""
     total = plan.num_steps + int(steps)
-    event = path_privacy.path_event(plan.beta, plan.sensitivity, total * plan.step_size, plan.friction,
+    # a posterior run that adapted its metric ran warm-up phases before these steps: they are part of the path
+    warmup = float(((plan.posterior or {}).get("adaptation") or {}).get("warmup_time", 0.0))
+    event = path_privacy.path_event(plan.beta, plan.sensitivity, warmup + total * plan.step_size, plan.friction,
                                     plan.num_chains)
     parts = list(plan.event.metadata.get("parts") or ())
     if plan.target == "posterior" and parts:

@@ -161,9 +161,19 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     notes = []
     if preconditioner != "prior":
         M_phi = kappa / kappa_P + plan.beta * kappa * e / float(lam.min())
-        _, steps, _ = step_schedule(M_phi, horizon=plan.horizon, num_draws=plan.num_draws,
-                                    friction=plan.friction, safety=plan_kwargs.get("step_safety", 0.25),
-                                    min_steps=200)
+        safety = plan_kwargs.get("step_safety", 0.25)
+        ad = post.get("adaptation")
+        if ad is None:
+            _, steps, _ = step_schedule(M_phi, horizon=plan.horizon, num_draws=plan.num_draws,
+                                        friction=plan.friction, safety=safety, min_steps=200)
+        else:  # burn-in and window 1 in the planned metric; the rest in the adapted one, at its own safety
+            # (an estimate: the adapted metric's curvature bound is measured about 1-2x the planned one's)
+            t_first = post["burn_in_time"] + ad["windows"][0]
+            _, s1, _ = step_schedule(M_phi, horizon=t_first, num_draws=1, friction=plan.friction, safety=safety,
+                                     min_steps=200)
+            _, s2, _ = step_schedule(M_phi, horizon=plan.horizon - t_first, num_draws=1, friction=plan.friction,
+                                     safety=ad["step_safety"], min_steps=200)
+            steps = s1 + s2
         if e > 0:
             notes.append(f"the private second moment's noise (spectral bound {e:.3g}) sets the step: "
                          "a larger precond_share or more rows shortens the run")

@@ -44,7 +44,8 @@ from ..privacy.events import GdpEvent
 from ..losses.metric_clip import huberised_link
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 
-__all__ = ["plan_posterior", "preconditioner_chol", "DEFAULT_ESS", "DEFAULT_MIXING_RATE", "DEFAULT_CLIP_FACTOR"]
+__all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
+           "DEFAULT_CLIP_FACTOR", "DEFAULT_ADAPTATION_WINDOWS", "ADAPTED_STEP_SAFETY"]
 
 #: ArviZ's usual bar: bulk ESS >= 400 over 4 chains
 DEFAULT_ESS = 400
@@ -52,6 +53,18 @@ DEFAULT_ESS = 400
 DEFAULT_MIXING_RATE = 0.4
 #: the posterior mode's default clip radius is this multiple of sqrt(dim) (see plan_posterior)
 DEFAULT_CLIP_FACTOR = 1.0
+
+
+#: Langevin time of the two metric-adaptation windows (``adapt_metric=True``): the first runs in the
+#: planned metric after the burn-in, the second in the metric adapted from the first
+DEFAULT_ADAPTATION_WINDOWS = (20.0, 40.0)
+#: Langevin time the final phase runs (and drops as burn-in) before its draws count, after the last
+#: change of metric (the clip levels, hence the Huberised target, move slightly with the metric)
+SETTLE_TIME = 2.0
+#: ``h M`` in the adapted phases, with M the global curvature bound in the adapted metric: stable
+#: everywhere (ULA needs h M < 2); a direction of curvature lambda has its variance inflated by
+#: ``1 / (1 - h lambda / 2)``, under 1% for the lambda ~ 1 an adapted metric gives the bulk
+ADAPTED_STEP_SAFETY = 1.0
 
 
 #: Largest prior precision accepted (prior sd 1e-50): far beyond any real prior, and far enough below
@@ -92,7 +105,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    mixing_rate: float = DEFAULT_MIXING_RATE, burn_in_time: float = 10.0,
                    step_safety: float = 0.25, curvature: float | None = None,
                    preconditioner_curvature: float | None = None, num_draws: int = 1000,
-                   clip_radius: float | None = None) -> SamplingPlan:
+                   clip_radius: float | None = None, adapt_metric: bool = False,
+                   adaptation_windows: tuple[float, float] = DEFAULT_ADAPTATION_WINDOWS) -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -113,6 +127,15 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     most ``clip_radius``; the target becomes the Gibbs posterior of a Huberised loss and the
     sensitivity is ``min(2 tau / n, the admissible-rows bound)``. ``None``: no clip (the loss's own
     link bound). Public: a multiple of ``sqrt(dim)`` (:data:`DEFAULT_CLIP_FACTOR`), never from data.
+    ``adapt_metric``: adapt the preconditioner from the chains' own draws
+    (:func:`dp_infer.routes.preconditioning.adapted_metric`) in two windows of Langevin time
+    ``adaptation_windows`` after the burn-in, then sample in the adapted metric. Needs
+    ``clip_radius`` (the clip bounds the sensitivity by ``2 tau / n`` in EVERY metric, so the
+    guarantee is fixed before sampling whatever metric the adaptation finds); the whole time (burn-in,
+    windows, settling, sampling) is accounted, and the adapted metric is post-processing of that
+    released path (GDP composes adaptively). The plan's step and step count are those of the
+    planned metric; the adapted phases choose their steps from the released second moment's
+    curvature bound in the adapted metric (:func:`step_bound_matrix`).
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -161,6 +184,22 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     if clip_radius is not None:
         clip_radius = check_positive("clip_radius", clip_radius)
         huberised_link(loss)  # refuses a loss without a Huberised closed form
+    if not isinstance(adapt_metric, bool):
+        raise ValueError(f"adapt_metric must be True or False, got {adapt_metric!r}")
+    adaptation = None
+    if adapt_metric:
+        if clip_radius is None:
+            raise ValueError("adapt_metric=True needs clip_radius (the clip bounds the sensitivity in every metric; "
+                             "without it the adapted metric's sensitivity is not known before sampling)")
+        try:
+            w1, w2 = (float(w) for w in adaptation_windows)
+        except (TypeError, ValueError):
+            raise ValueError(f"adaptation_windows must be two Langevin times in (0, inf), got {adaptation_windows!r}")
+        if not (math.isfinite(w1) and math.isfinite(w2) and w1 > 0 and w2 > 0):
+            raise ValueError(f"adaptation_windows must be two Langevin times in (0, inf), got {adaptation_windows!r}")
+        adaptation = {"windows": [w1, w2], "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + w1 + w2,
+                      "step_safety": ADAPTED_STEP_SAFETY}
+        t = t + w1 + w2 + SETTLE_TIME
 
     def sensitivity(beta):
         P = np.linalg.inv(precision_matrix(sm, beta, kappa_P, lam))
@@ -168,7 +207,9 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                                         grad_diff=c.grad_diff, rows=rows, row_norm=row_norm)
         if clip_radius is None:
             return s
-        return min(s, 2.0 * clip_radius / (math.sqrt(beta) * n))  # every clipped ||C^T g|| <= tau
+        clip_bound = 2.0 * clip_radius / (math.sqrt(beta) * n)  # every clipped ||C^T g|| <= tau
+        # an adapted metric is not known before sampling: only the clip's bound holds in every metric
+        return clip_bound if adaptation is not None else min(s, clip_bound)
 
     def mu_of(beta):
         return path_privacy.path_mu(beta, sensitivity(beta), t, friction, num_chains)
@@ -187,8 +228,12 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     P = 0.5 * (P + P.T)
     delta_P = sensitivity(beta)
     path_ev = path_privacy.path_event(beta, delta_P, t, friction, num_chains,
-                                      extra_assumptions=("sensitivity in the preconditioner's metric over the "
-                                                         "admissible rows (dp_infer.privacy.metric_sensitivity)",))
+                                      extra_assumptions=(("per-example gradients clipped to ||C^T g|| <= tau in "
+                                                          "whatever metric C the run uses, including one adapted "
+                                                          "from its own released draws (sensitivity 2 tau / n)",)
+                                                         if adaptation is not None else
+                                                         ("sensitivity in the preconditioner's metric over the "
+                                                          "admissible rows (dp_infer.privacy.metric_sensitivity)",)))
     if path_ev.mu > mu_path * (1 + 1e-12):
         raise AssertionError("posterior plan overspent the path budget")  # pragma: no cover
     parts = [path_ev] + ([sm.event] if sm.event is not None else [])
@@ -226,6 +271,9 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                               "admissible rows (block bound)" if rows is not None else "row-norm ball"),
         "clip_radius": clip_radius,
         "clip_tau": None if clip_radius is None else clip_radius / math.sqrt(beta),
+        "adaptation": adaptation,
+        # the global curvature bound's ingredients (step_bound_matrix): released or public only
+        "step_noise_margin": sm.noise_norm_bound, "step_row_norm_sq": (row_norm or 1.0) ** 2,
     }
     assumptions = (
         "Gaussian prior N(0, diag(1 / prior_precision)), data independent",
@@ -257,3 +305,25 @@ def preconditioner_chol(plan: SamplingPlan) -> np.ndarray:
         raise ValueError("this plan has no preconditioner (target 'estimate')")
     P = check_finite_array("plan.preconditioner", plan.preconditioner, ndim=2)
     return np.linalg.cholesky(0.5 * (P + P.T))
+
+
+def step_bound_matrix(plan: SamplingPlan) -> np.ndarray:
+    """``A`` with ``Hess U <= A`` everywhere (theta coordinates), from the plan alone.
+
+    With a second moment ``S`` (released or public, noise bound ``e``): ``A = beta kappa (S + e I)
+    + Lambda``, recovered from the plan's ``P^-1 = beta kappa_P S + Lambda``; without one (the
+    prior preconditioner): ``beta kappa R^2 I + Lambda``. The adapted phases take their step from
+    ``lambda_max(C^T A C)`` in the adapted metric ``C``: no private data is read.
+    """
+    if plan.preconditioner is None or plan.posterior is None:
+        raise ValueError("this plan has no preconditioner (target 'estimate')")
+    post = plan.posterior
+    lam = np.asarray(plan.prior_precision, dtype=np.float64)
+    kappa, kappa_P = float(post["curvature"]), float(post["preconditioner_curvature"])
+    if post["second_moment"].get("source") == "prior":
+        A = np.diag(lam) + plan.beta * kappa * float(post["step_row_norm_sq"]) * np.eye(plan.dim)
+    else:
+        P = np.asarray(plan.preconditioner, dtype=np.float64)
+        A = (np.diag(lam) + (kappa / kappa_P) * (np.linalg.inv(0.5 * (P + P.T)) - np.diag(lam))
+             + plan.beta * kappa * float(post["step_noise_margin"]) * np.eye(plan.dim))
+    return 0.5 * (A + A.T)

@@ -17,6 +17,12 @@ accounted release (DESIGN invariant 1). Sources (:class:`SecondMoment`):
 
 From a second moment ``S`` the planner builds ``P(beta) = (beta kappa S + Lambda)^-1``: for a GLM
 with ``|phi''| <= kappa`` (logistic: 1/4) ``beta kappa S + Lambda`` bounds the Hessian of U.
+
+A fourth source is the chain itself (:func:`adapted_metric`): the covariance of draws the run has
+already released. It costs nothing more (post-processing of an accounted release; GDP composes
+adaptively), and with per-example gradients clipped in the metric
+(:mod:`dp_infer.losses.metric_clip`) the sensitivity ``2 tau / n`` holds in every metric, so the
+planned guarantee does not depend on which metric the adaptation picks.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from ..privacy.events import GdpEvent
 
 __all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
            "gaussian_spectral_bound",
-           "precision_matrix"]
+           "precision_matrix", "adapted_metric"]
 
 
 @dataclass(frozen=True)
@@ -125,3 +131,43 @@ def precision_matrix(second_moment: SecondMoment, beta: float, curvature: float,
             raise ValueError(f"the second moment is {S.shape[0]} x {S.shape[1]} but the prior has {d} coordinates")
         A = A + beta * curvature * (S + noise_margin * np.eye(d))
     return 0.5 * (A + A.T)
+
+
+def adapted_metric(theta_draws, *, current_chol, prior_precision) -> np.ndarray:
+    """A wider preconditioner ``P`` from released draws: the current metric, expanded wherever the
+    draws spread more than it assumes, never contracted.
+
+    ``theta_draws``: shape ``(chains, draws, d)`` (or ``(draws, d)``), draws the run has released
+    (post-processing only: no private data is read), made with the metric ``P = C C^T``,
+    ``current_chol = C``. ``prior_precision``: the Gaussian prior's precision ``Lambda``.
+
+    In the current coordinates ``phi = C^-1 theta`` the draws' pooled covariance (all chains, one
+    mean: a slow direction's between-chain spread counts) has eigenpairs ``(w, v)``; the new metric
+    is ``C V diag(max(w, 1)) V^T C^T``, its eigenvalues then capped at ``1 / min(Lambda)``.
+    Why only expand: a metric too narrow in a direction slows the chain there (the privacy budget
+    buys fewer effective draws), one too wide only makes it stiffer (smaller steps: compute). The
+    sample covariance of a few hundred correlated draws in d ~ 100 under-estimates its smallest
+    eigenvalues badly (Marchenko-Pastur), so contracting would trade a known-good metric for
+    noise, while its spuriously large eigenvalues cost at most a few times the steps. The cap: for
+    ``U = convex + Lambda / 2 ||theta||^2`` the target's covariance is at most ``Lambda^-1``
+    (Brascamp-Lieb). Units: theta's.
+    """
+    th = check_finite_array("theta_draws", theta_draws)
+    if th.ndim == 3:
+        th = th.reshape(-1, th.shape[-1])
+    if th.ndim != 2 or th.shape[0] < 2:
+        raise ValueError(f"theta_draws must have shape (chains, draws, d) or (draws, d) with >= 2 draws, got "
+                         f"{np.shape(theta_draws)}")
+    d = th.shape[1]
+    C = check_finite_array("current_chol", current_chol, ndim=2)
+    lam = np.asarray(prior_precision, dtype=np.float64)
+    lam = np.full(d, float(lam)) if lam.ndim == 0 else lam
+    if lam.shape != (d,) or C.shape != (d, d):
+        raise ValueError(f"prior_precision must have shape ({d},) and current_chol ({d}, {d})")
+    phi = np.linalg.solve(C, th.T).T
+    w, V = np.linalg.eigh(np.cov(phi, rowvar=False).reshape(d, d))
+    B = C @ V
+    P = (B * np.maximum(w, 1.0)) @ B.T
+    ev, W = np.linalg.eigh(0.5 * (P + P.T))
+    P = (W * np.minimum(ev, 1.0 / float(np.min(lam)))) @ W.T
+    return 0.5 * (P + P.T)
