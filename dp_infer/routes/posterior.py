@@ -201,13 +201,14 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                       "step_safety": ADAPTED_STEP_SAFETY}
         t = t + w1 + w2 + SETTLE_TIME
 
-    def sensitivity(beta):
+    def sensitivity(beta, radius=None):
+        radius = clip_radius if radius is None else radius
         P = np.linalg.inv(precision_matrix(sm, beta, kappa_P, lam))
         s = metric_gradient_sensitivity(P, n, link_derivative_bound=c.link_derivative_bound,
                                         grad_diff=c.grad_diff, rows=rows, row_norm=row_norm)
-        if clip_radius is None:
+        if radius is None:
             return s
-        clip_bound = 2.0 * clip_radius / (math.sqrt(beta) * n)  # every clipped ||C^T g|| <= tau
+        clip_bound = 2.0 * radius / (math.sqrt(beta) * n)  # every clipped ||C^T g|| <= tau
         # an adapted metric is not known before sampling: only the clip's bound holds in every metric
         return clip_bound if adaptation is not None else min(s, clip_bound)
 
@@ -223,6 +224,23 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         if hi / lo < 1 + 1e-10:
             break
     beta = lo
+    capped = beta > n
+    if capped:
+        # never colder than the untempered posterior (beta = n, L the mean loss); with the clip, the
+        # budget left over buys a larger radius (less clipping): the largest radius whose mu at beta = n
+        # still meets the path's share (geometric bisection; mu grows with the radius)
+        beta = float(n)
+        if clip_radius is not None:
+            r_lo, r_hi = clip_radius, clip_radius * 1e6
+            if path_privacy.path_mu(beta, sensitivity(beta, r_hi), t, friction, num_chains) <= mu_path:
+                r_lo = r_hi
+            for _ in range(200):
+                if r_hi / r_lo < 1 + 1e-10:
+                    break
+                mid = math.sqrt(r_lo * r_hi)
+                ok = path_privacy.path_mu(beta, sensitivity(beta, mid), t, friction, num_chains) <= mu_path
+                r_lo, r_hi = (mid, r_hi) if ok else (r_lo, mid)
+            clip_radius = r_lo
     A = precision_matrix(sm, beta, kappa_P, lam)
     P = np.linalg.inv(A)
     P = 0.5 * (P + P.T)
@@ -271,7 +289,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                               "admissible rows (block bound)" if rows is not None else "row-norm ball"),
         "clip_radius": clip_radius,
         "clip_tau": None if clip_radius is None else clip_radius / math.sqrt(beta),
-        "adaptation": adaptation,
+        "adaptation": adaptation, "beta_capped_at_n": capped,
         # the global curvature bound's ingredients (step_bound_matrix): released or public only
         "step_noise_margin": sm.noise_norm_bound, "step_row_norm_sq": (row_norm or 1.0) ** 2,
     }
@@ -287,7 +305,10 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         "initial point (the prior mean), beta, preconditioner, step, horizon and chains are fixed before "
         "sampling from public inputs and accounted releases only",
     )
-    notes = (f"predicted bulk ESS {predicted:.0f} over {num_chains} chains assumes the slowest preconditioned "
+    notes = (*((f"beta capped at n = {n} (the untempered posterior): the budget allows more; "
+                + (f"the rest widened the clip radius to {clip_radius:.4g}" if clip_radius is not None else
+                   f"the plan spends mu = {mu:.4g} of the target's {mu_total:.4g}"),) if capped else ()),
+             f"predicted bulk ESS {predicted:.0f} over {num_chains} chains assumes the slowest preconditioned "
              f"direction has curvature >= {mixing_rate:g} (declared); the achieved ESS is reported after the run",
              f"interval inflation sqrt(n / beta) = {math.sqrt(n / beta):.3g} relative to the untempered posterior")
     return SamplingPlan(

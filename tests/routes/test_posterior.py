@@ -19,6 +19,7 @@ from scipy import linalg, optimize
 
 from dp_infer import losses
 from dp_infer.losses import LossConstants, PerExampleLoss
+from dp_infer.privacy import path as path_privacy
 from dp_infer.routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
 from dp_infer.routes.preconditioning import SecondMoment, prior_second_moment, public_second_moment
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
@@ -359,3 +360,25 @@ def test_a_curvature_whose_step_count_overflows_is_refused_by_name():
 def test_the_largest_prior_precision_is_accepted():
     p = plan_posterior(_logistic(), 100, 2, eps=1.0, delta=1e-5, prior_precision=(1.0, 1e100))
     assert math.isfinite(p.beta) and p.num_steps >= 200 and math.isfinite(p.step_size)
+
+
+def test_beta_is_capped_at_n_and_the_rest_widens_the_clip():
+    """At n = 1e6, d = 10, eps = 1 the default radius would allow beta / n ~ 1.6 (colder than the
+    untempered posterior): the plan takes beta = n and spends the rest on a larger radius, so its mu
+    meets the target (closed form: mu = beta (2 r / (sqrt(beta) n)) sqrt(K t / 2) at beta = n)."""
+    n, d = 1_000_000, 10
+    loss = losses.logistic(row_norm=math.sqrt(d))
+    plan = plan_posterior(loss, n, d, eps=1.0, delta=1e-5, prior_precision=1.0, clip_radius=math.sqrt(d))
+    post = plan.posterior
+    assert plan.beta == n and post["beta_capped_at_n"]
+    r = post["clip_radius"]
+    assert r > math.sqrt(d)
+    t = post["burn_in_time"] + post["sample_time"]
+    mu = path_privacy.path_mu(n, 2 * r / (math.sqrt(n) * n), t, None, 4)
+    assert mu == pytest.approx(plan.event.mu, rel=1e-9)
+    assert plan.event.mu <= gdp_mu(1.0, 1e-5) * (1 + 1e-12)
+    assert plan.event.mu >= gdp_mu(1.0, 1e-5) * (1 - 1e-8)  # the slack is spent, not lost
+    assert any("capped at n" in note for note in plan.notes)
+    # without the clip the cap leaves budget unspent (never over n either)
+    small = plan_posterior(loss, 100, d, eps=50.0, delta=1e-5, prior_precision=1.0)
+    assert small.beta <= 100
