@@ -13,6 +13,7 @@ import time
 import click
 import numpy as np
 
+from ..infer.fallback import keep_draws
 from ..infer.preflight import check_plan_resources
 from .common import (
     NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charged_command, echo_nonprivate_accuracy,
@@ -58,37 +59,43 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     click.echo(plan.explain())
     click.echo("")
     check_plan_resources(plan, prefix="--")  # steps and memory, before the charge
-    with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
-        t0 = time.time()
-        run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress)
-        elapsed = time.time() - t0
-    if feature_names is not None:
-        run.feature_names = list(feature_names)
-    dt = run.to_datatree()
-    dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
-    if out is not None:  # written first: the draws are paid for
-        from ..diagnostics import save
+    with keep_draws(out=out, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
+        with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
+            t0 = time.time()
+            run = keeper.keep(sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl,
+                                     progress_bar=progress), "building the run file")
+            elapsed = time.time() - t0
+        if feature_names is not None:
+            run.feature_names = list(feature_names)
+        dt = run.to_datatree()
+        dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
+        if out is not None:  # written first: the draws are paid for
+            from ..diagnostics import save
 
-        path = save(dt, out)
-        click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
-    report = run.report()
-    print_report(report)
-    if plan.release == "trajectory":
-        click.echo("")
-        click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
-                   "(post-processing: free; the same draws and checks as dp-infer report on --out)")
-        mixing_block(dt, report)
-    else:
-        click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
-    if X_test is not None and loss.name in ("logistic", "model_nll"):
-        acc_priv = np_ref.accuracy(run.estimate(), X_test, y_test)
-        click.echo("")
-        guarantee = (f"({report['eps_spent']:.3g}, {plan.delta:g})-DP" if plan.delta > 0
-                     else f"pure {report['eps_spent']:.3g}-DP")
-        click.echo(f"route: {plan.route}; test accuracy of the released estimate on the public test "
-                   f"data, {guarantee}: {acc_priv:.4f}")
-        if nonprivate:
-            echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
+            keeper.step = "writing --out"
+            path = save(dt, out)
+            click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
+        keeper.step = "the privacy report"
+        report = run.report()
+        print_report(report)
+        if plan.release == "trajectory":
+            keeper.step = "the mixing diagnostics"
+            click.echo("")
+            click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
+                       "(post-processing: free; the same draws and checks as dp-infer report on --out)")
+            mixing_block(dt, report)
+        else:
+            click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
+        if X_test is not None and loss.name in ("logistic", "model_nll"):
+            keeper.step = "the predictions on the test data"
+            acc_priv = np_ref.accuracy(run.estimate(), X_test, y_test)
+            click.echo("")
+            guarantee = (f"({report['eps_spent']:.3g}, {plan.delta:g})-DP" if plan.delta > 0
+                         else f"pure {report['eps_spent']:.3g}-DP")
+            click.echo(f"route: {plan.route}; test accuracy of the released estimate on the public test "
+                       f"data, {guarantee}: {acc_priv:.4f}")
+            if nonprivate:
+                echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
     click.echo(f"sampling time: {elapsed:.1f} s")
     return run
 
