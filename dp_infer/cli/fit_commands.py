@@ -19,7 +19,7 @@ from .common import (
     NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charged_command, echo_nonprivate_accuracy,
     mode_option, preflight, with_options,
 )
-from .posterior import check_mode_options, run_and_report_posterior
+from .posterior import check_clip_radius, check_mode_options, run_and_report_posterior
 
 from .demo import DEFAULT_PLOTS, DEMO_PRIOR_PRECISION, FULL_ESS, QUICK_ESS, run_demo_posterior  # noqa: F401
 
@@ -110,7 +110,8 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
               help=f"posterior mode: folder for the rank, forest and privacy-utility plots (default ./{DEFAULT_PLOTS}/)")
 @with_options(COMMON_OPTIONS)
 def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ess,
-         prior_precision, precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
+         prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed, key_impl, progress, out,
+         nonprivate):
     """Private Bayesian logistic regression on the embedded UCI Adult data.
 
     Default (--mode posterior): 4 chains of preconditioned Langevin on N(0, 10^2 I) x exp(-beta L)
@@ -127,6 +128,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
+    clip_radius = check_clip_radius(mode, clip_radius)
     if mode == "posterior":
         from ..schema.adult import load_adult_raw
 
@@ -142,7 +144,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
         run_demo_posterior(a, rows, full=full, eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction,
                            ess=ess, prior_precision=prior_precision, precond_share=precond_share, seed=seed,
                            key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
-                           budget=budget, out=out, plots=plots, nonprivate=nonprivate)
+                           budget=budget, out=out, plots=plots, nonprivate=nonprivate, clip_radius=clip_radius)
         return
     data = datasets.load_adult()
     click.echo(f"data: {data.attribution}")
@@ -182,7 +184,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
 @with_options(COMMON_OPTIONS)
 def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, schema_file,
            split, split_seed, mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
-           ess, prior_precision, precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out,
+           ess, prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed, key_impl, progress, out,
            nonprivate):
     """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale.
 
@@ -195,10 +197,11 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
+    clip_radius = check_clip_radius(mode, clip_radius)
     post = dict(command="sample", eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
                 prior_precision=prior_precision, precond_share=precond_share, seed=seed, key_impl=key_impl,
                 progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget, out=out,
-                nonprivate=nonprivate)
+                nonprivate=nonprivate, clip_radius=clip_radius)
 
     if schema_file is not None:  # read, encoded and checked before anything is charged
         from .schema_commands import schema_sample_data

@@ -20,8 +20,26 @@ from ..infer.fallback import keep_draws
 from .common import (echo_nonprivate_accuracy, echo_spent, mixing_block, note_unrecorded, open_cli_ledger,
                      print_report)
 
-__all__ = ["run_and_report_posterior", "check_mode_options"]
+__all__ = ["run_and_report_posterior", "check_mode_options", "check_clip_radius"]
 
+
+def check_clip_radius(mode, clip_radius):
+    """``--clip-radius`` as the posterior mode's ``clip_radius``: None, ``"auto"`` or a number in
+    (0, inf); refused in estimate mode. Checked before anything is read or charged."""
+    if clip_radius is None:
+        return None
+    if mode != "posterior":
+        raise ValueError("--clip-radius applies to --mode posterior only")
+    text = str(clip_radius).strip()
+    if text == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"--clip-radius must be 'auto' or a number in (0, inf), got {clip_radius!r}")
+    return value
 
 def check_mode_options(mode, *, eps, delta, pure, route, radius, horizon, chains, lam_rel, ess, prior_precision,
                        precond_share):
@@ -75,7 +93,7 @@ def _print_plan(plan) -> None:
 def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel, friction, ess, prior_precision,
                              precond_share, rows, seed, key_impl, progress, ledger, dataset_id, budget,
                              X_test=None, y_test=None, out=None, feature_names=None, extra_attrs=None,
-                             nonprivate=False):
+                             nonprivate=False, clip_radius=None):
     """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss)."""
     from .._validation import check_delta
     from ..infer.posterior import fit_posterior
@@ -101,7 +119,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
     fc = forecast_posterior(loss, int(np.shape(X)[0]), loss.num_params(int(np.shape(X)[1])), eps=eps, delta=delta,
                             prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
                             num_chains=chains, rows=rows, precond_share=0.1 if precond_share is None else precond_share,
-                            kernel=kernel, friction=friction)
+                            kernel=kernel, friction=friction, clip_radius=clip_radius)
     click.echo(fc.explain())
     click.echo("")
     t0 = time.time()
@@ -110,7 +128,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
             loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
             num_chains=chains, kernel=kernel, friction=friction, rows=rows,
             precond_share=0.1 if precond_share is None else precond_share, seed=seed, key_impl=key_impl, ledger=led,
-            dataset_id=dataset_id, progress_bar=progress), "building the run file")
+            dataset_id=dataset_id, progress_bar=progress, clip_radius=clip_radius), "building the run file")
         elapsed = time.time() - t0
         _print_plan(run.plan)
         click.echo("")
