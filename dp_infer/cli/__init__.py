@@ -44,10 +44,9 @@ def run() -> None:
         if os.environ.get("DP_INFER_DEBUG"):
             raise
         cause, code = _cause(e.__cause__)
-        how = ("a NumPy .npz archive of the draws and the privacy report" if e.run is None or
-               type(e.run).__name__ == "RashomonResult" else f"dp-infer report {e.path} reads it")
-        click.echo(f"error: {e.step} failed after sampling ({cause}); the released draws (their privacy is spent) "
-                   f"were kept in {e.path} ({how})", err=True)
+        how = e.reader or ("a NumPy .npz archive of the draws and the privacy report" if e.run is None or
+                           type(e.run).__name__ == "RashomonResult" else f"dp-infer report {e.path} reads it")
+        click.echo(f"error: {e.step} failed ({cause}); {e.what} kept in {e.path} ({how})", err=True)
         sys.exit(code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
@@ -85,6 +84,8 @@ def _cause(e) -> tuple[str, int]:
     """One line and the exit code for the error behind a kept run (as :func:`run` prints errors)."""
     from ..privacy.ledger import BudgetExceededError
 
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted", 1
     text = str(e).splitlines()[0] if e is not None and str(e) else type(e).__name__
     if isinstance(e, click.ClickException):
         return e.format_message(), e.exit_code

@@ -34,7 +34,8 @@ Where
 -----
 Next to ``--out`` if its directory is writable, else in the ledger's directory, else in the
 system's temporary directory; the name is ``<out stem or dp_infer_run>.draws-<UTC time>-<random
-id>.npz``, created exclusively (an existing file is never overwritten). The file holds the
+id>.npz``, created exclusively (an existing file is never overwritten; :func:`new_fallback_file`,
+which a private ``schema draft`` also uses for its YAML when ``-o`` fails). The file holds the
 release and public facts only (the same as a run file: no private row, no key, no count that was
 not charged).
 """
@@ -52,8 +53,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["DrawsKeptError", "keep_draws", "write_fallback", "fallback_directories", "is_fallback_file",
-           "read_fallback", "FALLBACK_VERSION"]
+__all__ = ["DrawsKeptError", "keep_draws", "write_fallback", "new_fallback_file", "fallback_directories",
+           "is_fallback_file", "read_fallback", "FALLBACK_VERSION"]
 
 FALLBACK_VERSION = 1
 _MARKER = "dp_infer_fallback"
@@ -65,11 +66,15 @@ class DrawsKeptError(RuntimeError):
     ``path``: the fallback file; ``run``: the run object (in memory, as far as it was built);
     ``step``: what failed. The original error is ``__cause__``."""
 
-    def __init__(self, message: str, *, path: Path, run: Any = None, step: str = ""):
+    def __init__(self, message: str, *, path: Path, run: Any = None, step: str = "",
+                 what: str = "the released draws (their privacy is spent) were", reader: str | None = None):
         super().__init__(message)
         self.path = Path(path)
         self.run = run
         self.step = step
+        #: what was kept (the CLI's wording) and, if set, how a command-line user reads it
+        self.what = what
+        self.reader = reader
 
 
 def _jsonable(obj):
@@ -198,16 +203,24 @@ def write_fallback(run, *, out=None, ledger=None, step: str = "", error: BaseExc
                    "report_json": np.asarray(json.dumps(rep)), "report_level": np.asarray(level),
                    "failed_step": np.asarray(str(step)),
                    "error_type": np.asarray(type(error).__name__ if error is not None else "")})
+    return new_fallback_file(lambda f: np.savez(f, **arrays), out=out, ledger=ledger, label="draws", suffix=".npz")
+
+
+def new_fallback_file(write, *, out=None, ledger=None, label: str = "draws", suffix: str = ".npz") -> Path:
+    """Create ``<out stem>.<label>-<UTC time>-<random id><suffix>`` in the first of
+    :func:`fallback_directories` that takes it, exclusively (never overwriting), and call
+    ``write(f)`` on it (a binary file); return its absolute path. Raises ``OSError`` if no
+    directory takes it."""
     stem = Path(out).stem if out is not None else "dp_infer_run"
     last: OSError | None = None
     for d in fallback_directories(out, ledger):
         for _ in range(5):
-            name = f"{stem}.draws-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}.npz"
+            name = f"{stem}.{label}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}{suffix}"
             path = d.resolve() / name
             try:
                 with open(path, "xb") as f:  # exclusive: never overwrites
                     try:
-                        np.savez(f, **arrays)
+                        write(f)
                         f.flush()
                         os.fsync(f.fileno())
                     except BaseException:
@@ -240,6 +253,8 @@ class _Keeper:
 
 
 def _one_line(e: BaseException) -> str:
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted"
     if isinstance(e, OSError) and getattr(e, "strerror", None):
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         return f"{where}{e.strerror}"
@@ -259,7 +274,7 @@ def keep_draws(run=None, *, out=None, ledger=None, step: str = "a step after sam
             keeper.keep(run, "writing --out")
             save(run, out)
 
-    On an exception (``Exception`` only) with a run kept, the fallback file is written and
+    On an exception (``Exception`` or ``KeyboardInterrupt``) with a run kept, the fallback file is written and
     :class:`DrawsKeptError` is raised from the original error, its message naming the file. If the
     file cannot be written either, the original error propagates with a note saying so. Without a
     run (the failure came before any draw existed) the original error propagates unchanged.
@@ -270,7 +285,7 @@ def keep_draws(run=None, *, out=None, ledger=None, step: str = "a step after sam
         yield keeper
     except DrawsKeptError:
         raise
-    except Exception as e:
+    except (Exception, KeyboardInterrupt) as e:  # Ctrl-C during the report must not lose the draws either
         if keeper.run is None and not keeper.extra_arrays:
             raise
         try:

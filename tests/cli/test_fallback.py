@@ -108,3 +108,39 @@ def test_a_failure_after_sampling_keeps_the_draws(env, monkeypatch, capsys, case
     code, printed, err3 = run_cli(monkeypatch, capsys, ["report", kept, "--plots", env["tmp"] / "plots"])
     assert code in (0, None), err3
     assert "eps" in printed
+
+
+def test_a_private_draft_is_kept_when_writing_it_fails(tmp_path, monkeypatch, capsys):
+    """``schema draft --private`` releases a schema (charged): if -o cannot be written after the
+    draft, the draft is kept in a fallback YAML next to -o that equals what -o gets on success
+    (same draft object: the oracle is the text save_schema writes for it)."""
+    import dp_infer.schema as schema_pkg
+    from dp_infer.schema import load_schema
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    data = tmp_path / "d.csv"
+    data.write_text("age,colour,label\n" + "\n".join(
+        f"{a},{c},{t}" for a, c, t in zip(rng.integers(20, 70, n), rng.choice(["red", "blue"], n),
+                                          rng.integers(0, 2, n))) + "\n")
+    ledger = tmp_path / "l.sqlite"
+    out = tmp_path / "s.yaml"
+    real_save = schema_pkg.save_schema
+    kept_schema = {}
+
+    def failing_save(schema, path, header=""):
+        kept_schema["schema"], kept_schema["header"] = schema, header
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(schema_pkg, "save_schema", failing_save)
+    code, _, err = run_cli(monkeypatch, capsys, ["schema", "draft", data, "--target", "label", "-o", out,
+                                                 "--private", "--eps", "2", "--ledger", ledger, "--budget", "3",
+                                                 "1e-5"])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "writing -o/--out failed" in err and "private draft (its privacy is spent) was kept in" in err, err
+    kept = re.search(r"kept in (\S+\.yaml)", err).group(1)
+    assert kept.startswith(str(tmp_path)) and not out.exists()
+    assert len(Ledger(ledger).history(DS)) == 1
+    real_save(kept_schema["schema"], out, header=kept_schema["header"])
+    assert open(kept).read() == out.read_text()
+    assert load_schema(kept).to_dict() == load_schema(out).to_dict()

@@ -33,6 +33,12 @@ def ledger(tmp_path):
     return led
 
 
+@pytest.fixture(scope="module")
+def small_run():
+    X, y = _data()
+    return dp_infer.fit(losses.logistic(), X, y, eps=1.0, delta=1e-5, horizon=0.05, seed=4, progress_bar=False)
+
+
 def _boom(*args, **kwargs):
     raise RuntimeError("injected failure after sampling")
 
@@ -91,11 +97,10 @@ def test_the_estimator_keeps_the_draws_when_storing_the_release_fails(ledger, mo
     assert data["failed_step"].item().startswith("PrivateLogisticRegression.fit")
 
 
-def test_a_failed_report_still_keeps_the_plan_and_the_draws(ledger, monkeypatch):
+def test_a_failed_report_still_keeps_the_plan_and_the_draws(ledger, monkeypatch, small_run):
     """The report builder itself fails (and fails again while the fallback is written): the file
     falls back to the plan and its event, which PrivateRun.load still reads and checks."""
-    X, y = _data()
-    run = dp_infer.fit(losses.logistic(), X, y, eps=1.0, delta=1e-5, horizon=0.05, seed=4, progress_bar=False)
+    run = small_run
     monkeypatch.setattr(PrivateRun, "report", _boom)
     with pytest.raises(DrawsKeptError) as err:
         with keep_draws(run, ledger=ledger, step="the report"):
@@ -108,9 +113,8 @@ def test_a_failed_report_still_keeps_the_plan_and_the_draws(ledger, monkeypatch)
     assert back.plan.event == run.plan.event
 
 
-def test_an_edited_fallback_file_is_refused(tmp_path):
-    X, y = _data()
-    run = dp_infer.fit(losses.logistic(), X, y, eps=1.0, delta=1e-5, horizon=0.05, seed=5, progress_bar=False)
+def test_an_edited_fallback_file_is_refused(tmp_path, small_run):
+    run = small_run
     path = fallback.write_fallback(run, out=tmp_path / "run.zip")
     assert path.parent == tmp_path and path.name.startswith("run.draws-") and path.suffix == ".npz"
     data = dict(np.load(path))
@@ -125,11 +129,23 @@ def test_an_edited_fallback_file_is_refused(tmp_path):
         PrivateRun.load(edited)
 
 
-def test_a_fallback_file_never_overwrites(tmp_path):
-    X, y = _data()
-    run = dp_infer.fit(losses.logistic(), X, y, eps=1.0, delta=1e-5, horizon=0.05, seed=6, progress_bar=False)
-    paths = {fallback.write_fallback(run, out=tmp_path / "r.zip") for _ in range(3)}
+def test_a_fallback_file_never_overwrites(tmp_path, small_run):
+    paths = {fallback.write_fallback(small_run, out=tmp_path / "r.zip") for _ in range(3)}
     assert len(paths) == 3 and all(p.exists() for p in paths)
+
+
+def test_an_interrupt_after_sampling_keeps_the_draws_too(tmp_path, small_run):
+    with pytest.raises(DrawsKeptError, match="interrupted") as err:
+        with keep_draws(small_run, out=tmp_path / "run.zip", step="the plots"):
+            raise KeyboardInterrupt
+    np.testing.assert_array_equal(np.load(err.value.path)["theta"], small_run.released_draws())
+
+
+def test_nothing_is_written_when_the_failure_comes_before_the_draws(tmp_path):
+    with pytest.raises(RuntimeError, match="injected"):
+        with keep_draws(out=tmp_path / "run.zip"):
+            _boom()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unwritable_out_directory_falls_back_to_the_ledger_then_the_temp_dir(tmp_path, monkeypatch):
@@ -145,6 +161,7 @@ def test_an_unwritable_out_directory_falls_back_to_the_ledger_then_the_temp_dir(
         fallback.Path(fallback.tempfile.gettempdir())]
 
 
+@pytest.mark.slow  # a NumPyro model end to end: about 6 s on a loaded machine
 def test_fit_model_keeps_the_draws_when_the_clip_count_fails(ledger, monkeypatch):
     import numpyro
     import numpyro.distributions as dist
