@@ -144,3 +144,85 @@ def test_a_private_draft_is_kept_when_writing_it_fails(tmp_path, monkeypatch, ca
     real_save(kept_schema["schema"], out, header=kept_schema["header"])
     assert open(kept).read() == out.read_text()
     assert load_schema(kept).to_dict() == load_schema(out).to_dict()
+
+
+def _fake_fit_posterior(loss, X, y, *, eps, delta, prior_precision, ess, num_chains, kernel, friction, rows,
+                        precond_share, num_draws, **kw):
+    """The demo's sampler replaced by draws of the right shape on the demo's own plan (the demo's
+    steps after sampling are what is tested here, not the sampler)."""
+    from dp_infer.cli.demo import forecast_plan
+    from dp_infer.infer.posterior import PosteriorRun
+
+    plan = forecast_plan(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
+                         chains=num_chains, rows=rows, precond_share=precond_share, X_public=X[:3000],
+                         num_draws=num_draws, kernel=kernel, friction=friction)
+    theta = 0.1 * np.random.default_rng(0).normal(size=(plan.num_chains, plan.num_draws, plan.dim))
+    return PosteriorRun(plan, theta, np.zeros(theta.shape[:2], dtype=bool), {"source": "test"}, {"kind": "test"})
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_demo_keeps_its_draws_when_a_later_step_fails(tmp_path, monkeypatch, capsys, fail):
+    import importlib
+
+    demo = importlib.import_module("dp_infer.cli.demo")  # the package's `demo` is the click command
+    posterior = importlib.import_module("dp_infer.infer.posterior")
+
+    monkeypatch.setattr(posterior, "fit_posterior", _fake_fit_posterior)
+    kept_runs = []
+    real_table = demo._coefficient_table
+
+    def table(draws, names, mix):
+        kept_runs.append(np.array(draws))
+        if fail:
+            raise KeyError("injected failure after sampling")
+        return real_table(draws, names, mix)
+
+    monkeypatch.setattr(demo, "_coefficient_table", table)
+    out = tmp_path / "demo.zip"
+    code, printed, err = run_cli(monkeypatch, capsys, ["demo", "--no-progress", "--out", out, "--plots",
+                                                       tmp_path / "plots", "--reproducible-seed", 1])
+    if not fail:  # the steps after sampling run to the end (the refactor into _report_demo_run)
+        assert code in (0, None), err
+        assert "coefficients (logistic" in printed and "plots in" in printed
+        return
+    assert code == 3 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert "the mixing diagnostics and the coefficient table failed" in last, last
+    kept = re.search(r"kept in (\S+\.npz)", last).group(1)
+    assert kept.startswith(str(tmp_path)) and out.exists()  # --out was written before the table
+    np.testing.assert_array_equal(np.load(kept)["theta"], dp_infer_load(out).theta)
+    np.testing.assert_array_equal(dp_infer_load(kept).draws(), kept_runs[0])
+
+
+def dp_infer_load(path):
+    import dp_infer
+
+    return dp_infer.PrivateRun.load(path)
+
+
+def test_rashomon_keeps_its_draws_when_writing_json_fails(env, monkeypatch, capsys):
+    from dp_infer.rashomon.result import RashomonResult
+
+    seen = []
+    real_measures = RashomonResult.measures
+
+    def measures(self, *args, **kwargs):
+        seen.append(np.array(self.draws))
+        return real_measures(self, *args, **kwargs)
+
+    monkeypatch.setattr(RashomonResult, "measures", measures)
+    monkeypatch.setattr(RashomonResult, "to_dict", _broken)
+    out = env["tmp"] / "out" / "r.json"
+    code, _, err = run_cli(monkeypatch, capsys, ["rashomon", env["csv"], "--target", "label", "--ledger", env["ledger"],
+                                                 "--draws", "20", "--horizon", "0.1", "--json", out])
+    assert code == 3 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert "writing --json failed" in last and "NumPy .npz archive" in last, last
+    kept = re.search(r"kept in (\S+\.npz)", last).group(1)
+    assert kept.startswith(str(out.parent))
+    with np.load(kept) as f:
+        np.testing.assert_array_equal(f["theta"], seen[0])
+        assert f["kind"].item() == "rashomon"
+    assert Ledger(env["ledger"]).spent(DS)["n_runs"] == 1
+    with pytest.raises(ValueError, match="numpy.load"):
+        dp_infer_load(kept)
