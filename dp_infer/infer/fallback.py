@@ -315,9 +315,23 @@ def is_fallback_file(path) -> bool:
 
 
 def read_fallback(path) -> dict:
-    """The arrays of a fallback file (``numpy.load``, no pickle) with ``report`` decoded."""
-    with np.load(Path(path), allow_pickle=False) as f:
-        data = {k: f[k] for k in f.files}
+    """The arrays of a fallback file (``numpy.load``, no pickle) with ``report`` decoded. A file
+    that unpacks to more than :data:`dp_infer.diagnostics.io.MAX_ZIP_READ_BYTES` is refused before
+    it is read (as a run zip)."""
+    import zipfile
+
+    from ..diagnostics.io import MAX_ZIP_READ_BYTES
+
+    with zipfile.ZipFile(Path(path)) as zf:
+        size = sum(i.file_size for i in zf.infolist())
+    if size > MAX_ZIP_READ_BYTES:
+        raise ValueError(f"{path} unpacks to {size} bytes, more than the {MAX_ZIP_READ_BYTES} bytes a run file may "
+                         "hold (MAX_ZIP_READ_BYTES)")
+    try:
+        with np.load(Path(path), allow_pickle=False) as f:
+            data = {k: f[k] for k in f.files}
+    except ValueError as e:  # e.g. an object array: never unpickled
+        raise ValueError(f"{path} is not a readable dp_infer fallback file: {str(e).splitlines()[0]}") from None
     if _MARKER not in data:
         raise ValueError(f"{path} is not a dp_infer fallback file (no {_MARKER!r} array)")
     data["report"] = json.loads(data["report_json"].item())

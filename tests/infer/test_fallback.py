@@ -203,3 +203,18 @@ def test_extend_keeps_the_new_segment_when_its_bookkeeping_fails(ledger, monkeyp
     np.testing.assert_array_equal(run.theta, before)  # the run object is left as it was
     with pytest.raises(ValueError, match="numpy.load"):
         PrivateRun.load(path)
+
+
+def test_a_fallback_file_is_never_unpickled_and_a_bomb_is_refused(tmp_path, small_run, monkeypatch):
+    path = fallback.write_fallback(small_run, out=tmp_path / "run.zip")
+    data = dict(np.load(path))
+    data["theta"] = np.array([object()], dtype=object)  # would need pickle
+    bad = tmp_path / "pickled.npz"
+    np.savez(bad, **data)
+    with pytest.raises(ValueError, match="not a readable dp_infer fallback file"):
+        PrivateRun.load(bad)
+    import dp_infer.diagnostics.io as dio
+
+    monkeypatch.setattr(dio, "MAX_ZIP_READ_BYTES", 100)
+    with pytest.raises(ValueError, match="MAX_ZIP_READ_BYTES"):
+        PrivateRun.load(path)
