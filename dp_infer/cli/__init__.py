@@ -35,10 +35,19 @@ for _command in (demo, sample, report, predict_command, budget, rashomon_command
 def run() -> None:
     """Console entry point: any error prints one line, never a traceback (set
     ``DP_INFER_DEBUG=1`` to see the traceback of an unexpected error)."""
+    from ..infer.fallback import DrawsKeptError
     from ..privacy.ledger import BudgetExceededError
 
     try:
         main(standalone_mode=False)
+    except DrawsKeptError as e:  # the run is paid for and its draws are safe: say where, in one line
+        if os.environ.get("DP_INFER_DEBUG"):
+            raise
+        cause, code = _cause(e.__cause__)
+        how = e.reader or ("a NumPy .npz archive of the draws and the privacy report" if e.run is None or
+                           type(e.run).__name__ == "RashomonResult" else f"dp-infer report {e.path} reads it")
+        click.echo(f"error: {e.step} failed ({cause}); {e.what} kept in {e.path} ({how})", err=True)
+        sys.exit(code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
@@ -69,6 +78,23 @@ def run() -> None:
         click.echo(f"error: unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
                    "(set DP_INFER_DEBUG=1 for the traceback)", err=True)
         sys.exit(3)
+
+
+def _cause(e) -> tuple[str, int]:
+    """One line and the exit code for the error behind a kept run (as :func:`run` prints errors)."""
+    from ..privacy.ledger import BudgetExceededError
+
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted", 1
+    text = str(e).splitlines()[0] if e is not None and str(e) else type(e).__name__
+    if isinstance(e, click.ClickException):
+        return e.format_message(), e.exit_code
+    if isinstance(e, (ValueError, BudgetExceededError)):
+        return text, 2
+    if isinstance(e, OSError):
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        return f"{where}{e.strerror or text}", 2
+    return f"unexpected {type(e).__name__}: {text}", 3
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -82,8 +82,9 @@ def _stand_in_second_moment(X_public, n: int, max_sq_norm: float, mu_sm: float):
 
 
 def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, rows, precond_share, X_public,
-                  num_draws, kernel="langevin", friction=None):
+                  num_draws, kernel="langevin", friction=None, clip_radius=None):
     """The plan as the run will make it, from public inputs only (see the module docstring)."""
+    from ..infer.posterior import resolve_clip_radius
     from ..routes.posterior import plan_posterior
     from ..privacy.conversions import gdp_mu
 
@@ -91,7 +92,7 @@ def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, row
     sm = _stand_in_second_moment(X_public, n, rows.max_norm() ** 2, mu_sm)
     return plan_posterior(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                           num_chains=chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
-                          num_draws=num_draws)
+                          num_draws=num_draws, clip_radius=resolve_clip_radius(clip_radius, loss, dim))
 
 
 def expected_seconds(plan) -> float:
@@ -183,15 +184,14 @@ def _write_plots(dt, tab, mix_table, forecasts, eps, outdir: Path) -> list[tuple
 
 
 def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, ess, prior_precision, precond_share,
-                       seed, key_impl, progress, ledger, dataset_id, budget, out, plots, nonprivate):
+                       seed, key_impl, progress, ledger, dataset_id, budget, out, plots, nonprivate, clip_radius=None):
     """The posterior-mode demo (see the module docstring); ``a`` is :func:`load_adult_raw`'s result."""
     from threadpoolctl import threadpool_limits
 
     from .. import losses
-    from ..diagnostics import check_mixing, get_report
+    from ..infer.fallback import keep_draws
     from ..infer.posterior import fit_posterior
-    from ..infer.prediction import expected_calibration_error, log_loss, loss_predictive
-    from .common import print_report, echo_nonprivate_accuracy, echo_spent, note_unrecorded, open_cli_ledger
+    from .common import note_unrecorded, open_cli_ledger
 
     t_start = time.perf_counter()
     loss = losses.logistic(row_norm=rows.max_norm())
@@ -205,10 +205,10 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
     with threadpool_limits(1, user_api="blas"):
         plan = forecast_plan(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                              chains=chains, rows=rows, precond_share=precond_share, X_public=a.X_test,
-                             num_draws=num_draws, kernel=kernel, friction=friction)
+                             num_draws=num_draws, kernel=kernel, friction=friction, clip_radius=clip_radius)
         _print_forecast(plan, full=full, eps=eps, delta=delta)
         _prior_warning(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess, chains=chains,
-                       rows=rows, precond_share=precond_share, kernel=kernel, friction=friction)
+                       rows=rows, precond_share=precond_share, kernel=kernel, friction=friction, clip_radius=clip_radius)
         if plan.posterior["interval_inflation"] > 10:
             click.echo(f"  note         at this n and eps the tempered posterior is far wider than the data's own: "
                        f"its sd is about {plan.posterior['interval_inflation']:.3g}x the untempered posterior's; "
@@ -221,8 +221,30 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
         run = fit_posterior(loss, a.X_train, a.y_train, eps=eps, delta=delta, prior_precision=prior_precision,
                             ess=ess, num_chains=chains, kernel=kernel, friction=friction, rows=rows,
                             precond_share=precond_share, seed=seed, key_impl=key_impl, ledger=led,
-                            dataset_id=dataset_id, progress_bar=progress, num_draws=num_draws)
+                            dataset_id=dataset_id, progress_bar=progress, num_draws=num_draws, clip_radius=clip_radius)
         t_sampled = time.perf_counter()
+    with keep_draws(run, out=out, ledger=ledger, step="building the run file") as keeper:
+        _report_demo_run(run, keeper, a=a, loss=loss, n=n, dim=dim, full=full, eps=eps, delta=delta, ess=ess,
+                         chains=chains, kernel=kernel, friction=friction, rows=rows, prior_precision=prior_precision,
+                         precond_share=precond_share, num_draws=num_draws, led=led, ledger=ledger,
+                         dataset_id=dataset_id, out=out, plots_dir=plots_dir, nonprivate=nonprivate,
+                         times=(t_start, t_plan, t_sampled), clip_radius=clip_radius)
+    sys.stdout.flush()
+    return run
+
+
+def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, chains, kernel, friction, rows,
+                     prior_precision, precond_share, num_draws, led, ledger, dataset_id, out, plots_dir, nonprivate,
+                     times, clip_radius=None):
+    """Everything the demo prints and writes after sampling (the run is paid for: ``keeper`` keeps
+    its draws in a fallback file if any of it fails)."""
+    from threadpoolctl import threadpool_limits
+
+    from ..diagnostics import check_mixing, get_report
+    from ..infer.prediction import expected_calibration_error, log_loss, loss_predictive
+    from .common import print_report, echo_nonprivate_accuracy, echo_spent
+
+    t_start, t_plan, t_sampled = times
     if led is not None:
         echo_spent(led, ledger, dataset_id, "the run was charged before any private computation")
     run.feature_names = list(a.feature_names)
@@ -236,7 +258,9 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
     if out is not None:  # written first: the draws are paid for
         from ..diagnostics import save
 
+        keeper.step = "writing --out"
         click.echo(f"wrote {save(dt, out)} (ArviZ DataTree: released draws, diverging, privacy report)")
+    keeper.step = "the mixing diagnostics and the coefficient table"
     mix = check_mixing(dt, report)
     mtab = mix.table()
     tab = _coefficient_table(np.asarray(run.draws()), a.feature_names, mtab)
@@ -264,6 +288,7 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
     elif full:
         for w in mix.warnings:
             click.echo(f"WARNING: {w}")
+    keeper.step = "the predictions on the test data"
     draws = np.asarray(run.draws()).reshape(-1, dim)
     prob = loss_predictive("logistic", draws, a.X_test)["probs"]
     yt = np.asarray(a.y_test, dtype=float) > 0.5
@@ -279,11 +304,12 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
             try:
                 fp = forecast_plan(loss, n, dim, eps=e, delta=delta, prior_precision=prior_precision, ess=ess,
                                    chains=chains, rows=rows, precond_share=precond_share, X_public=a.X_test,
-                                   num_draws=num_draws, kernel=kernel, friction=friction)
+                                   num_draws=num_draws, kernel=kernel, friction=friction, clip_radius=clip_radius)
             except ValueError:  # no beta meets this eps at this ess: nothing to draw
                 continue
             forecasts.append({"method": f"posterior mode, ESS {ess} (forecast)", "eps": e,
                               "interval_width_vs_untempered": fp.posterior["interval_inflation"]})
+    keeper.step = "the plots"
     written = _write_plots(dt, shown, mtab, forecasts, eps, plots_dir)
     click.echo("")
     click.echo(f"plots in {plots_dir}/: " + ", ".join(f"{name} {Path(w).name}" if not w.startswith("failed")
@@ -300,5 +326,3 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
     else:
         click.echo("full report (plan for 1000 effective draws, every R-hat <= 1.01, privacy report, run file):")
         click.echo(f"  ./dev demo --full --out {plots_dir / 'adult_full.zip'} --plots {plots_dir / 'full'}")
-    sys.stdout.flush()
-    return run

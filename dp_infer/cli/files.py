@@ -11,10 +11,19 @@ import click
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
               help="directory for PNG plots (default: next to RUN_FILE)")
 def report(run_file, plots):
-    """Print the summary, mixing checks and privacy report of a saved run; write plots."""
-    from ..diagnostics.plots import report_from_file
+    """Print the summary, mixing checks and privacy report of a saved run; write plots.
 
-    click.echo(report_from_file(run_file, plots))
+    RUN_FILE is a run file (--out) or the fallback file a run whose later step failed kept its
+    draws in (.npz)."""
+    from ..diagnostics.plots import report_from_file
+    from ..infer.fallback import is_fallback_file
+
+    tree = None
+    if is_fallback_file(run_file):
+        from ..infer.run import PrivateRun
+
+        tree = PrivateRun.load(run_file).to_datatree()
+    click.echo(report_from_file(run_file, plots, tree=tree))
 
 
 def _ledger_options(exists: bool):

@@ -13,12 +13,13 @@ import time
 import click
 import numpy as np
 
+from ..infer.fallback import keep_draws
 from ..infer.preflight import check_plan_resources
 from .common import (
     NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charged_command, echo_nonprivate_accuracy,
     mode_option, preflight, with_options,
 )
-from .posterior import check_mode_options, run_and_report_posterior
+from .posterior import check_clip_radius, check_mode_options, run_and_report_posterior
 
 from .demo import DEFAULT_PLOTS, DEMO_PRIOR_PRECISION, FULL_ESS, QUICK_ESS, run_demo_posterior  # noqa: F401
 
@@ -58,37 +59,43 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     click.echo(plan.explain())
     click.echo("")
     check_plan_resources(plan, prefix="--")  # steps and memory, before the charge
-    with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
-        t0 = time.time()
-        run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress)
-        elapsed = time.time() - t0
-    if feature_names is not None:
-        run.feature_names = list(feature_names)
-    dt = run.to_datatree()
-    dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
-    if out is not None:  # written first: the draws are paid for
-        from ..diagnostics import save
+    with keep_draws(out=out, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
+        with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
+            t0 = time.time()
+            run = keeper.keep(sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl,
+                                     progress_bar=progress), "building the run file")
+            elapsed = time.time() - t0
+        if feature_names is not None:
+            run.feature_names = list(feature_names)
+        dt = run.to_datatree()
+        dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
+        if out is not None:  # written first: the draws are paid for
+            from ..diagnostics import save
 
-        path = save(dt, out)
-        click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
-    report = run.report()
-    print_report(report)
-    if plan.release == "trajectory":
-        click.echo("")
-        click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
-                   "(post-processing: free; the same draws and checks as dp-infer report on --out)")
-        mixing_block(dt, report)
-    else:
-        click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
-    if X_test is not None and loss.name in ("logistic", "model_nll"):
-        acc_priv = np_ref.accuracy(run.estimate(), X_test, y_test)
-        click.echo("")
-        guarantee = (f"({report['eps_spent']:.3g}, {plan.delta:g})-DP" if plan.delta > 0
-                     else f"pure {report['eps_spent']:.3g}-DP")
-        click.echo(f"route: {plan.route}; test accuracy of the released estimate on the public test "
-                   f"data, {guarantee}: {acc_priv:.4f}")
-        if nonprivate:
-            echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
+            keeper.step = "writing --out"
+            path = save(dt, out)
+            click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
+        keeper.step = "the privacy report"
+        report = run.report()
+        print_report(report)
+        if plan.release == "trajectory":
+            keeper.step = "the mixing diagnostics"
+            click.echo("")
+            click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
+                       "(post-processing: free; the same draws and checks as dp-infer report on --out)")
+            mixing_block(dt, report)
+        else:
+            click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
+        if X_test is not None and loss.name in ("logistic", "model_nll"):
+            keeper.step = "the predictions on the test data"
+            acc_priv = np_ref.accuracy(run.estimate(), X_test, y_test)
+            click.echo("")
+            guarantee = (f"({report['eps_spent']:.3g}, {plan.delta:g})-DP" if plan.delta > 0
+                         else f"pure {report['eps_spent']:.3g}-DP")
+            click.echo(f"route: {plan.route}; test accuracy of the released estimate on the public test "
+                       f"data, {guarantee}: {acc_priv:.4f}")
+            if nonprivate:
+                echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
     click.echo(f"sampling time: {elapsed:.1f} s")
     return run
 
@@ -103,7 +110,8 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
               help=f"posterior mode: folder for the rank, forest and privacy-utility plots (default ./{DEFAULT_PLOTS}/)")
 @with_options(COMMON_OPTIONS)
 def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ess,
-         prior_precision, precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out, nonprivate):
+         prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed, key_impl, progress, out,
+         nonprivate):
     """Private Bayesian logistic regression on the embedded UCI Adult data.
 
     Default (--mode posterior): 4 chains of preconditioned Langevin on N(0, 10^2 I) x exp(-beta L)
@@ -120,6 +128,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
+    clip_radius = check_clip_radius(mode, clip_radius)
     if mode == "posterior":
         from ..schema.adult import load_adult_raw
 
@@ -135,7 +144,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
         run_demo_posterior(a, rows, full=full, eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction,
                            ess=ess, prior_precision=prior_precision, precond_share=precond_share, seed=seed,
                            key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
-                           budget=budget, out=out, plots=plots, nonprivate=nonprivate)
+                           budget=budget, out=out, plots=plots, nonprivate=nonprivate, clip_radius=clip_radius)
         return
     data = datasets.load_adult()
     click.echo(f"data: {data.attribution}")
@@ -175,7 +184,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
 @with_options(COMMON_OPTIONS)
 def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, schema_file,
            split, split_seed, mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
-           ess, prior_precision, precond_share, ledger, dataset_id, budget, seed, key_impl, progress, out,
+           ess, prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed, key_impl, progress, out,
            nonprivate):
     """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale.
 
@@ -188,10 +197,11 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
+    clip_radius = check_clip_radius(mode, clip_radius)
     post = dict(command="sample", eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
                 prior_precision=prior_precision, precond_share=precond_share, seed=seed, key_impl=key_impl,
                 progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget, out=out,
-                nonprivate=nonprivate)
+                nonprivate=nonprivate, clip_radius=clip_radius)
 
     if schema_file is not None:  # read, encoded and checked before anything is charged
         from .schema_commands import schema_sample_data

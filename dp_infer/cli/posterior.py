@@ -16,10 +16,30 @@ import time
 import click
 import numpy as np
 
+from ..infer.fallback import keep_draws
 from .common import (echo_nonprivate_accuracy, echo_spent, mixing_block, note_unrecorded, open_cli_ledger,
                      print_report)
 
-__all__ = ["run_and_report_posterior", "check_mode_options"]
+__all__ = ["run_and_report_posterior", "check_mode_options", "check_clip_radius"]
+
+
+def check_clip_radius(mode, clip_radius):
+    """``--clip-radius`` as the posterior mode's ``clip_radius``: None, ``"auto"`` or a number in
+    (0, inf); refused in estimate mode. Checked before anything is read or charged."""
+    if clip_radius is None:
+        return None
+    if mode != "posterior":
+        raise ValueError("--clip-radius applies to --mode posterior only")
+    text = str(clip_radius).strip()
+    if text == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"--clip-radius must be 'auto' or a number in (0, inf), got {clip_radius!r}")
+    return value
 
 def check_mode_options(mode, *, eps, delta, pure, route, radius, horizon, chains, lam_rel, ess, prior_precision,
                        precond_share):
@@ -73,7 +93,7 @@ def _print_plan(plan) -> None:
 def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel, friction, ess, prior_precision,
                              precond_share, rows, seed, key_impl, progress, ledger, dataset_id, budget,
                              X_test=None, y_test=None, out=None, feature_names=None, extra_attrs=None,
-                             nonprivate=False):
+                             nonprivate=False, clip_radius=None):
     """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss)."""
     from .._validation import check_delta
     from ..infer.posterior import fit_posterior
@@ -99,51 +119,56 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
     fc = forecast_posterior(loss, int(np.shape(X)[0]), loss.num_params(int(np.shape(X)[1])), eps=eps, delta=delta,
                             prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
                             num_chains=chains, rows=rows, precond_share=0.1 if precond_share is None else precond_share,
-                            kernel=kernel, friction=friction)
+                            kernel=kernel, friction=friction, clip_radius=clip_radius)
     click.echo(fc.explain())
     click.echo("")
     t0 = time.time()
-    run = fit_posterior(loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision,
-                        ess=DEFAULT_ESS if ess is None else ess, num_chains=chains, kernel=kernel,
-                        friction=friction, rows=rows, precond_share=0.1 if precond_share is None else precond_share,
-                        seed=seed, key_impl=key_impl, ledger=led, dataset_id=dataset_id, progress_bar=progress)
-    elapsed = time.time() - t0
-    _print_plan(run.plan)
-    click.echo("")
-    if led is not None:
-        echo_spent(led, ledger, dataset_id, "the run was charged before any private computation")
-    else:
-        note_unrecorded()
-    if feature_names is not None:
-        run.feature_names = list(feature_names)
-    dt = run.to_datatree()
-    dt.attrs.update(extra_attrs or {})
-    if out is not None:  # written first: the draws are paid for
-        from ..diagnostics import save
-
-        click.echo(f"wrote {save(dt, out)} (ArviZ DataTree: released draws, diverging, privacy report)")
-    report = run.report()
-    # the preconditioner (dim x dim), the prior vector and the posterior block are in the run file;
-    # their summary is printed above and below
-    print_report({k: v for k, v in report.items() if k not in ("preconditioner", "prior_precision", "posterior")})
-    ach = report["posterior"]["achieved"]
-    click.echo("")
-    click.echo(f"bulk ESS: planned {report['posterior']['predicted_ess']:.0f}, achieved {ach['min_ess_bulk']:.0f} "
-               f"(min over parameters); max R-hat {ach['max_rhat']:.4f}")
-    click.echo(f"ArviZ diagnostics of the released draws after the first {run.plan.burn_in} per chain "
-               "(post-processing: free; the same draws and checks as dp-infer report on --out)")
-    mixing_block(dt, report)
-    if X_test is not None and loss.name == "logistic":
-        draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)
-        prob = loss_predictive("logistic", draws, X_test)["probs"]
-        yt = np.asarray(y_test, dtype=float) > 0.5
+    with keep_draws(out=out, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
+        run = keeper.keep(fit_posterior(
+            loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
+            num_chains=chains, kernel=kernel, friction=friction, rows=rows,
+            precond_share=0.1 if precond_share is None else precond_share, seed=seed, key_impl=key_impl, ledger=led,
+            dataset_id=dataset_id, progress_bar=progress, clip_radius=clip_radius), "building the run file")
+        elapsed = time.time() - t0
+        _print_plan(run.plan)
         click.echo("")
-        click.echo(f"on the public test data ((eps, delta) = ({report['eps_spent']:.3g}, {delta:g})): accuracy of "
-                   f"the posterior mean {np.mean(((X_test @ draws.mean(axis=0)) > 0) == yt):.4f}; posterior "
-                   f"predictive: accuracy {np.mean((prob > 0.5) == yt):.4f}, log loss {log_loss(prob, yt):.4f}, "
-                   f"calibration error (ECE, 10 bins) {expected_calibration_error(prob, yt):.4f}")
-        if nonprivate:
-            echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
+        if led is not None:
+            echo_spent(led, ledger, dataset_id, "the run was charged before any private computation")
+        else:
+            note_unrecorded()
+        if feature_names is not None:
+            run.feature_names = list(feature_names)
+        dt = run.to_datatree()
+        dt.attrs.update(extra_attrs or {})
+        if out is not None:  # written first: the draws are paid for
+            from ..diagnostics import save
+
+            keeper.step = "writing --out"
+            click.echo(f"wrote {save(dt, out)} (ArviZ DataTree: released draws, diverging, privacy report)")
+        keeper.step = "the privacy report and the mixing diagnostics"
+        report = run.report()
+        # the preconditioner (dim x dim), the prior vector and the posterior block are in the run file;
+        # their summary is printed above and below
+        print_report({k: v for k, v in report.items() if k not in ("preconditioner", "prior_precision", "posterior")})
+        ach = report["posterior"]["achieved"]
+        click.echo("")
+        click.echo(f"bulk ESS: planned {report['posterior']['predicted_ess']:.0f}, achieved {ach['min_ess_bulk']:.0f} "
+                   f"(min over parameters); max R-hat {ach['max_rhat']:.4f}")
+        click.echo(f"ArviZ diagnostics of the released draws after the first {run.plan.burn_in} per chain "
+                   "(post-processing: free; the same draws and checks as dp-infer report on --out)")
+        mixing_block(dt, report)
+        if X_test is not None and loss.name == "logistic":
+            keeper.step = "the predictions on the test data"
+            draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)
+            prob = loss_predictive("logistic", draws, X_test)["probs"]
+            yt = np.asarray(y_test, dtype=float) > 0.5
+            click.echo("")
+            click.echo(f"on the public test data ((eps, delta) = ({report['eps_spent']:.3g}, {delta:g})): accuracy of "
+                       f"the posterior mean {np.mean(((X_test @ draws.mean(axis=0)) > 0) == yt):.4f}; posterior "
+                       f"predictive: accuracy {np.mean((prob > 0.5) == yt):.4f}, log loss {log_loss(prob, yt):.4f}, "
+                       f"calibration error (ECE, 10 bins) {expected_calibration_error(prob, yt):.4f}")
+            if nonprivate:
+                echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
     click.echo(f"time: {elapsed:.1f} s (second-moment release, planning, compilation and sampling)")
     return run
 

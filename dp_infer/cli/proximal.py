@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from ..infer.fallback import keep_draws
 from ..infer.preflight import check_plan_resources
 from .common import NONPRIVATE_BANNER, charged_command, print_report
 
@@ -38,20 +39,23 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
     click.echo(plan.explain())
     click.echo("")
     check_plan_resources(plan, prefix="--")  # before the charge
-    with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
-        run = sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
-    if out is not None:  # written first: the draws are paid for
-        from ..diagnostics import save
+    with keep_draws(out=out, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
+        with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
+            run = keeper.keep(sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl), "writing --out")
+        if out is not None:  # written first: the draws are paid for
+            from ..diagnostics import save
 
-        click.echo(f"wrote {save(run.to_datatree(), out)} (ArviZ DataTree: released final positions, privacy report)")
-    report = run.report()
-    print_report(report)
-    click.echo(f"released: the final position of each of {plan.num_draws} chain(s) "
-               "(too few draws for R-hat/ESS; more chains cost privacy)")
-    if X_test is not None and loss.name == "hinge":
-        acc = np_ref.accuracy(run.estimate(), X_test, y_test)
-        click.echo(f"route: proximal; test accuracy of the released estimate on the public test data, "
-                   f"({report['eps_spent']:.3g}, {plan.delta:g})-DP: {acc:.4f}")
+            click.echo(f"wrote {save(run.to_datatree(), out)} (ArviZ DataTree: released final positions, privacy report)")
+        keeper.step = "the privacy report"
+        report = run.report()
+        print_report(report)
+        click.echo(f"released: the final position of each of {plan.num_draws} chain(s) "
+                   "(too few draws for R-hat/ESS; more chains cost privacy)")
+        if X_test is not None and loss.name == "hinge":
+            keeper.step = "the predictions on the test data"
+            acc = np_ref.accuracy(run.estimate(), X_test, y_test)
+            click.echo(f"route: proximal; test accuracy of the released estimate on the public test data, "
+                       f"({report['eps_spent']:.3g}, {plan.delta:g})-DP: {acc:.4f}")
     if nonprivate:  # the rejection oracle's work, hence the time, depends on the data
         click.echo(f"{NONPRIVATE_BANNER}: sampling time {run.elapsed_seconds:.1f} s")
     return run

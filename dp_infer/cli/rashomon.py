@@ -125,6 +125,7 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
     from .. import datasets
     import contextlib
 
+    from ..infer.fallback import keep_draws
     from ..infer.preflight import check_plan_resources
     from .common import NONPRIVATE_BANNER, charged_command, preflight
     from ..domains import L2Ball
@@ -194,24 +195,28 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
         kw.update(beta=beta)
         charge = contextlib.nullcontext()
     t0 = time.time()
-    with charge:
-        res = sample_rashomon(model, X, y, psi, **kw)
-    t_sample = time.time() - t0
-    measures = res.measures()
-    if Xe is not None:
-        groups = _groups(res.feature_names[:X.shape[1]], intercept_in_schema=adult)
-        perms = mcr_permutations
-        if perms is None and _swap_cost(Xe, groups, res.flat_draws().shape[0]) > EXACT_SWAP_BUDGET:
-            perms = 10
-        measures = res.measures(Xe, ye, public=True, features=groups, num_permutations=perms)
-    if json_path is not None:  # written first: the draws are paid for
-        with open(json_path, "w") as f:
-            json.dump(res.to_dict(measures), f, indent=1)
-    click.echo("")
-    click.echo(str(res.report(measures)))
-    if Xe is None:
-        click.echo("(row-wise measures need a public evaluation set: pass --eval-csv; rows of the "
-                   "private file would be a further, uncharged release)")
-    if json_path is not None:
-        click.echo(f"wrote {json_path}")
+    with keep_draws(out=json_path, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
+        with charge:
+            res = sample_rashomon(model, X, y, psi, **kw)
+        if mode == "path":  # a private release: its privacy is spent
+            keeper.keep(res, "the Rashomon measures")
+        t_sample = time.time() - t0
+        measures = res.measures()
+        if Xe is not None:
+            groups = _groups(res.feature_names[:X.shape[1]], intercept_in_schema=adult)
+            perms = mcr_permutations
+            if perms is None and _swap_cost(Xe, groups, res.flat_draws().shape[0]) > EXACT_SWAP_BUDGET:
+                perms = 10
+            measures = res.measures(Xe, ye, public=True, features=groups, num_permutations=perms)
+        if json_path is not None:  # written first: the draws are paid for
+            keeper.step = "writing --json"
+            with open(json_path, "w") as f:
+                json.dump(res.to_dict(measures), f, indent=1)
+        click.echo("")
+        click.echo(str(res.report(measures)))
+        if Xe is None:
+            click.echo("(row-wise measures need a public evaluation set: pass --eval-csv; rows of the "
+                       "private file would be a further, uncharged release)")
+        if json_path is not None:
+            click.echo(f"wrote {json_path}")
     click.echo(f"sampling time: {t_sample:.1f} s")

@@ -206,9 +206,36 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
         res = draft_nonprivate(data_file, target, **kw)
         click.echo(f"NON-PRIVATE DRAFT: bounds and levels were read from {data_file}. Review them; do not "
                    "use this schema for a private fit of the same private data.")
-    path = save_schema(res.schema, out, header=res.header)
+    try:
+        path = save_schema(res.schema, out, header=res.header)
+    except (Exception, KeyboardInterrupt) as e:
+        if not private:
+            raise
+        _keep_private_draft(res, out, ledger, e)
     click.echo(f"wrote {path}: {len(res.schema.columns)} feature column(s), target "
                f"{res.schema.target.name + ' (' + res.schema.target.kind + ')' if res.schema.target else 'none'}")
+
+
+def _keep_private_draft(res, out, ledger, error):
+    """A --private draft is charged: if writing -o/--out fails, the draft is written to a fallback
+    file (:func:`dp_infer.infer.fallback.new_fallback_file`: next to -o, else the ledger's directory,
+    else the temp dir, never overwriting) and the error names it."""
+    from pathlib import Path
+
+    from ..infer.fallback import DrawsKeptError, new_fallback_file
+    from ..schema.io import schema_to_yaml
+
+    suffix = ".json" if Path(out).suffix.lower() == ".json" else ".yaml"
+    text = (json.dumps(res.schema.to_dict(), indent=2) + "\n") if suffix == ".json" else schema_to_yaml(res.schema,
+                                                                                                      res.header)
+    try:
+        kept = new_fallback_file(lambda f: f.write(text.encode()), out=out, ledger=ledger, label="draft", suffix=suffix)
+    except Exception as e2:  # noqa: BLE001 - the original error matters more
+        error.add_note(f"dp_infer: the draft was charged and could not be kept either ({e2})")
+        raise error
+    raise DrawsKeptError(f"writing -o/--out failed after the private draft was made; it was kept in {kept}",
+                         path=kept, step="writing -o/--out", what="the private draft (its privacy is spent) was",
+                         reader="a schema file: review it, then pass it as --schema") from error
 
 
 @schema_group.command("check")

@@ -319,15 +319,16 @@ def plot_budget(spent_records: Any, total_budget: float, path: str | Path, *, ke
         plt.close(fig)
 
 
-def report_from_file(path: str | Path, outdir: str | Path | None = None) -> str:
+def report_from_file(path: str | Path, outdir: str | Path | None = None, *, tree=None) -> str:
     """Load a run saved with :func:`dp_infer.diagnostics.save`; return summary + mixing checks +
     privacy report text and write trace/rank/autocorrelation plots as PNG into ``outdir``
     (default ``<file stem>_report/`` next to the file). Used by ``dp-infer report RUN_FILE``.
+    ``tree``: the run's DataTree when the caller has read ``path`` itself (a fallback file).
     """
     from . import check_mixing, load, summary
 
     path = Path(path)
-    dt = load(path)
+    dt = load(path) if tree is None else tree
     outdir = Path(outdir) if outdir is not None else path.with_name(path.stem + "_report")
     parts = [f"Run file: {path}", summary(dt), "", str(check_mixing(dt))]
     paths, failures = write_report_plots_safe(dt, outdir)

@@ -82,6 +82,7 @@ class _PrivateGLM(BaseEstimator):
         """Charge (if a ledger is given) and run one private release on (X, y)."""
         from ..routes.calibrate import calibrate
         from ..privacy.ledger import charged
+        from .fallback import keep_draws
         from .fit import sample
 
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not isinstance(self, ClassifierMixin))
@@ -108,10 +109,11 @@ class _PrivateGLM(BaseEstimator):
         plan = calibrate(loss, X.shape[0], loss.num_params(dim), eps=self.eps, delta=self.delta,
                          route=self.route, domain=domain, horizon=self.horizon,
                          num_chains=self.num_chains, kernel=self.kernel, lam_rel=self.lam_rel)
-        with charged(self.ledger, self.dataset_id, plan.event, f"{type(self).__name__}.fit {plan.route}") as receipt:
-            run = sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar)
-        draws = None if plan.release == "purified_mean" else np.asarray(run.draws())
-        return self._store(run, run.estimate(), draws, seed, receipt)
+        with keep_draws(ledger=self.ledger, step=f"{type(self).__name__}.fit: storing the release") as keeper:
+            with charged(self.ledger, self.dataset_id, plan.event, f"{type(self).__name__}.fit {plan.route}") as receipt:
+                run = keeper.keep(sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar))
+            draws = None if plan.release == "purified_mean" else np.asarray(run.draws())
+            return self._store(run, run.estimate(), draws, seed, receipt)
 
     def _store(self, run, coef, draws, seed, receipt):
         """The fitted attributes of one release: plan (plain data), route, coefficients, draws, the
@@ -132,6 +134,7 @@ class _PrivateGLM(BaseEstimator):
         """target='posterior': :func:`dp_infer.infer.posterior.fit_posterior` (prior N(0, I /
         prior_precision), ``ess`` effective draws over ``num_chains`` chains, preconditioner from a
         privately released X'X/n); ``coef_`` is the mean of the released draws after burn-in."""
+        from .fallback import keep_draws
         from .posterior import fit_posterior
 
         if self._domain(X.shape[1]) is not None:
@@ -139,11 +142,13 @@ class _PrivateGLM(BaseEstimator):
                              "bounded domain); use target='estimate'")
         if self.route not in ("auto", "trajectory"):
             raise ValueError(f"route={self.route!r}: target='posterior' runs the trajectory route")
-        run = fit_posterior(loss, X, y, eps=self.eps, delta=self.delta, prior_precision=self.prior_precision,
-                            ess=self.ess, num_chains=self.num_chains, kernel=self.kernel, seed=seed,
-                            ledger=self.ledger, dataset_id=self.dataset_id or "default",
-                            progress_bar=self.progress_bar)
-        return self._store(run, run.posterior_mean(), np.asarray(run.draws()), seed, None)
+        with keep_draws(ledger=self.ledger, step=f"{type(self).__name__}.fit: storing the release") as keeper:
+            run = keeper.keep(fit_posterior(loss, X, y, eps=self.eps, delta=self.delta,
+                                            prior_precision=self.prior_precision, ess=self.ess,
+                                            num_chains=self.num_chains, kernel=self.kernel, seed=seed,
+                                            ledger=self.ledger, dataset_id=self.dataset_id or "default",
+                                            progress_bar=self.progress_bar))
+            return self._store(run, run.posterior_mean(), np.asarray(run.draws()), seed, None)
 
     def sample_posterior(self, n_samples: int | None = None) -> np.ndarray:
         """Released draws, shape (n, dim): all post-burn-in draws of all chains, or ``n_samples``

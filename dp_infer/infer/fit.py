@@ -28,6 +28,7 @@ from ..randomness import secret_key
 from .preflight import check_plan_resources, check_sampling_options
 from .run import PrivateRun
 from ..privacy.ledger import charged
+from .fallback import keep_draws
 from ..parallel.sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
 
 __all__ = ["PrivateRun", "sample", "fit", "TARGETS"]
@@ -303,9 +304,11 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                      num_draws=num_draws, **calibrate_kwargs)
     check_extra_fields(extra_fields, plan.kernel, bool(debug))
     check_plan_resources(plan)
-    with charged(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}"):
-        run = sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
-                     chain_method=chain_method, extra_fields=extra_fields, debug=debug, mesh=mesh)
-    if names is not None:
-        run.feature_names = [str(c) for c in names]
+    with keep_draws(ledger=ledger, step="fit: labelling the draws") as keeper:
+        with charged(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}"):
+            run = keeper.keep(sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl,
+                                     progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
+                                     debug=debug, mesh=mesh))
+        if names is not None:
+            run.feature_names = [str(c) for c in names]
     return run

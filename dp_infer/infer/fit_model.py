@@ -38,6 +38,7 @@ from ..model.initial import check_init_strategy, describe_strategy, initial_posi
 from .preflight import check_plan_resources, check_sampling_options
 from .run import PrivateRun
 from ..privacy.ledger import charged
+from .fallback import keep_draws
 from ..model.clipping import (DEFAULT_COUNT_SHARE, check_bounds, clip_warning, composed_event, default_clip_norm,
                               private_clip_count, split_budget)
 
@@ -193,28 +194,30 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     check_plan_resources(plan)
     if mu_count > 0:  # the count is charged with the run, before anything touches the data
         plan = dataclasses.replace(plan, eps=eps, event=composed_event(plan.event, mu_count), options=())
-    with charged(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}"):
-        run = sample_model(model, X, y, plan, sample=sample, clip_norm=prepared[0].loss.clip_norm,
-                           smoothness=smoothness, init_strategy=init_strategy, domain=domain, prior_curvature=c_prior,
-                           _prepared=prepared, seed=seed, key_impl=key_impl, progress_bar=progress_bar,
-                           chain_method=chain_method, extra_fields=extra_fields, debug=debug)
-        if mu_count > 0:
-            import jax
+    with keep_draws(ledger=ledger, step="fit(model=...): the private clip count") as keeper:
+        with charged(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}"):
+            run = keeper.keep(sample_model(
+                model, X, y, plan, sample=sample, clip_norm=prepared[0].loss.clip_norm, smoothness=smoothness,
+                init_strategy=init_strategy, domain=domain, prior_curvature=c_prior, _prepared=prepared, seed=seed,
+                key_impl=key_impl, progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
+                debug=debug))
+            if mu_count > 0:
+                import jax
 
-            from ..randomness import secret_key
+                from ..randomness import secret_key
 
-            key, _ = secret_key(seed, impl=key_impl)
-            key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
-            counted = private_clip_count(ml, run.posterior_mean(), prepared[3], y, ml.loss.clip_norm, mu_count, key)
-            # the report holds what was charged (data independent); the released count is run.clipped_rows
-            run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
-            run.clipped_rows = counted
-            msg = clip_warning(counted)
-            if msg:
-                import warnings
+                key, _ = secret_key(seed, impl=key_impl)
+                key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
+                counted = private_clip_count(ml, run.posterior_mean(), prepared[3], y, ml.loss.clip_norm, mu_count, key)
+                # the report holds what was charged (data independent); the released count is run.clipped_rows
+                run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
+                run.clipped_rows = counted
+                msg = clip_warning(counted)
+                if msg:
+                    import warnings
 
-                warnings.warn(msg, UserWarning, stacklevel=3)
-                counted["warning"] = msg
+                    warnings.warn(msg, UserWarning, stacklevel=3)
+                    counted["warning"] = msg
     return run
 
 

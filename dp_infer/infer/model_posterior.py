@@ -61,6 +61,7 @@ from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior
 from ..potentials import GibbsPotential
 from ..randomness import secret_key
 from ..privacy.ledger import charged
+from .fallback import keep_draws
 
 __all__ = ["fit_model_posterior", "plan_model_posterior", "whitened_loss", "CLOSE_TO_PRIOR"]
 
@@ -197,34 +198,35 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     rows, y = loss.check_data(rows, y)
     key, source = secret_key(seed, impl=key_impl)
     key_run, key_init = jax.random.split(key)
-    with charged(ledger, dataset_id, plan.event, "dp_infer fit model posterior"):
-        s = jnp.asarray(scales, dtype=jnp.result_type(float))
-        potential = GibbsPotential(loss, jnp.asarray(rows), jnp.asarray(y), plan.beta,
-                                   prior_potential=lambda phi: ml.prior_potential(s * phi))
+    with keep_draws(ledger=ledger, step="fit(model=..., target='posterior'): describing the run") as keeper:
+        with charged(ledger, dataset_id, plan.event, "dp_infer fit model posterior"):
+            s = jnp.asarray(scales, dtype=jnp.result_type(float))
+            potential = GibbsPotential(loss, jnp.asarray(rows), jnp.asarray(y), plan.beta,
+                                       prior_potential=lambda phi: ml.prior_potential(s * phi))
 
-        def potential_fn(z):
-            return potential(z["phi"])
+            def potential_fn(z):
+                return potential(z["phi"])
 
-        kern = (Langevin(potential_fn=potential_fn, step_size=plan.step_size) if plan.kernel == "langevin"
-                else UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size, friction=plan.friction))
-        phi0 = initial_positions(ml, init_strategy, key_init, plan.num_chains) / s
-        mcmc = MCMC(kern, num_warmup=0, num_samples=plan.num_steps, num_chains=plan.num_chains,
-                    thinning=plan.thinning, chain_method=chain_method, progress_bar=progress_bar)
-        mcmc.run(key_run, init_params={"phi": phi0 if plan.num_chains > 1 else phi0[0]})
-        phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
-        div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
-        run = PosteriorRun(plan, phi * np.asarray(scales), None if div is None else np.asarray(div, dtype=bool),
-                           source, potential.describe(), _mcmc=mcmc, _potential=potential)
-    run.phi_scale = np.asarray(scales, dtype=np.float64)  # theta = phi * scale (extend maps new draws so)
-    names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
-    desc = ml.describe()
-    desc.update(init_strategy=describe_strategy(init_strategy), feature_names=names,
-                smoothness_source="declared" if smoothness is not None else "default: clip_norm",
-                clip_metric="prior-whitened (the preconditioner's metric)")
-    run.model = model
-    run.model_description = desc
-    run._constrain = ml.constrain
-    run.feature_names = names
-    run.coords = {**ml.coords(), **coords} or None
-    run.dims = {**ml.dims(), **dims}
+            kern = (Langevin(potential_fn=potential_fn, step_size=plan.step_size) if plan.kernel == "langevin"
+                    else UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size, friction=plan.friction))
+            phi0 = initial_positions(ml, init_strategy, key_init, plan.num_chains) / s
+            mcmc = MCMC(kern, num_warmup=0, num_samples=plan.num_steps, num_chains=plan.num_chains,
+                        thinning=plan.thinning, chain_method=chain_method, progress_bar=progress_bar)
+            mcmc.run(key_run, init_params={"phi": phi0 if plan.num_chains > 1 else phi0[0]})
+            phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+            div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
+            run = keeper.keep(PosteriorRun(plan, phi * np.asarray(scales), None if div is None else np.asarray(div, dtype=bool),
+                                           source, potential.describe(), _mcmc=mcmc, _potential=potential))
+        run.phi_scale = np.asarray(scales, dtype=np.float64)  # theta = phi * scale (extend maps new draws so)
+        names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+        desc = ml.describe()
+        desc.update(init_strategy=describe_strategy(init_strategy), feature_names=names,
+                    smoothness_source="declared" if smoothness is not None else "default: clip_norm",
+                    clip_metric="prior-whitened (the preconditioner's metric)")
+        run.model = model
+        run.model_description = desc
+        run._constrain = ml.constrain
+        run.feature_names = names
+        run.coords = {**ml.coords(), **coords} or None
+        run.dims = {**ml.dims(), **dims}
     return run

@@ -123,8 +123,9 @@ def _run_chains(plan: SamplingPlan, V, *, step_size: float, num_steps: int, thin
 
 
 def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, chain_method: str):
-    """The ``adapt_metric`` plan: burn-in and window 1 in the planned metric, window 2 in the metric
-    adapted from window 1's draws, then the sampling phase in the metric adapted from window 2's.
+    """The ``adapt_metric`` plan: burn-in and window 1 in the planned metric, each next window in the
+    metric adapted from the previous window's draws, then the sampling phase in the metric adapted
+    from the last window's.
 
     Every phase runs at the plan's beta with gradients clipped to ``||C^T g|| <= tau`` in its own
     metric ``C``, so each step's sensitivity is ``2 tau / n`` whatever ``C`` is, and the plan's event
@@ -137,15 +138,16 @@ def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, cha
     lam = np.asarray(plan.prior_precision)
     tau = post["clip_tau"]
     A = step_bound_matrix(plan)
-    w1, w2 = ad["windows"]
+    windows = list(ad["windows"])
     burn = post["burn_in_time"]
     final_time = ad["settle_time"] + post["sample_time"]
-    keys = jax.random.split(key, 3)
+    schedule = ([(burn + windows[0], burn)] + [(w, 0.0) for w in windows[1:]] + [(final_time, None)])
+    keys = jax.random.split(key, len(schedule))
     C = preconditioner_chol(plan)
     theta_last = np.zeros((plan.num_chains, plan.dim))
     phases = []
     # window draws kept for the covariance: about 200 per chain (the phase's whole path is released anyway)
-    for k, (time_k, keep_from) in enumerate(((burn + w1, burn), (w2, 0.0), (final_time, None))):
+    for k, (time_k, keep_from) in enumerate(schedule):
         if k == 0:
             h_k = plan.step_size
             steps_k = int(math.ceil(time_k / h_k))
@@ -186,8 +188,8 @@ def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, cha
         burn_in=int(math.ceil(draws * ad["settle_time"] / final_time)),
         relaxation_time=1.0 / (post["mixing_rate_declared"] * final["step_size"]), posterior=new_post,
         notes=tuple(plan.notes) + (
-            f"metric adapted from the chains' own draws in two windows (Langevin time {w1:g} and {w2:g} after "
-            f"{burn:g} of burn-in); the draws are the final phase's ({final['num_steps']} steps of "
+            f"metric adapted from the chains' own draws in {len(windows)} windows (Langevin time "
+            f"{', '.join(f'{w:g}' for w in windows)} after {burn:g} of burn-in); the draws are the final phase's ({final['num_steps']} steps of "
             f"{final['step_size']:.4g}); the event covers every phase",))
     return mcmc, phi, final_plan
 

@@ -23,10 +23,15 @@ from ..kernels import proximal as prox
 from ..losses import PerExampleLoss
 from ..losses.nonsmooth import base_lipschitz
 from ..privacy.ledger import charged
+from .fallback import keep_draws
 from ..privacy.proximal import ProximalPlan, plan_proximal
 from ..randomness import secret_key
 
-__all__ = ["ProximalRun", "fit_proximal", "sample_proximal", "proximal_plan_for"]
+__all__ = ["ProximalRun", "fit_proximal", "sample_proximal", "proximal_plan_for", "proximal_plan_from_dict",
+           "PROXIMAL_ATTR"]
+
+#: root attribute of a proximal run file: the public facts predictions need (loss name, feature names)
+PROXIMAL_ATTR = "dp_infer_proximal"
 
 
 @dataclass
@@ -72,7 +77,11 @@ class ProximalRun:
     def to_datatree(self):
         from ..diagnostics import to_datatree
 
-        return to_datatree({"theta": self.draws()}, self.report())
+        dt = to_datatree({"theta": self.draws()}, self.report())
+        dt.attrs[PROXIMAL_ATTR] = {"loss_name": self.loss_name,
+                                   "feature_names": None if self.feature_names is None
+                                   else [str(v) for v in self.feature_names]}
+        return dt
 
     # -- the result protocol every route shares (report, print_summary, to_datatree, estimate,
     #    predict, save, extend); the proximal route's release is one final position per chain
@@ -114,6 +123,49 @@ class ProximalRun:
 
         return save(self.to_datatree(), path)
 
+    @classmethod
+    def load(cls, path) -> "ProximalRun":
+        """Read a proximal run file written by :meth:`save` (``dp_infer.PrivateRun.load`` dispatches
+        here too), or a proximal run's fallback file (:mod:`dp_infer.infer.fallback`). The report
+        is checked against its stored event: an edited or damaged file is refused."""
+        from ..diagnostics import load
+        from .fallback import is_fallback_file, read_fallback
+
+        if is_fallback_file(path):
+            return cls.from_fallback(read_fallback(path))
+        return cls.from_tree(load(path))
+
+    @classmethod
+    def from_fallback(cls, data: dict) -> "ProximalRun":
+        """A proximal run from a fallback file's arrays (:func:`dp_infer.infer.fallback.read_fallback`)."""
+        if str(data["kind"].item()) != "proximal_run" or str(data["report_level"].item()) not in ("report", "plan"):
+            raise ValueError("the fallback file does not hold a complete proximal run: use dp_infer.PrivateRun.load, "
+                             "or numpy.load")
+        report = data["report"]
+        plan = proximal_plan_from_dict(report)
+        return cls(plan, np.asarray(data["theta"])[:, 0, :], report.get("randomness") or {},
+                   loss_name=str(data["loss_name"].item()) if "loss_name" in data else None,
+                   feature_names=data.get("feature_names"))
+
+    @classmethod
+    def from_tree(cls, dt) -> "ProximalRun":
+        """A proximal run from a loaded run tree (:func:`dp_infer.diagnostics.load`)."""
+        from ..diagnostics import get_report
+
+        report = get_report(dt)
+        if (report or {}).get("route") != "proximal":
+            raise ValueError("the run file does not hold a proximal run: use dp_infer.PrivateRun.load")
+        plan = proximal_plan_from_dict(report)
+        if "posterior" not in dt.children or "theta" not in dt["posterior"].data_vars:
+            raise ValueError("the run file has no 'theta' draws in its posterior group: damaged or not a dp_infer run")
+        final = np.asarray(dt["posterior"]["theta"].transpose("chain", "draw", ...).values)[:, -1, :]
+        if final.shape != (plan.num_draws, plan.dim):
+            raise ValueError(f"the run file holds final positions of shape {final.shape}, its plan says "
+                             f"({plan.num_draws}, {plan.dim}): damaged or edited")
+        extra = dt.attrs.get(PROXIMAL_ATTR) or {}
+        return cls(plan, final, report.get("randomness") or {}, loss_name=extra.get("loss_name"),
+                   feature_names=extra.get("feature_names"))
+
     def extend(self, *args, **kwargs):
         """Refused, before anything is charged: the proximal route releases the final position of each
         chain, and its guarantee (one exact-mechanism draw per chain) does not cover a continuation."""
@@ -125,6 +177,35 @@ def _require_convex(loss: PerExampleLoss) -> None:
     if not loss.constants.convex:
         raise ValueError(f"loss: the proximal route needs a convex loss and {loss.name!r} does not declare "
                          "convexity (LossConstants(convex=True), only for a loss you know is convex in theta)")
+
+
+def proximal_plan_from_dict(d: dict) -> ProximalPlan:
+    """Rebuild a :class:`~dp_infer.privacy.proximal.ProximalPlan` from its ``as_dict()`` (a proximal
+    run's report), then check the report against the stored event (as a run file's)."""
+    from dataclasses import fields
+
+    from ..privacy.events import event_from_dict
+    from .run_io import check_report_against_event
+
+    if not isinstance(d, dict) or d.get("route") != "proximal" or "event" not in d:
+        raise ValueError("the run's report is not a proximal plan (route 'proximal' and a privacy event)")
+    event = event_from_dict(d["event"])
+    kw = {}
+    for f in fields(ProximalPlan):
+        if f.name == "event" or f.name not in d:
+            continue
+        v = d[f.name]
+        kw[f.name] = tuple(v) if f.name in ("assumptions", "notes") and v is not None else v
+    own, ev = list(kw.get("assumptions", ())), list(event.assumptions)
+    if ev and own[len(own) - len(ev):] == ev:
+        own = own[: len(own) - len(ev)]
+    kw["assumptions"] = tuple(own)
+    try:
+        plan = ProximalPlan(event=event, **kw)
+    except TypeError as e:
+        raise ValueError(f"the run's report lacks a field of the proximal plan ({e}): damaged") from None
+    check_report_against_event(d, plan)
+    return plan
 
 
 def proximal_plan_for(loss: PerExampleLoss, n: int, num_features: int, *, eps: float, delta: float,
@@ -215,7 +296,8 @@ def fit_proximal(loss: PerExampleLoss, X, y, *, eps: float, delta: float, num_ch
                              lam_rel=lam_rel, theta_scale=theta_scale, rgo=rgo, rgo_scale=rgo_scale,
                              tv_fraction=tv_fraction, max_steps=max_steps)
     names = [str(c) for c in X_in.columns] if hasattr(X_in, "columns") else None
-    with charged(ledger, dataset_id, plan.event, "dp_infer fit proximal"):
-        run = sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl)
-    run.feature_names = names
+    with keep_draws(ledger=ledger, step="fit (proximal route): labelling the draws") as keeper:
+        with charged(ledger, dataset_id, plan.event, "dp_infer fit proximal"):
+            run = keeper.keep(sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl))
+        run.feature_names = names
     return run

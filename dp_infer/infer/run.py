@@ -16,10 +16,7 @@ NumPyro's ``post_warmup_state`` continuation, charged as a longer horizon.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import pickle
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -28,10 +25,11 @@ import numpy as np
 from ..routes.plan import SamplingPlan
 from .prediction import align_features, labels_from, loss_predictive, model_predictive
 from ..privacy import path as path_privacy
-from ..privacy.events import GdpEvent, event_from_dict
 from ..privacy.ledger import charged
+from .extension import extended_plan, extension_steps
+from .fallback import keep_draws
 from ..randomness import KeySource
-from .run_io import MODEL_ATTR, plan_from_dict, run_from_tree
+from .run_io import CLIPPED_ROWS_ATTR, MODEL_ATTR, plan_from_dict, run_from_fallback, run_from_tree
 
 __all__ = ["PrivateRun", "MODEL_ATTR"]
 
@@ -234,6 +232,8 @@ class PrivateRun:
         dt = to_datatree(draws, report, coords=c, dims=dm, theta_diverging=div, burn_in=burn, run_attrs=attrs)
         if self.model_description is not None:
             dt.attrs[MODEL_ATTR] = self.model_description
+        if self.clipped_rows is not None:  # released: a charged, noisy count (report["clipped_rows"])
+            dt.attrs[CLIPPED_ROWS_ATTR] = dict(self.clipped_rows)
         return dt
 
     def summary(self) -> str:
@@ -241,8 +241,14 @@ class PrivateRun:
         privacy report (the full report: :meth:`report`)."""
         from ..diagnostics import summary
 
-        short = {k: v for k, v in self.report().items() if k not in _LONG_REPORT_KEYS}
-        return summary(self.to_datatree(), short)
+        short = {k: v for k, v in self.report().items() if k not in _LONG_REPORT_KEYS + ("clipped_rows",)}
+        text = summary(self.to_datatree(), short)
+        c = self.clipped_rows
+        if c is not None:  # a released figure: charged with the run (report["clipped_rows"])
+            text += (f"\nreleased (charged, Gaussian-DP mu = {c['mu']:.3g}): about {c['noisy_count']:.1f} of {c['n']} rows "
+                     f"have a per-example gradient beyond clip_norm = {c['clip_norm']:.4g} at the {c['at']} "
+                     f"(noise sd {c['noise_sd']:.3g})")
+        return text
 
     def print_summary(self) -> None:
         """NumPyro's ``print_summary``, over the released draws after burn-in only."""
@@ -257,12 +263,26 @@ class PrivateRun:
         return save(self.to_datatree(), path)
 
     @classmethod
-    def load(cls, path, *, model: Callable | None = None) -> PrivateRun:
-        """Read a run file written by :meth:`save` (or ``dp-infer ... --out``). Give ``model`` (the
-        NumPyro model the run was fitted with) to predict from a model run or get its flat draws."""
-        from ..diagnostics import load
+    def load(cls, path, *, model: Callable | None = None):
+        """Read a run file written by :meth:`save` (or ``dp-infer ... --out``), or a fallback file
+        (:mod:`dp_infer.infer.fallback`: the draws of a charged run whose later step failed). Give
+        ``model`` (the NumPyro model the run was fitted with) to predict from a model run or get its
+        flat draws. Returns the run type the file holds: a :class:`PrivateRun`, or a
+        :class:`~dp_infer.infer.proximal.ProximalRun` for the proximal route. The report is checked
+        against its stored privacy event (an edited or damaged file is refused)."""
+        from ..diagnostics import get_report, load
+        from .fallback import is_fallback_file, read_fallback
 
-        return run_from_tree(cls, load(path), model=model)
+        from .proximal import ProximalRun
+
+        data = read_fallback(path) if is_fallback_file(path) else None
+        dt = load(path) if data is None else None
+        if (data is not None and str(data["kind"].item()) == "proximal_run") or \
+                (dt is not None and (get_report(dt) or {}).get("route") == "proximal"):
+            if model is not None:
+                raise ValueError("model: a proximal run is a loss run, it takes no NumPyro model")
+            return ProximalRun.from_tree(dt) if dt is not None else ProximalRun.from_fallback(data)
+        return run_from_tree(cls, dt, model=model) if dt is not None else run_from_fallback(cls, data, model=model)
 
     # ------------------------------------------------------------------ predictions
     def _predictive(self, X, site, max_draws):
@@ -324,64 +344,35 @@ class PrivateRun:
         if plan.release != "trajectory" or self.purified is not None:
             raise ValueError(f"route {plan.route!r} releases final draws only: its guarantee does not cover a "
                              "continuation; only the trajectory route can be extended")
-        steps = _extension_steps(plan, num_steps, horizon)
+        steps = extension_steps(plan, num_steps, horizon)
         increment = path_privacy.path_event(plan.beta, plan.sensitivity, steps * plan.step_size, plan.friction,
                                             plan.num_chains)
         new_plan = extended_plan(plan, steps)
         mcmc = self._mcmc
-        with charged(ledger, dataset_id, increment, f"dp_infer extend {plan.route} +{steps} steps"):
-            mcmc.post_warmup_state = mcmc.last_state
-            mcmc.num_samples = steps
-            data = self._potential.args() if hasattr(self._potential, "args") else ()  # sharded: data are run arguments
-            mcmc.run(mcmc.post_warmup_state.rng_key, *data)
-        theta, diverging = self.released_segment(mcmc)
-        self.theta = np.concatenate([self.theta, theta], axis=1)
-        if self.diverging is not None and diverging is not None:
-            self.diverging = np.concatenate([self.diverging, diverging | self.diverging[:, -1:]], axis=1)
+        with keep_draws(ledger=ledger, step="extend: appending the new draws") as keeper:
+            with charged(ledger, dataset_id, increment, f"dp_infer extend {plan.route} +{steps} steps"):
+                mcmc.post_warmup_state = mcmc.last_state
+                mcmc.num_samples = steps
+                data = self._potential.args() if hasattr(self._potential, "args") else ()  # sharded: data are run arguments
+                mcmc.run(mcmc.post_warmup_state.rng_key, *data)
+            # from here on a failure keeps the draws so far and the new segment (the kernel's own sites)
+            keeper.report = new_plan.as_dict()  # the whole path, as charged
+            keeper.extra_arrays = lambda: {f"extension:{k}": np.asarray(v)
+                                           for k, v in mcmc.get_samples(group_by_chain=True).items()}
+            keeper.keep(self)
+            theta, diverging = self.released_segment(mcmc)
+            new_theta = np.concatenate([self.theta, theta], axis=1)
+            new_div = self.diverging
+            if self.diverging is not None and diverging is not None:
+                new_div = np.concatenate([self.diverging, diverging | self.diverging[:, -1:]], axis=1)
+            extension = {"steps": steps, "horizon_added": steps * plan.step_size,
+                         "mu_increment": float(increment.mu), "mu_total": float(new_plan.event.mu)}
+        # nothing below can fail: the run is updated all at once
+        self.theta, self.diverging = new_theta, new_div
         self.samples = None if self._constrain is not None else self.samples
-        self.extensions.append({"steps": steps, "horizon_added": steps * plan.step_size,
-                                "mu_increment": float(increment.mu), "mu_total": float(new_plan.event.mu)})
+        self.extensions.append(extension)
         self.plan = new_plan
         return self
-
-
-def _extension_steps(plan: SamplingPlan, num_steps, horizon) -> int:
-    if (num_steps is None) == (horizon is None):
-        raise ValueError("give exactly one of num_steps (an integer > 0) or horizon (> 0)")
-    if horizon is not None:
-        if isinstance(horizon, bool) or not isinstance(horizon, (int, float)) or not horizon > 0:
-            raise ValueError(f"horizon must lie in (0, inf), got {horizon!r}")
-        num_steps = int(np.ceil(horizon / plan.step_size / plan.thinning)) * plan.thinning
-    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps <= 0:
-        raise ValueError(f"num_steps must be an integer > 0, got {num_steps!r}")
-    if num_steps % plan.thinning:
-        raise ValueError(f"num_steps must be a multiple of the plan's thinning {plan.thinning}, got {num_steps}")
-    return int(num_steps)
-
-
-def extended_plan(plan: SamplingPlan, steps: int) -> SamplingPlan:
-    """``plan`` covering ``steps`` more steps of the same chains: the trajectory event of the
-    whole path (beta, sensitivity, step size, chains unchanged), eps recomputed at plan.delta."""
-    total = plan.num_steps + int(steps)
-    # a posterior run that adapted its metric ran warm-up phases before these steps: they are part of the path
-    warmup = float(((plan.posterior or {}).get("adaptation") or {}).get("warmup_time", 0.0))
-    event = path_privacy.path_event(plan.beta, plan.sensitivity, warmup + total * plan.step_size, plan.friction,
-                                    plan.num_chains)
-    parts = list(plan.event.metadata.get("parts") or ())
-    if plan.target == "posterior" and parts:
-        # the posterior mode's event composes the path with the releases made before it (the private
-        # second moment): GDP composes as mu^2 = mu_path^2 + sum mu_release^2; keep every release
-        others = [event_from_dict(p) for p in parts[1:]]
-        event = GdpEvent(mu=math.sqrt(float(event.mu) ** 2 + sum(float(e.mu) ** 2 for e in others)),
-                         label=plan.event.label, assumptions=plan.event.assumptions,
-                         metadata={**dict(plan.event.metadata), "parts": [event.to_dict()] + parts[1:]})
-    new = dataclasses.replace(plan, num_steps=total, event=event, options=())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        eps = new.spent()["eps"]
-    note = (f"extended by {steps} steps (post_warmup_state continuation): the event covers the whole path "
-            f"of {total} steps; target eps {plan.eps:g} -> spent {eps:.6g}")
-    return dataclasses.replace(new, eps=eps, notes=tuple(plan.notes) + (note,))
 
 
 __all__ += ["extended_plan", "plan_from_dict"]

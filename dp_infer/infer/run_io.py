@@ -14,10 +14,13 @@ import numpy as np
 from ..routes.plan import SamplingPlan
 from ..privacy.events import event_from_dict
 
-__all__ = ["MODEL_ATTR", "plan_from_dict", "run_from_tree"]
+__all__ = ["MODEL_ATTR", "CLIPPED_ROWS_ATTR", "plan_from_dict", "run_from_tree", "run_from_fallback",
+           "check_report_against_event"]
 
 #: root attribute of a model run: the model's public layout (sites, shapes, dims, data arguments)
 MODEL_ATTR = "dp_infer_model"
+#: root attribute of a model run that released a charged private count of the rows its clip touched
+CLIPPED_ROWS_ATTR = "dp_infer_clipped_rows"
 _TUPLE_FIELDS = ("assumptions", "notes")
 
 
@@ -42,11 +45,11 @@ def plan_from_dict(d: dict) -> SamplingPlan:
         own = own[: len(own) - len(ev)]
     kw["assumptions"] = tuple(own)
     plan = SamplingPlan(event=event, **kw)
-    _check_report_against_event(d, plan)
+    check_report_against_event(d, plan)
     return plan
 
 
-def _check_report_against_event(d: dict, plan: SamplingPlan) -> None:
+def check_report_against_event(d: dict, plan) -> None:
     """Refuse a report whose numbers differ from what its stored event gives (an edited or damaged
     run file): eps_spent is recomputed by the plan's accountant, mu read off the event."""
     import math
@@ -157,4 +160,54 @@ def run_from_tree(cls, dt, *, model: Callable | None = None):
                potential, purified=purified, samples=samples, model_description=description,
                coords=coords or None, dims=dims or None, feature_names=feature_names,
                extensions=list(report.get("extensions") or []), model=model,
-               report_extras={k: report[k] for k in ("routes_considered",) if k in report})
+               report_extras={k: report[k] for k in _KEPT_REPORT_KEYS if k in report},
+               clipped_rows=_clipped_rows(dt.attrs.get(CLIPPED_ROWS_ATTR), report))
+
+
+#: report items that are not part of the plan, kept by a loaded run so its report is the saved one
+_KEPT_REPORT_KEYS = ("routes_considered", "clipped_rows")
+
+
+def _clipped_rows(value, report: dict) -> dict | None:
+    """A model run's released (charged) clip count, checked against what its report says was charged."""
+    if value is None:
+        return None
+    charged = report.get("clipped_rows")
+    if not isinstance(value, dict) or not isinstance(charged, dict) or "noisy_count" not in value:
+        raise ValueError("run file: it holds a clipped-row count but its report does not say the count was charged: "
+                         "damaged or edited; it is not taken as genuine")
+    if any(k in value and value[k] != charged[k] for k in charged):
+        raise ValueError("run file: the stored clipped-row count does not match the charge its report describes: "
+                         "damaged or edited; it is not taken as genuine")
+    return dict(value)
+
+
+def run_from_fallback(cls, data: dict, *, model: Callable | None = None):
+    """A ``cls`` (PrivateRun) from a fallback file's arrays (:func:`dp_infer.infer.fallback.read_fallback`;
+    a proximal run's: :meth:`dp_infer.infer.proximal.ProximalRun.from_fallback`). The report is
+    checked against its stored event as for a run file."""
+    kind = str(data["kind"].item())
+    level = str(data["report_level"].item())
+    report = data["report"]
+    if kind == "rashomon" or any(k.startswith("extension:") for k in data) or level not in ("report", "plan") \
+            or not isinstance(report, dict):
+        raise ValueError("this fallback file holds draws that are not a complete run (a Rashomon run, the new segment "
+                         "of an extension, or no plan): read it with numpy.load (docs: dp_infer.infer.fallback)")
+    if kind == "proximal_run":
+        raise ValueError("this fallback file holds a proximal run: read it with dp_infer.PrivateRun.load or "
+                         "dp_infer.infer.proximal.ProximalRun.load")
+    plan = plan_from_dict(report)
+    samples = {k[len("site:"):]: np.asarray(v) for k, v in data.items() if k.startswith("site:")} or None
+    description = data.get("model")
+    theta = np.asarray(data["theta"]) if "theta" in data else None
+    if theta is None and description is not None and samples is not None and model is not None:
+        theta = _flat_from_sites(model, description, samples)
+    if theta is None and "purified" not in data and samples is None:
+        raise ValueError("the fallback file holds no draws ('theta', 'purified' or 'site:<name>'): damaged")
+    div = data.get("diverging")
+    return cls(plan, theta, None if div is None else np.asarray(div, dtype=bool), report.get("randomness") or {},
+               report.get("potential") or {}, purified=np.asarray(data["purified"]) if "purified" in data else None,
+               samples=samples, model_description=description, coords=data.get("coords"), dims=data.get("dims"),
+               feature_names=data.get("feature_names"), extensions=list(report.get("extensions") or []),
+               model=model, report_extras={k: report[k] for k in _KEPT_REPORT_KEYS if k in report},
+               clipped_rows=_clipped_rows(data.get("clipped_rows"), report))

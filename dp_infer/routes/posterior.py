@@ -55,9 +55,10 @@ DEFAULT_MIXING_RATE = 0.4
 DEFAULT_CLIP_FACTOR = 1.0
 
 
-#: Langevin time of the two metric-adaptation windows (``adapt_metric=True``): the first runs in the
-#: planned metric after the burn-in, the second in the metric adapted from the first
-DEFAULT_ADAPTATION_WINDOWS = (20.0, 40.0)
+#: Langevin time of the metric-adaptation windows (``adapt_metric=True``; times ``friction`` for the
+#: kinetic chain): the first runs in the planned metric after the burn-in, each next one in the metric
+#: adapted from the previous window's draws, the sampling phase in the metric adapted from the last
+DEFAULT_ADAPTATION_WINDOWS = (20.0, 40.0, 80.0)
 #: Langevin time the final phase runs (and drops as burn-in) before its draws count, after the last
 #: change of metric (the clip levels, hence the Huberised target, move slightly with the metric)
 SETTLE_TIME = 2.0
@@ -106,7 +107,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    step_safety: float = 0.25, curvature: float | None = None,
                    preconditioner_curvature: float | None = None, num_draws: int = 1000,
                    clip_radius: float | None = None, adapt_metric: bool = False,
-                   adaptation_windows: tuple[float, float] = DEFAULT_ADAPTATION_WINDOWS) -> SamplingPlan:
+                   adaptation_windows: tuple[float, ...] = DEFAULT_ADAPTATION_WINDOWS) -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -129,7 +130,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     link bound). Public: a multiple of ``sqrt(dim)`` (:data:`DEFAULT_CLIP_FACTOR`), never from data.
     ``adapt_metric``: adapt the preconditioner from the chains' own draws
     (:func:`dp_infer.routes.preconditioning.adapted_metric`) in two windows of Langevin time
-    ``adaptation_windows`` after the burn-in, then sample in the adapted metric. Needs
+    ``adaptation_windows`` after the burn-in (each window's metric adapted from the previous window's
+    draws), then sample in the metric adapted from the last window. Needs
     ``clip_radius`` (the clip bounds the sensitivity by ``2 tau / n`` in EVERY metric, so the
     guarantee is fixed before sampling whatever metric the adaptation finds); the whole time (burn-in,
     windows, settling, sampling) is accounted, and the adapted metric is post-processing of that
@@ -192,14 +194,17 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
             raise ValueError("adapt_metric=True needs clip_radius (the clip bounds the sensitivity in every metric; "
                              "without it the adapted metric's sensitivity is not known before sampling)")
         try:
-            w1, w2 = (float(w) for w in adaptation_windows)
+            windows = [float(w) for w in adaptation_windows]
         except (TypeError, ValueError):
-            raise ValueError(f"adaptation_windows must be two Langevin times in (0, inf), got {adaptation_windows!r}")
-        if not (math.isfinite(w1) and math.isfinite(w2) and w1 > 0 and w2 > 0):
-            raise ValueError(f"adaptation_windows must be two Langevin times in (0, inf), got {adaptation_windows!r}")
-        adaptation = {"windows": [w1, w2], "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + w1 + w2,
+            windows = []
+        if not windows or not all(math.isfinite(w) and w > 0 for w in windows):
+            raise ValueError(f"adaptation_windows must be one or more Langevin times in (0, inf), got "
+                             f"{adaptation_windows!r}")
+        # the kinetic chain explores gamma times slower per unit of time (IAT 2 gamma / c): its windows scale so
+        windows = [w * gamma for w in windows]
+        adaptation = {"windows": windows, "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + sum(windows),
                       "step_safety": ADAPTED_STEP_SAFETY}
-        t = t + w1 + w2 + SETTLE_TIME
+        t = t + sum(windows) + SETTLE_TIME
 
     def sensitivity(beta, radius=None):
         radius = clip_radius if radius is None else radius

@@ -48,6 +48,10 @@ def test_plan_accounts_every_phase_with_the_clip_bound():
     ad = post["adaptation"]
     t = post["burn_in_time"] + 7.0 + 11.0 + ad["settle_time"] + post["sample_time"]
     assert ad["warmup_time"] == post["burn_in_time"] + 18.0
+    kinetic = plan_posterior(LOSS, 400, 3, eps=1.0, delta=1e-5, prior_precision=1.0, ess=200, second_moment=sm,
+                             clip_radius=1.5, adapt_metric=True, adaptation_windows=(7.0, 11.0),
+                             kernel="underdamped", friction=3.0)
+    assert kinetic.posterior["adaptation"]["windows"] == [21.0, 33.0]  # scaled by the friction
     # the sensitivity is the clip's 2 tau / n (not the admissible-rows bound in the planned metric)
     assert plan.sensitivity == pytest.approx(2 * 1.5 / (math.sqrt(plan.beta) * 400), rel=1e-12)
     mu_path = path_privacy.path_mu(plan.beta, plan.sensitivity, t, None, 4)
@@ -60,9 +64,10 @@ def test_plan_accounts_every_phase_with_the_clip_bound():
 
 @pytest.mark.parametrize("kw, needle", [
     (dict(clip_radius=None), "adapt_metric=True needs clip_radius"),
-    (dict(adaptation_windows=(1.0,)), "adaptation_windows must be two"),
-    (dict(adaptation_windows=(1.0, -2.0)), "adaptation_windows must be two"),
-    (dict(adaptation_windows=(1.0, float("inf"))), "adaptation_windows must be two"),
+    (dict(adaptation_windows=()), "adaptation_windows must be one or more"),
+    (dict(adaptation_windows=(1.0, -2.0)), "adaptation_windows must be one or more"),
+    (dict(adaptation_windows=(1.0, float("inf"))), "adaptation_windows must be one or more"),
+    (dict(adaptation_windows="ab"), "adaptation_windows must be one or more"),
     (dict(adapt_metric="yes"), "adapt_metric must be True or False"),
 ])
 def test_plan_bad_inputs(kw, needle):
@@ -147,7 +152,7 @@ def test_adapted_run_charges_its_plan_and_extends_over_the_whole_path(tmp_path):
     plan = run.plan
     ad = plan.posterior["adaptation"]
     assert [p["time"] for p in ad["phases"]] == pytest.approx(
-        [plan.posterior["burn_in_time"] + ad["windows"][0], ad["windows"][1],
+        [plan.posterior["burn_in_time"] + ad["windows"][0], *ad["windows"][1:],
          ad["settle_time"] + plan.posterior["sample_time"]])
     assert plan.horizon == pytest.approx(ad["phases"][-1]["time"])  # the plan describes the final phase
     theta = run.draws()

@@ -186,7 +186,7 @@ def test_continuation_outside_extend_is_flagged_and_final_draw_routes_refuse():
         run.extend()
     with pytest.raises(ValueError, match="num_steps must be an integer > 0"):
         run.extend(-1)
-    from dp_infer.infer.run import _extension_steps
+    from dp_infer.infer.extension import extension_steps as _extension_steps
 
     with pytest.raises(ValueError, match="multiple of the plan's thinning 4"):
         _extension_steps(dataclasses.replace(run.plan, thinning=4), 6, None)
