@@ -50,13 +50,14 @@ def formula_beta_over_n(n: int, eps: float, r: float, ess: int, share: float = 0
     return mu2 * n * c / (4 * r * r * ess)
 
 
-def one_run(loss, X, y, X_test, y_test, *, eps, rows, sd0, seed, ess=400, clip_radius="auto", prior=PRIOR_PRECISION):
+def one_run(loss, X, y, X_test, y_test, *, eps, rows, sd0, seed, ess=400, clip_radius="auto", prior=PRIOR_PRECISION,
+            kernel="langevin", adapt_metric=None):
     n, d = X.shape
     fc = forecast_posterior(loss, n, d, eps=eps, delta=DELTA, prior_precision=prior, ess=ess, rows=rows,
-                            clip_radius=clip_radius)
+                            clip_radius=clip_radius, kernel=kernel, adapt_metric=adapt_metric)
     t0 = time.perf_counter()
     run = fit_posterior(loss, X, y, eps=eps, delta=DELTA, prior_precision=prior, ess=ess, rows=rows, seed=seed,
-                        progress_bar=False, clip_radius=clip_radius)
+                        progress_bar=False, clip_radius=clip_radius, kernel=kernel, adapt_metric=adapt_metric)
     draws = run.draws()
     secs = time.perf_counter() - t0
     post = run.report()["posterior"]
@@ -68,7 +69,10 @@ def one_run(loss, X, y, X_test, y_test, *, eps, rows, sd0, seed, ess=400, clip_r
            "clip_radius": post.get("clip_radius"), "interval_inflation_planned": post["interval_inflation"],
            "width_ratio_median": float(np.median(flat.std(axis=0) / sd0)),
            "min_ess_bulk": post["achieved"]["min_ess_bulk"], "max_rhat": post["achieved"]["max_rhat"],
-           "num_steps": run.plan.num_steps, "forecast_steps": fc.num_steps, "seconds": secs,
+           "num_steps": sum(p["num_steps"] for p in (post.get("adaptation") or {}).get("phases", [])) or run.plan.num_steps,
+           "kernel": kernel, "adapted": bool(post.get("adaptation")),
+           "width_ratio_q90": float(np.quantile(flat.std(axis=0) / sd0, 0.9)),
+           "forecast_steps": fc.num_steps, "seconds": secs,
            "forecast_seconds": fc.seconds, "sd_ratio_to_prior_median": float(np.median(flat.std(axis=0)) *
                                                                               math.sqrt(prior)),
            "forecast_sd_ratio_to_prior": fc.sd_ratio_to_prior}
@@ -77,7 +81,7 @@ def one_run(loss, X, y, X_test, y_test, *, eps, rows, sd0, seed, ess=400, clip_r
     return row
 
 
-def adult(eps_list, n_sub, log=print):
+def adult(eps_list, n_sub, log=print, kernel="langevin", adapt_metric=None):
     a = load_adult_natural()
     X, y = a.X_train, a.y_train
     if n_sub:
@@ -88,7 +92,8 @@ def adult(eps_list, n_sub, log=print):
     loss = losses.logistic(row_norm=a.rows.max_norm())
     rows = []
     for eps in eps_list:
-        r = one_run(loss, X, y, a.X_test, a.y_test, eps=eps, rows=a.rows, sd0=sd0, seed=int(10 * eps) + 1)
+        r = one_run(loss, X, y, a.X_test, a.y_test, eps=eps, rows=a.rows, sd0=sd0, seed=int(10 * eps) + 1,
+                    kernel=kernel, adapt_metric=adapt_metric)
         log(json.dumps(r))
         rows.append(r)
     return rows
@@ -112,12 +117,17 @@ def plan_table(eps_list, log=print):
         sm = private_second_moment(X, max_sq_norm=a.rows.max_norm() ** 2, mu=math.sqrt(0.1) * gdp_mu(eps, DELTA),
                                    key=jax.random.PRNGKey(int(10 * eps)))
         r = {"eps": eps, "n": n, "d": d}
-        for name, clip in (("clip", math.sqrt(d)), ("noclip", None)):
+        from dp_infer.routes.posterior import expected_steps
+
+        for name, clip, kw in (("clip", math.sqrt(d), dict(adapt_metric=True, kernel="underdamped")),
+                               ("noclip", None, {})):
             plan = plan_posterior(loss, n, d, eps=eps, delta=DELTA, prior_precision=PRIOR_PRECISION, second_moment=sm,
-                                  rows=a.rows, clip_radius=clip)
-            r[name] = {"beta_over_n": plan.beta / n, "inflation": math.sqrt(n / plan.beta), "steps": plan.num_steps}
+                                  rows=a.rows, clip_radius=clip, **kw)
+            r[name] = {"beta_over_n": plan.beta / n, "inflation": math.sqrt(n / plan.beta),
+                       "steps": expected_steps(plan)}
         r["formula_beta_over_n"] = formula_beta_over_n(n, eps, math.sqrt(d), 400)
-        fc = forecast_posterior(loss, n, d, eps=eps, delta=DELTA, prior_precision=PRIOR_PRECISION, rows=a.rows)
+        fc = forecast_posterior(loss, n, d, eps=eps, delta=DELTA, prior_precision=PRIOR_PRECISION, rows=a.rows,
+                                clip_radius="auto", kernel="underdamped")
         r["forecast_seconds"] = fc.seconds
         log(json.dumps(r))
         out.append(r)
@@ -176,18 +186,22 @@ def markdown(res) -> str:
                  "preconditioner's metric, private X'X/n with 10% of mu^2, 4 chains, ESS 400 asked, prior "
                  f"N(0, 1/{PRIOR_PRECISION})); width ratio: median over coordinates of the draws' sd over the "
                  "untempered posterior's Laplace sd (NON-PRIVATE reference).\n")
-        L.append("| eps | beta / n (plan) | forecast | formula | width ratio | planned inflation sqrt(n/beta) | "
+        L.append("| eps | kernel, metric | beta / n (plan) | forecast | formula | width ratio (median) | width ratio (90% of "
+                 "coords below) | planned inflation sqrt(n/beta) | "
                  "accuracy (post. mean) | pred. log loss | max R-hat | min bulk ESS | steps | seconds | forecast s |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in res["adult"]:
-            L.append(f"| {r['eps']:g} | {r['beta_over_n']:.3g} | {r['forecast_beta_over_n']:.3g} | "
+            L.append(f"| {r['eps']:g} | {r.get('kernel', 'langevin')}, {'adapted' if r.get('adapted') else 'planned'} | "
+                     f"{r['beta_over_n']:.3g} | {r['forecast_beta_over_n']:.3g} | "
                      f"{r['formula_beta_over_n']:.3g} | {r['width_ratio_median']:.2f} | "
+                     f"{r.get('width_ratio_q90', float('nan')):.2f} | "
                      f"{r['interval_inflation_planned']:.2f} | {r['accuracy_posterior_mean']:.4f} | "
                      f"{r['predictive_log_loss']:.4f} | {r['max_rhat']:.3f} | {r['min_ess_bulk']:.0f} | "
                      f"{r['num_steps']} | {r['seconds']:.0f} | {r['forecast_seconds']:.0f} |")
     if res.get("plans"):
         L.append("\nFull Adult (n = 30162, d = 108), plans only (the private X'X/n released, the run's plan made; "
-                 "no chain run): the default clip (radius sqrt(d)) against no clip (the old default).\n")
+                 "no chain run): the clip (radius sqrt(d)) with the adapted metric and the kinetic kernel (expected "
+                 "steps per chain) against no clip (the Python default).\n")
         L.append("| eps | beta / n, clip | formula | inflation sqrt(n / beta), clip | steps per chain, clip | "
                  "forecast wall time (idle machine) | beta / n, no clip | inflation, no clip | steps, no clip |")
         L.append("|---|---|---|---|---|---|---|---|---|")
@@ -243,6 +257,9 @@ def main(argv=None):
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--plans", action="store_true", help="plans only on the full Adult training set, every eps")
     p.add_argument("--sweep", action="store_true", help="clip radius sweep on synthetic data (n = 1e4, d = 10)")
+    p.add_argument("--kernel", choices=["langevin", "underdamped"], default="underdamped",
+                   help="the chains' kernel (default underdamped: the demo's)")
+    p.add_argument("--no-adapt", action="store_true", help="keep the planned metric (the metric clip without adaptation)")
     p.add_argument("--json", default=None)
     p.add_argument("--md", default=None)
     a = p.parse_args(argv)
@@ -251,7 +268,7 @@ def main(argv=None):
     if a.plans:
         res["plans"] = plan_table(a.eps)
     elif a.eps:
-        res["adult"] = adult(a.eps, a.n_sub)
+        res["adult"] = adult(a.eps, a.n_sub, kernel=a.kernel, adapt_metric=False if a.no_adapt else None)
     if a.synthetic:
         res["synthetic"] = synthetic()
     if a.sweep:

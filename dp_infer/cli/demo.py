@@ -92,13 +92,16 @@ def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, row
     sm = _stand_in_second_moment(X_public, n, rows.max_norm() ** 2, mu_sm)
     return plan_posterior(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                           num_chains=chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
-                          num_draws=num_draws, clip_radius=resolve_clip_radius(clip_radius, loss, dim))
+                          num_draws=num_draws, clip_radius=resolve_clip_radius(clip_radius, loss, dim),
+                          adapt_metric=clip_radius is not None)
 
 
 def expected_seconds(plan) -> float:
     """Sampling seconds of ``plan`` on an idle 2-core machine (see :data:`STEP_SECONDS_IDLE`)."""
+    from ..routes.posterior import expected_steps
+
     shape = plan.n * plan.dim * plan.num_chains
-    return plan.num_steps * STEP_SECONDS_IDLE * max(shape / STEP_SHAPE, 0.05)
+    return expected_steps(plan) * STEP_SECONDS_IDLE * max(shape / STEP_SHAPE, 0.05)
 
 
 def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
@@ -114,13 +117,19 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
                f"beta / n = {p['beta_over_n']:.3g}")
     click.echo(f"  intervals    about {p['interval_inflation']:.3g}x as wide as the untempered posterior's "
                "(sqrt(n / beta))")
+    from ..routes.posterior import expected_steps
+
+    steps = expected_steps(plan)
+    adapted = p.get("adaptation") is not None
     click.echo(f"  draws        predicted bulk ESS {p['predicted_ess']:.0f} over {plan.num_chains} chains x "
-               f"{plan.num_steps} steps (step {plan.step_size:.3g}, {plan.num_draws} draws kept per chain, "
-               f"burn-in {plan.burn_in})")
+               f"{'about ' if adapted else ''}{steps} steps ("
+               + (f"metric adapted from the chains' own draws in {len(p['adaptation']['windows'])} windows, "
+                  if adapted else f"step {plan.step_size:.3g}, ")
+               + f"{plan.num_draws} draws kept per chain)")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     cpus = os.cpu_count() or 1
     click.echo(f"  time         about {expected + FIXED_SECONDS:.0f} s on an idle 2-core machine: sampling ~{expected:.0f} s "
-               f"({plan.num_steps} steps of {plan.num_chains} chains) + ~{FIXED_SECONDS:.0f} s data, compilation, "
+               f"({steps} steps of {plan.num_chains} chains) + ~{FIXED_SECONDS:.0f} s data, compilation, "
                f"checks and plots" + (f"; this machine's load is {load:.1f} on {cpus} cores, so expect it slower "
                                       "(the progress bar's ETA is the live figure)" if load > cpus else ""))
     return expected

@@ -132,6 +132,10 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
     if mode == "posterior":
         from ..schema.adult import load_adult_raw
 
+        # the demo shows the posterior mode at its best: gradients clipped in an adapted metric, kinetic kernel
+        clip_radius = "auto" if clip_radius is None else (None if clip_radius == "none" else clip_radius)
+        kernel = "underdamped" if kernel is None else kernel
+
         a = load_adult_raw()
         rows = a.feature_map.admissible_rows()
         click.echo("data: UCI Adult (Becker & Kohavi 1996, https://doi.org/10.24432/C5XW20, CC BY 4.0), raw files "
@@ -146,6 +150,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
                            key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
                            budget=budget, out=out, plots=plots, nonprivate=nonprivate, clip_radius=clip_radius)
         return
+    kernel = "langevin" if kernel is None else kernel
     data = datasets.load_adult()
     click.echo(f"data: {data.attribution}")
     click.echo(f"  train {data.X_train.shape[0]} rows (private), test {data.X_test.shape[0]} rows "
@@ -198,6 +203,8 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
     clip_radius = check_clip_radius(mode, clip_radius)
+    clip_radius = None if clip_radius == "none" else clip_radius
+    kernel = "langevin" if kernel is None else kernel
     post = dict(command="sample", eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
                 prior_precision=prior_precision, precond_share=precond_share, seed=seed, key_impl=key_impl,
                 progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget, out=out,

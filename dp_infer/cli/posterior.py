@@ -24,21 +24,22 @@ __all__ = ["run_and_report_posterior", "check_mode_options", "check_clip_radius"
 
 
 def check_clip_radius(mode, clip_radius):
-    """``--clip-radius`` as the posterior mode's ``clip_radius``: None, ``"auto"`` or a number in
-    (0, inf); refused in estimate mode. Checked before anything is read or charged."""
+    """``--clip-radius`` as the posterior mode's ``clip_radius``: None (not given), ``"auto"``,
+    ``"none"`` (explicitly no clip; the caller maps it to None) or a number in (0, inf); refused in
+    estimate mode. Checked before anything is read or charged."""
     if clip_radius is None:
         return None
     if mode != "posterior":
         raise ValueError("--clip-radius applies to --mode posterior only")
     text = str(clip_radius).strip()
-    if text == "auto":
-        return "auto"
+    if text in ("auto", "none"):
+        return text
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"--clip-radius must be 'auto' or a number in (0, inf), got {clip_radius!r}")
+        raise ValueError(f"--clip-radius must be 'auto', 'none' or a number in (0, inf), got {clip_radius!r}")
     return value
 
 def check_mode_options(mode, *, eps, delta, pure, route, radius, horizon, chains, lam_rel, ess, prior_precision,

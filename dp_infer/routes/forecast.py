@@ -21,7 +21,7 @@ from ..losses.metric_clip import CLIPPABLE_LOSSES
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from .plan import step_schedule
-from .posterior import DEFAULT_CLIP_FACTOR, DEFAULT_ESS, plan_posterior
+from .posterior import DEFAULT_CLIP_FACTOR, DEFAULT_ESS, expected_steps, plan_posterior
 from .preconditioning import SecondMoment, gaussian_spectral_bound, prior_second_moment
 
 __all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS",
@@ -150,6 +150,10 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
         sm = second_moment
     else:
         sm = prior_second_moment()
+    # as fit_posterior: the metric is adapted whenever the gradients are clipped, unless told otherwise
+    plan_kwargs.setdefault("adapt_metric", clip_radius is not None)
+    if plan_kwargs["adapt_metric"] is None:
+        plan_kwargs["adapt_metric"] = clip_radius is not None
     kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows,
               clip_radius=clip_radius, **plan_kwargs)
     plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **kw)
@@ -162,18 +166,11 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     if preconditioner != "prior":
         M_phi = kappa / kappa_P + plan.beta * kappa * e / float(lam.min())
         safety = plan_kwargs.get("step_safety", 0.25)
-        ad = post.get("adaptation")
-        if ad is None:
+        if post.get("adaptation") is None:
             _, steps, _ = step_schedule(M_phi, horizon=plan.horizon, num_draws=plan.num_draws,
                                         friction=plan.friction, safety=safety, min_steps=200)
-        else:  # burn-in and window 1 in the planned metric; the rest in the adapted one, at its own safety
-            # (an estimate: the adapted metric's curvature bound is measured about 1-2x the planned one's)
-            t_first = post["burn_in_time"] + ad["windows"][0]
-            _, s1, _ = step_schedule(M_phi, horizon=t_first, num_draws=1, friction=plan.friction, safety=safety,
-                                     min_steps=200)
-            _, s2, _ = step_schedule(M_phi, horizon=plan.horizon - t_first, num_draws=1, friction=plan.friction,
-                                     safety=ad["step_safety"], min_steps=200)
-            steps = s1 + s2
+        else:  # burn-in and window 1 at the plan's step, the rest in the adapted metric at its own safety
+            steps = expected_steps(plan, M_phi, safety)
         if e > 0:
             notes.append(f"the private second moment's noise (spectral bound {e:.3g}) sets the step: "
                          "a larger precond_share or more rows shortens the run")

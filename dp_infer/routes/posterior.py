@@ -44,7 +44,7 @@ from ..privacy.events import GdpEvent
 from ..losses.metric_clip import huberised_link
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 
-__all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
+__all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expected_steps", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
            "DEFAULT_CLIP_FACTOR", "DEFAULT_ADAPTATION_WINDOWS", "ADAPTED_STEP_SAFETY"]
 
 #: ArviZ's usual bar: bulk ESS >= 400 over 4 chains
@@ -353,3 +353,26 @@ def step_bound_matrix(plan: SamplingPlan) -> np.ndarray:
         A = (np.diag(lam) + (kappa / kappa_P) * (np.linalg.inv(0.5 * (P + P.T)) - np.diag(lam))
              + plan.beta * kappa * float(post["step_noise_margin"]) * np.eye(plan.dim))
     return 0.5 * (A + A.T)
+
+
+def expected_steps(plan: SamplingPlan, M_phi: float | None = None, step_safety: float = 0.25) -> int:
+    """Kernel steps per chain the run will take (a forecast for wall time; not a privacy quantity).
+
+    Without adaptation: the plan's ``num_steps``. With ``adapt_metric``: the burn-in and first window
+    at the plan's step, the rest at :data:`ADAPTED_STEP_SAFETY` with the curvature bound ``M_phi``
+    (default: the planned metric's, ``posterior["step_bound_M_phi"]``; the adapted metric's bound was
+    measured 1-2x that on Adult); a given ``M_phi`` also sets the first phase's step (at
+    ``step_safety``), for a forecast made before the second moment is released."""
+    ad = (plan.posterior or {}).get("adaptation")
+    if ad is None:
+        return int(plan.num_steps)
+    M = float(plan.posterior["step_bound_M_phi"] if M_phi is None else M_phi)
+    t_first = plan.posterior["burn_in_time"] + ad["windows"][0]
+    if M_phi is None:
+        first = int(math.ceil(t_first / plan.step_size))
+    else:  # the planned metric's step from the given bound (a forecast made before the release)
+        _, first, _ = step_schedule(M, horizon=t_first, num_draws=1, friction=plan.friction, safety=step_safety,
+                                    min_steps=200)
+    _, rest, _ = step_schedule(M, horizon=plan.horizon - t_first, num_draws=1, friction=plan.friction,
+                               safety=ad["step_safety"], min_steps=200)
+    return first + int(rest)
