@@ -73,7 +73,8 @@ def public_second_moment(X_public) -> SecondMoment:
 
 def _psd(S: np.ndarray) -> np.ndarray:
     w, V = np.linalg.eigh(0.5 * (S + S.T))
-    return (V * np.maximum(w, 0.0)) @ V.T
+    P = (V * np.maximum(w, 0.0)) @ V.T
+    return 0.5 * (P + P.T)   # the product is symmetric only up to rounding; this is exactly symmetric
 
 
 def gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
