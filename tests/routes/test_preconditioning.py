@@ -95,7 +95,7 @@ def test_psd_projection_is_the_nearest_psd_matrix_of_the_noisy_release():
     (the eigenvalue clip), recomputed here from the same key's noise with numpy."""
     X = np.random.default_rng(2).normal(size=(20, 4))
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    n, d, mu = X.shape[0], X.shape[1], 0.1
+    n, d, mu = X.shape[0], X.shape[1], 0.07      # sd = 2 / (n mu) is not a float32 number
     key = jax.random.PRNGKey(7)
     sm = private_second_moment(X, max_sq_norm=1.0, mu=mu, key=key)
     z = np.asarray(jax.random.normal(key, (d, d), dtype=np.float32), dtype=np.float64)
@@ -104,6 +104,44 @@ def test_psd_projection_is_the_nearest_psd_matrix_of_the_noisy_release():
     w, V = np.linalg.eigh(X.T @ X / n + E)
     assert w.min() < 0   # the projection does something here
     np.testing.assert_allclose(sm.matrix, (V * np.maximum(w, 0)) @ V.T, atol=1e-12)
+
+
+def test_the_same_key_gives_the_same_release_with_and_without_x64():
+    """A reproducible seed reproduces the release whatever JAX's precision setting (the noise is
+    drawn in float32 and scaled in float64 either way)."""
+    X = _design(4, 5, 1.0)
+    a = private_second_moment(X, max_sq_norm=1.0, mu=0.3, key=jax.random.PRNGKey(9)).matrix
+    with jax.enable_x64(True):
+        b = private_second_moment(X, max_sq_norm=1.0, mu=0.3, key=jax.random.PRNGKey(9)).matrix
+    np.testing.assert_array_equal(a, b)
+
+
+def test_the_event_states_its_assumptions_and_the_default_failure():
+    X = _design(6, 2, 1.0)
+    sm = private_second_moment(X, max_sq_norm=1.0, mu=0.5, key=jax.random.PRNGKey(0))
+    assert sm.event.label == "private_second_moment"
+    text = " ".join(sm.event.assumptions)
+    assert "replace-one" in text and "n = 12 public" in text and "||x||^2 <= 1" in text
+    assert "on the 21 upper-triangle entries" in text and "2 R^2 / n" in text
+    assert sm.noise_bound_failure == 1e-6     # the documented default
+    assert sm.noise_norm_bound == pytest.approx(sm.noise_sd * (2 * math.sqrt(6) + math.sqrt(2 * math.log(2e6))),
+                                                rel=1e-14)
+    assert "0.5-GDP" in sm.notes[0]
+
+
+@pytest.mark.parametrize("bad", [np.ones(3), np.ones((2, 2, 2)), np.array([[1.0, np.nan]])])
+def test_data_that_is_not_a_finite_matrix_is_refused(bad):
+    with pytest.raises(ValueError, match="^X (must|contains)"):
+        private_second_moment(bad, max_sq_norm=10.0, mu=1.0, key=jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match="^X_public (must|contains)"):
+        public_second_moment(bad)
+
+
+@pytest.mark.parametrize("failure", [0.0, 1.0, 2.5, -0.1])
+def test_a_failure_probability_outside_0_1_is_refused(failure):
+    with pytest.raises(ValueError, match="failure"):
+        private_second_moment(_design(2, 2, 1.0), max_sq_norm=1.0, mu=1.0, key=jax.random.PRNGKey(0),
+                              failure=failure)
 
 
 def test_stated_sensitivity_bounds_every_neighbouring_change():
