@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dp_infer.routes.preconditioning import (SecondMoment, gaussian_spectral_bound, precision_matrix,
+from dp_infer.routes.preconditioning import (SecondMoment, gaussian_spectral_bound, precision_matrix, prior_second_moment,
                                              private_second_moment, public_second_moment)
 
 D, M, R = 6, 800, 1.5   # X'X/n = R^2/D I = 0.375 I; n = D M = 4800
@@ -219,3 +219,32 @@ def test_public_second_moment_and_precision_matrix_closed_forms():
     np.testing.assert_array_equal(prior, np.diag([1.0, 3.0]))
     with pytest.raises(ValueError, match="prior has 3 coordinates"):
         precision_matrix(pub, 1.0, 1.0, [1.0, 1.0, 1.0])
+
+
+def test_each_source_describes_itself_in_the_report():
+    """The run report's preconditioner block (``describe``) names its source, its noise and the
+    event, with the keys the report documents; the notes say where the matrix came from."""
+    keys = {"source", "noise_sd", "noise_norm_bound", "noise_bound_failure", "event", "notes"}
+    prior = prior_second_moment()
+    assert set(prior.describe()) == keys
+    assert prior.describe()["source"] == "prior" and prior.matrix is None and prior.event is None
+    assert prior.describe()["notes"] == ["preconditioner from the prior precision only (no data)"]
+    pub = public_second_moment(np.ones((3, 2)))
+    assert pub.describe()["source"] == "public" and pub.describe()["event"] is None
+    assert pub.describe()["notes"] == ["second moment of 3 public rows (declared public by the caller)"]
+    sm = private_second_moment(_design(2, 2, 1.0), max_sq_norm=1.0, mu=0.5, key=jax.random.PRNGKey(0), failure=0.01)
+    d = sm.describe()
+    assert set(d) == keys and d["source"] == "private" and d["noise_bound_failure"] == 0.01
+    assert d["notes"] == list(sm.notes) and len(sm.notes) == 1
+
+
+def test_precision_matrix_is_computed_in_float64_whatever_the_inputs():
+    """A float32 second moment and an integer prior: beta kappa (S + margin I) + Lambda, in float64,
+    symmetric; a shape mismatch names both shapes."""
+    S32 = np.array([[0.3, 0.1], [0.1, 0.7]], dtype=np.float32)
+    A = precision_matrix(SecondMoment(S32, "public"), 1.7, 0.25, [1, 3], noise_margin=0.1)
+    S = S32.astype(np.float64)
+    np.testing.assert_allclose(A, np.diag([1.0, 3.0]) + 1.7 * 0.25 * (S + 0.1 * np.eye(2)), rtol=1e-15, atol=0)
+    assert A.dtype == np.float64 and np.array_equal(A, A.T)
+    with pytest.raises(ValueError, match="the second moment is 3 x 2 but the prior has 3 coordinates"):
+        precision_matrix(SecondMoment(np.ones((3, 2)), "public"), 1.0, 1.0, [1.0, 1.0, 1.0])
