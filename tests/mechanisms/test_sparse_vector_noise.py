@@ -152,3 +152,50 @@ def test_gg_sparse_vector_plan_composes_to_its_target():
     assert sv.sensitivity == 1.5 and sv.max_above == 3
     got = _pld_eps(sv.eps_round, 3, sv.answer_sigma / 1.5, 0.5e-5)
     assert e_g + got <= 2.0 + 6e-4
+
+
+def test_the_mechanism_releases_answers_with_the_noise_of_the_declared_sensitivity():
+    """sparse_vector_mechanism at sensitivity s = 3 on queries far above the threshold: the first c
+    queries are above and released as answer + N(0, sigma_a^2); the measured sd is sigma_a and the
+    answers' GDP event has mu = s / sigma_a (the Gaussian mechanism at sensitivity s); the rounds'
+    Laplace scales are the theorem's at s."""
+    s, c, eps, delta = 3.0, 200, 4.0, 1e-6
+    q = np.full(400, 1e6)
+    answers = np.linspace(-5.0, 5.0, 400)
+    r = SV.sparse_vector_mechanism(q, answers, eps=eps, delta=delta, threshold=0.0, max_above=c,
+                                   sensitivity=s, seed=2)
+    above, released = r.value
+    assert above[:c].all() and not above[c:].any()
+    sig = r.params["answer_sigma"]
+    z = released[:c] - answers[:c]
+    sd = math.sqrt(float(np.mean(z ** 2)))
+    assert abs(math.log(sd / sig)) < 5 / math.sqrt(2 * c)            # 5 se of log sd: 25%
+    assert np.all(released[c:] == 0.0)
+    ev = {e.label: (e, k) for e, k in r.events}
+    gdp, k_a = ev["sparse_vector_answer"]
+    assert k_a == c and gdp.mu * sig == pytest.approx(s, rel=1e-12)
+    pure, k_r = ev["above_threshold_round"]
+    assert k_r == c and r.params["sensitivity"] == s
+    assert r.params["eps_round"] == pure.epsilon
+    # the composition of what was actually added, by dp-accounting, meets the target
+    assert _pld_eps(pure.epsilon, c, sig / s, delta) <= eps + 2 * c * 1e-4
+
+
+def test_the_mechanism_without_answers_releases_flags_only_at_the_default_sensitivity():
+    q = np.array([0.0, 50.0, 0.0, 90.0])
+    r = SV.sparse_vector_mechanism(q, eps=1.0, delta=1e-6, threshold=20.0, max_above=2, seed=3)
+    above, released = r.value
+    assert np.all(released == 0.0) and r.params["answer_sigma"] is None
+    assert r.params["sensitivity"] == 1.0                              # the documented default
+    assert [e.label for e, _ in r.events] == ["above_threshold_round"]
+    assert r.events[0][0].epsilon == pytest.approx(1.0 / 2, rel=1e-3)  # c pure rounds share eps (basic at c = 2
+    assert r.epsilon(1e-6) <= 1.0                                        # is within 1e-3 of the optimum here)
+
+
+@pytest.mark.parametrize("k, t", [(1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0), (10, 0.5), (1000, 1.0), (10**6, 0.25)])
+def test_thesis_max_above_is_theorem_37s_formula(k, t):
+    """c_SV = 4 k / log^{2 + 2t} k (Theorem 37), at least 1, and 1 for k < 3 (log k <= 1)."""
+    want = 1 if k < 3 else max(1, int(4.0 * k / math.log(k) ** (2.0 + 2.0 * t)))
+    assert SV.thesis_max_above(k, t) == want
+    if k == 3:
+        assert want == 8
