@@ -199,3 +199,17 @@ def test_thesis_max_above_is_theorem_37s_formula(k, t):
     assert SV.thesis_max_above(k, t) == want
     if k == 3:
         assert want == 8
+
+
+def test_integer_and_float32_queries_get_the_float64_noise():
+    """Counts are natural queries: integer (and float32) queries and answers are released exactly as
+    their float64 values would be (same key: the same noise, drawn in float64)."""
+    p = SV.SparseVectorParams(threshold=3.0, max_above=3, eps_round=0.8, answer_sigma=1.3, sensitivity=1.0)
+    q = np.array([0, 5, 1, 9, 2, 7, 4])
+    key = jax.random.PRNGKey(21)
+    ref = SV.numeric_sparse(key, q.astype(np.float64), q.astype(np.float64), p)
+    for dt in (np.int64, np.int32, np.float32):
+        got = SV.numeric_sparse(key, q.astype(dt), q.astype(dt), p)
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
+        assert got[1].dtype == np.float64
