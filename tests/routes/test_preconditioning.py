@@ -142,6 +142,8 @@ def test_a_failure_probability_outside_0_1_is_refused(failure):
     with pytest.raises(ValueError, match="failure"):
         private_second_moment(_design(2, 2, 1.0), max_sq_norm=1.0, mu=1.0, key=jax.random.PRNGKey(0),
                               failure=failure)
+    with pytest.raises(ValueError, match="^failure must"):
+        gaussian_spectral_bound(3, 1.0, failure)
 
 
 def test_stated_sensitivity_bounds_every_neighbouring_change():
