@@ -213,3 +213,13 @@ def test_integer_and_float32_queries_get_the_float64_noise():
         np.testing.assert_array_equal(got[0], ref[0])
         np.testing.assert_array_equal(got[1], ref[1])
         assert got[1].dtype == np.float64
+
+
+@pytest.mark.parametrize("q, a", [(np.array([1.0, np.nan]), None), (np.array([1.0, np.inf]), None),
+                                  (np.zeros(0), None), (np.zeros((2, 2)), None), (np.zeros(3), np.zeros(2)),
+                                  (np.zeros(3), np.array([0.0, np.nan, 0.0]))])
+def test_queries_and_answers_that_are_not_finite_vectors_are_refused(q, a):
+    p = SV.SparseVectorParams(threshold=0.0, max_above=1, eps_round=1.0,
+                              answer_sigma=None if a is None else 1.0)
+    with pytest.raises(ValueError, match="queries must|answers must"):
+        SV.numeric_sparse(jax.random.PRNGKey(0), q, a, p)
