@@ -223,3 +223,14 @@ def test_queries_and_answers_that_are_not_finite_vectors_are_refused(q, a):
                               answer_sigma=None if a is None else 1.0)
     with pytest.raises(ValueError, match="queries must|answers must"):
         SV.numeric_sparse(jax.random.PRNGKey(0), q, a, p)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(threshold=math.nan), "threshold"), (dict(threshold=math.inf), "threshold"),
+                                      (dict(max_above=0), "max_above"), (dict(eps_round=0.0), "eps_round"),
+                                      (dict(eps_round=-1.0), "eps_round"), (dict(sensitivity=0.0), "sensitivity"),
+                                      (dict(answer_sigma=0.0), "answer_sigma"), (dict(answer_sigma=-2.0), "answer_sigma")])
+def test_parameters_outside_their_range_are_refused_by_name(kw, name):
+    base = dict(threshold=1.0, max_above=2, eps_round=0.5, answer_sigma=None, sensitivity=1.0)
+    with pytest.raises(ValueError, match=name):
+        SV.SparseVectorParams(**{**base, **kw})
+    SV.SparseVectorParams(**base)   # the base is valid
