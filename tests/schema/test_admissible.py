@@ -101,6 +101,8 @@ def test_contains_accepts_admissible_rows_and_refuses_rows_just_outside():
         Y = X[:5].copy()
         Y[:, list(coords)] = vals
         assert not A.contains(Y).any()
+    # the boxes are closed: every corner is inside without any tolerance
+    assert A.contains(_corners(), tol=0.0).all()
     # within the tolerance
     Y = X[:5].copy()
     Y[:, 1] = AGE[1] + 1e-10
@@ -114,7 +116,12 @@ def test_scaled_scales_every_bound():
     np.testing.assert_allclose(S.coordinate_bounds(), 2.5 * A.coordinate_bounds(), rtol=1e-15)
     assert {tuple(r) for r in S.vertices()} == {tuple(2.5 * r) for r in _corners()}
     assert [b.kind for b in S.blocks] == ["constant", "interval", "one_of", "union"]
-    assert S.feature_names == A.feature_names
+    assert [b.name for b in S.blocks] == [b.name for b in A.blocks]
+    assert S.feature_names == A.feature_names and S.exact is True
+    assert S.describe()["blocks"][2]["values"] == [2.5 * v for v in COLOUR]
+    loose = AdmissibleRows(A.dim, A.blocks, A.feature_names, exact=False, notes=("two blocks read one column",))
+    L = loose.scaled(0.5)
+    assert L.exact is False and L.notes == ("two blocks read one column",)
 
 
 def test_blocks_refuse_malformed_input_and_must_cover_every_coordinate():
@@ -140,4 +147,5 @@ def test_describe_round_trips_each_block():
     assert d["blocks"][0] == {"kind": "constant", "name": "intercept", "index": 0, "value": INTERCEPT}
     assert d["blocks"][1] == {"kind": "interval", "name": "age", "index": 1, "lo": AGE[0], "hi": AGE[1]}
     assert d["blocks"][2] == {"kind": "one_of", "name": "colour", "indices": [2, 3, 4], "values": list(COLOUR)}
-    assert d["blocks"][3]["alternatives"] == [[list(iv) for iv in box] for box in INCOME]
+    assert d["blocks"][3] == {"kind": "union", "name": "income", "indices": [5, 6],
+                              "alternatives": [[list(iv) for iv in box] for box in INCOME]}
