@@ -234,3 +234,9 @@ def test_parameters_outside_their_range_are_refused_by_name(kw, name):
     with pytest.raises(ValueError, match=name):
         SV.SparseVectorParams(**{**base, **kw})
     SV.SparseVectorParams(**base)   # the base is valid
+
+
+def test_a_single_query_is_a_valid_input():
+    p = SV.SparseVectorParams(threshold=0.0, max_above=1, eps_round=1.0, answer_sigma=2.0)
+    above, released = SV.numeric_sparse(jax.random.PRNGKey(1), np.array([1e9]), np.array([4.0]), p)
+    assert above.tolist() == [True] and released.shape == (1,) and released[0] != 4.0

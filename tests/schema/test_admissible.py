@@ -149,3 +149,29 @@ def test_describe_round_trips_each_block():
     assert d["blocks"][2] == {"kind": "one_of", "name": "colour", "indices": [2, 3, 4], "values": list(COLOUR)}
     assert d["blocks"][3] == {"kind": "union", "name": "income", "indices": [5, 6],
                               "alternatives": [[list(iv) for iv in box] for box in INCOME]}
+
+
+def test_linear_sups_are_computed_in_float64_for_a_float32_or_integer_w():
+    """A float32 (or integer) w gives the float64 answer: the sup is a sensitivity bound, and a
+    float32 product can round below it."""
+    A, C = _rows(), _corners()
+    w32 = np.random.default_rng(7).normal(size=7).astype(np.float32)
+    w64 = w32.astype(np.float64)
+    assert A.max_linear(w32) == pytest.approx(float(np.max(C @ w64)), rel=1e-15)
+    assert A.max_abs_linear(w32) == pytest.approx(float(np.max(np.abs(C @ w64))), rel=1e-15)
+    wi = np.array([1, -2, 3, 0, 1, -1, 2])
+    assert A.max_linear(wi) == pytest.approx(float(np.max(C @ wi)), rel=1e-15)
+
+
+def test_vertex_limit_is_inclusive_and_defaults_to_1e5():
+    A, C = _rows(), _corners()
+    assert len(A.vertices(limit=len(C))) == len(C)
+    # one coordinate, 50000 disjoint intervals and one point: 100001 vertices > the default 1e5
+    alts = tuple(((2.0 * i, 2.0 * i + 1.0),) for i in range(50_000)) + (((-1.0, -1.0),),)
+    big = AdmissibleRows(1, (UnionBlock("u", (0,), alts),), ("u",))
+    assert big.num_vertices() == 100_001
+    with pytest.raises(ValueError, match="100001 vertices"):
+        big.vertices()
+    assert _rows().scaled(1.0).describe()["notes"] == []
+    noted = AdmissibleRows(A.dim, A.blocks, A.feature_names, notes=("n1",))
+    assert noted.describe()["notes"] == ["n1"]
