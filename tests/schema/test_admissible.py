@@ -175,3 +175,9 @@ def test_vertex_limit_is_inclusive_and_defaults_to_1e5():
     assert _rows().scaled(1.0).describe()["notes"] == []
     noted = AdmissibleRows(A.dim, A.blocks, A.feature_names, notes=("n1",))
     assert noted.describe()["notes"] == ["n1"]
+
+
+def test_a_corner_shared_by_two_boxes_is_one_vertex():
+    u = UnionBlock("u", (0,), (((0.0, 1.0),), ((1.0, 2.0),), ((2.0, 2.0),)))
+    assert list(u.vertices()) == [(0.0,), (1.0,), (2.0,)]
+    assert AdmissibleRows(1, (u,), ("u",)).num_vertices() == 3
