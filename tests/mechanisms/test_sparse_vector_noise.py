@@ -240,3 +240,14 @@ def test_a_single_query_is_a_valid_input():
     p = SV.SparseVectorParams(threshold=0.0, max_above=1, eps_round=1.0, answer_sigma=2.0)
     above, released = SV.numeric_sparse(jax.random.PRNGKey(1), np.array([1e9]), np.array([4.0]), p)
     assert above.tolist() == [True] and released.shape == (1,) and released[0] != 4.0
+
+
+def test_answer_noise_is_drawn_in_float64_not_on_the_float32_grid():
+    """The answers' Gaussian noise is drawn in float64 (JAX's x64 enabled for the draw): float32
+    noise would sit on a grid 2^29 times coarser, the setting of floating-point attacks on additive
+    noise (Mironov 2012). Outside any x64 context, almost no released value is a float32 number."""
+    assert not jax.config.jax_enable_x64
+    p = SV.SparseVectorParams(threshold=0.0, max_above=500, eps_round=1.0, answer_sigma=1.7)
+    _, released = SV.numeric_sparse(jax.random.PRNGKey(4), np.full(500, 1e9), np.zeros(500), p)
+    on_f32_grid = released.astype(np.float32).astype(np.float64) == released
+    assert on_f32_grid.sum() <= 5      # a float64 normal is a float32 number with probability ~2^-29
