@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 
-from .._validation import check_finite_array, check_positive
+from .._validation import check_delta, check_finite_array, check_positive
 from ..privacy.events import GdpEvent
 
 __all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
@@ -79,13 +79,15 @@ def public_second_moment(X_public) -> SecondMoment:
 
 def _psd(S: np.ndarray) -> np.ndarray:
     w, V = np.linalg.eigh(0.5 * (S + S.T))
-    return (V * np.maximum(w, 0.0)) @ V.T
+    P = (V * np.maximum(w, 0.0)) @ V.T
+    return 0.5 * (P + P.T)   # the product is symmetric only up to rounding; this is exactly symmetric
 
 
 def gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
     """P(||E||_2 > sd (2 sqrt(d) + t)) <= 2 exp(-t^2 / 2) for a symmetric Gaussian E whose
     upper-triangle entries are N(0, sd^2) (Bandeira and van Handel 2016, with constant 1; the
-    bound is used for the step size only, never for privacy)."""
+    bound is used for the step size only, never for privacy). ``failure`` in (0, 1)."""
+    failure = check_delta(failure, "failure")
     t = math.sqrt(2.0 * math.log(2.0 / failure))
     return sd * (2.0 * math.sqrt(d) + t)
 
@@ -101,6 +103,7 @@ def private_second_moment(X, *, max_sq_norm: float, mu: float, key, failure: flo
     X = check_finite_array("X", X, ndim=2)
     R2 = check_positive("max_sq_norm", max_sq_norm)
     mu = check_positive("mu", mu)
+    failure = check_delta(failure, "failure")
     n, d = X.shape
     if float(np.max(np.einsum("ij,ij->i", X, X))) > R2 * (1 + 1e-9):
         raise ValueError(f"a row of X has squared norm above max_sq_norm = {R2:g}")
