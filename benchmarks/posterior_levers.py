@@ -161,18 +161,23 @@ def clip_sweep(factors=(0.5, 1.0, 2.0, None), log=print):
     return out
 
 
-def synthetic(log=print):
+def synthetic(log=print, kernel="underdamped", chains_up_to=100_000):
+    """Synthetic logistic, d = 10, eps = 1: the plan's beta / n against the formula at n = 1e4, 1e5,
+    1e6 (the plan caps beta at n, the rest widens the clip radius), and chains (clipped, adapted
+    metric) up to ``chains_up_to`` rows: the draws' sd against the untempered Laplace sd."""
     out = []
     d = 10
     loss = losses.logistic(row_norm=math.sqrt(d))
     for n in (10_000, 100_000, 1_000_000):
-        fc = forecast_posterior(loss, n, d, eps=1.0, delta=DELTA, prior_precision=1.0)
+        fc = forecast_posterior(loss, n, d, eps=1.0, delta=DELTA, prior_precision=1.0, clip_radius="auto",
+                                kernel=kernel)
         r = {"n": n, "d": d, "eps": 1.0, "forecast_beta_over_n": fc.beta_over_n,
-             "formula_beta_over_n": formula_beta_over_n(n, 1.0, fc.clip_radius, 400)}
-        if n == 10_000:
+             "formula_beta_over_n": formula_beta_over_n(n, 1.0, math.sqrt(d), 400), "forecast_steps": fc.num_steps}
+        if n <= chains_up_to:
             X, y = _synthetic_data(n, d)
             _, C0 = map_laplace(X, y, 1.0)
-            r.update(one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=np.sqrt(np.diag(C0)), seed=3, prior=1.0))
+            r.update(one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=np.sqrt(np.diag(C0)), seed=3, prior=1.0,
+                             kernel=kernel))
         log(json.dumps(r))
         out.append(r)
     return out
@@ -270,7 +275,7 @@ def main(argv=None):
     elif a.eps:
         res["adult"] = adult(a.eps, a.n_sub, kernel=a.kernel, adapt_metric=False if a.no_adapt else None)
     if a.synthetic:
-        res["synthetic"] = synthetic()
+        res["synthetic"] = synthetic(kernel=a.kernel)
     if a.sweep:
         res["sweep"] = clip_sweep()
     if a.json:
