@@ -12,11 +12,20 @@ For each module listed in ``targets.toml`` (all of them, in ``order``, when none
      validator's parameter name, an event label, an assumption text; never metadata, which
      ``privacy_cost_of_chains`` reads back) -- decided on the
      Python AST of the original and mutated function, see :func:`cosmetic`;
-   * ``equivalent`` when it matches an entry of ``equivalent.toml`` (with its reason);
+   * ``equivalent`` / ``unreachable`` / ``safe-side`` when it matches an entry of
+     ``equivalent.toml`` of that class (with its reason; see :data:`CLASSES`). An entry matches on
+     module, function, the removed and added source text AND ``function_sha``, a hash of the
+     original function's code (:func:`function_sha`): when the function changes, its entries
+     expire, and the mutant is reported ``stale`` -- a survivor until a human re-reviews it;
    anything else is a real survivor: a gap in the tests.
 
 Prints a table and writes ``.mutation/results.json`` (merged across runs). Exit status 1 when
-a real survivor (or an untested mutant) remains.
+a real survivor, a stale entry or an untested mutant remains.
+
+``python -m mutation_testing --check-equivalents`` checks ``equivalent.toml`` against the current
+source without running mutmut (stale, unstamped or unclassified entries, ``unreachable`` without
+``guard``, functions that no longer exist); ``--stamp`` fills ``function_sha`` for entries that
+have none (never overwriting one: a stale entry needs a re-review, not a new hash).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 import argparse
 import ast
 import fnmatch
+import hashlib
 import json
 import os
 import shutil
@@ -78,9 +88,58 @@ def tests_for(module: str, targets: dict) -> list[str]:
     return out
 
 
-def load_equivalents() -> list[dict]:
-    with open(HERE / "equivalent.toml", "rb") as f:
+EQUIVALENTS = HERE / "equivalent.toml"
+
+# The classes of an accepted (surviving, not cosmetic) mutant, each reported separately.
+CLASSES = {
+    "equivalent": "no input at all can tell it from the original",
+    "unreachable": "differs only on inputs that cannot reach the function; `guard` names the "
+                   "validator / caller check / test that shows it",
+    "safe-side": "changes observable output, but only in the privacy-safe direction (more eps or "
+                 "delta reported, more refused, more noise); the reason says which and why",
+}
+
+
+def load_equivalents(path: Path | None = None) -> list[dict]:
+    with open(path or EQUIVALENTS, "rb") as f:
         return tomllib.load(f).get("mutant", [])
+
+
+def function_node(source: str | ast.Module, function: str) -> ast.AST | None:
+    """The def of ``function`` (``name`` at module level or ``Class.method``) in ``source`` (text or
+    its parsed module)."""
+    body = (source if isinstance(source, ast.Module) else ast.parse(source)).body
+    *classes, name = function.split(".")
+    for cls in classes:
+        body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == cls), None)
+        if body is None:
+            return None
+    return next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name),
+                None)
+
+
+def function_sha(source: str | ast.Module, function: str) -> str | None:
+    """First 16 hex digits of sha256 of ``ast.unparse`` of the function's def (decorators
+    included): comments and formatting do not change it, any change of code does. None if the
+    function does not exist in ``source``."""
+    node = function_node(source, function)
+    if node is None:
+        return None
+    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
+
+
+class _Shas:
+    """Current ``function_sha`` of (module, function), read from the work tree once per module."""
+
+    def __init__(self, root: Path = ROOT):
+        self.root, self._src = root, {}
+
+    def __call__(self, module: str, function: str) -> str | None:
+        if module not in self._src:
+            p = self.root / module
+            self._src[module] = ast.parse(p.read_text()) if p.exists() else None
+        tree = self._src[module]
+        return None if tree is None else function_sha(tree, function)
 
 
 # --------------------------------------------------------------------------- classification
@@ -206,11 +265,80 @@ def _pretty_function(fn: str) -> str:
     return fn[2:] if fn.startswith("x_") else fn[1:].replace("ǁ", ".").strip(".")
 
 
-def is_equivalent(module: str, function: str, removed: str, added: str, equivalents) -> str | None:
+def match_entry(module: str, function: str, removed: str, added: str, equivalents,
+                current_sha: str | None) -> tuple[str, dict] | None:
+    """The entry of ``equivalents`` for this mutant and its class, ``("stale", entry)`` when an
+    entry has the same text but was reviewed on other code of the function (its ``function_sha``
+    is not ``current_sha``, or it has none), else None. A stale entry does not accept the mutant."""
+    stale = None
     for e in equivalents:
         if e["module"] == module and e["function"] == function and e["removed"] == removed and e["added"] == added:
-            return e["reason"]
-    return None
+            if current_sha is not None and e.get("function_sha") == current_sha and e.get("class") in CLASSES:
+                return e["class"], e
+            stale = stale or e
+    return ("stale", stale) if stale is not None else None
+
+
+def check_equivalents(equivalents, shas) -> list[str]:
+    """Problems of ``equivalent.toml`` against the current source, one line each (empty: all
+    good). ``shas(module, function)`` gives the function's current hash, None if it is gone."""
+    problems, seen = [], set()
+    for i, e in enumerate(equivalents, 1):
+        where = f"entry {i} ({e.get('module')}: {e.get('function')}: {e.get('added', '')!s:.60})"
+        missing = [k for k in ("module", "function", "removed", "added", "reason") if k not in e]
+        if missing:
+            problems.append(f"{where}: missing {', '.join(missing)}")
+            continue
+        key = (e["module"], e["function"], e["removed"], e["added"])
+        if key in seen:
+            problems.append(f"{where}: listed twice")
+        seen.add(key)
+        if e.get("class") not in CLASSES:
+            problems.append(f"{where}: class must be one of {', '.join(CLASSES)}, got {e.get('class')!r}")
+        if e.get("class") == "unreachable" and not str(e.get("guard", "")).strip():
+            problems.append(f"{where}: an unreachable entry must name its guard (guard = \"...\")")
+        sha = shas(e["module"], e["function"])
+        if sha is None:
+            problems.append(f"{where}: function {e['function']!r} no longer exists in {e['module']}")
+        elif "function_sha" not in e:
+            problems.append(f"{where}: no function_sha (python -m mutation_testing --stamp, after review)")
+        elif e["function_sha"] != sha:
+            problems.append(f"{where}: stale: {e['function']} changed since the entry was reviewed "
+                            f"(function_sha {e['function_sha']}, now {sha}); re-review the entry, then "
+                            f"replace its function_sha")
+    return problems
+
+
+def stamp(path: Path, shas) -> int:
+    """Add ``function_sha`` to every entry of ``path`` that has none (right after its ``function``
+    line); never touches an entry that has one. Returns the number stamped."""
+    text = path.read_text()
+    parts = text.split("[[mutant]]")
+    n = 0
+    for j in range(1, len(parts)):
+        block = parts[j]
+        entry = tomllib.loads(block)
+        if "function_sha" in entry or "module" not in entry or "function" not in entry:
+            continue
+        sha = shas(entry["module"], entry["function"])
+        if sha is None:
+            continue  # the function is gone: --check-equivalents reports it
+        lines = block.split("\n")
+        k = next(i for i, line in enumerate(lines) if line.startswith("function ="))
+        lines.insert(k + 1, f'function_sha = "{sha}"')
+        parts[j] = "\n".join(lines)
+        n += 1
+    path.write_text("[[mutant]]".join(parts))
+    return n
+
+
+def class_counts(equivalents) -> dict[str, dict[str, int]]:
+    """Per module: how many entries of each class."""
+    out: dict[str, dict[str, int]] = {}
+    for e in equivalents:
+        row = out.setdefault(e["module"], {c: 0 for c in CLASSES})
+        row[e.get("class", "?")] = row.get(e.get("class", "?"), 0) + 1
+    return dict(sorted(out.items()))
 
 
 # --------------------------------------------------------------------------- running
@@ -242,7 +370,48 @@ def prepare(module: str, tests: list[str], max_children: int) -> Path:
     return d
 
 
-def run_module(module: str, tests: list[str], *, max_children: int, equivalents, names=()) -> dict:
+def classify(module: str, statuses: dict[str, str], srcs: dict[str, str], equivalents, shas,
+             names=()) -> tuple[dict, list, list]:
+    """Counts, survivors and accepted mutants of one module from mutmut's statuses by mutant name
+    (``killed`` / ``timeout`` / ``survived`` / ``no tests`` / other) and the mutated functions'
+    sources (``<fn>__mutmut_orig`` and ``<fn>__mutmut_<i>``). ``shas(module, function)`` gives the
+    current function_sha an entry must carry to accept a mutant (:func:`match_entry`)."""
+    counts = {"mutants": 0, "killed": 0, "timeout": 0, "cosmetic": 0, **{c: 0 for c in CLASSES},
+              "survived": 0, "stale": 0, "no tests": 0, "other": 0}
+    survivors, accepted = [], []
+    for key, status in sorted(statuses.items()):
+        counts["mutants"] += 1
+        if names and not any(key == n or fnmatch.fnmatch(key, n) for n in names):
+            continue  # not re-run this time (--previous-survivors / --only)
+        if status in ("killed", "timeout"):
+            counts[status] += 1
+            continue
+        fn = _function_of(key)
+        name = key.rsplit(".", 1)[1]
+        pretty = _pretty_function(fn)
+        orig, mut = srcs.get(fn + "__mutmut_orig"), srcs.get(name)
+        if orig is None or mut is None:
+            counts["other"] += 1
+            survivors.append({"mutant": key, "status": status, "function": pretty, "removed": "?", "added": "?"})
+            continue
+        if status in ("survived", "no tests") and cosmetic(orig, mut):
+            counts["cosmetic"] += 1
+            continue
+        rem, add = diff_lines(orig, mut)
+        hit = match_entry(module, pretty, rem, add, equivalents, shas(module, pretty))
+        if hit is not None and hit[0] != "stale":
+            counts[hit[0]] += 1
+            accepted.append({"mutant": key, "function": pretty, "removed": rem, "added": add, "class": hit[0],
+                             "reason": hit[1]["reason"]})
+            continue
+        if hit is not None:  # an entry reviewed on other code of the function: a survivor until re-reviewed
+            status = "stale"
+        counts[status if status in ("survived", "no tests", "stale") else "other"] += 1
+        survivors.append({"mutant": key, "status": status, "function": pretty, "removed": rem, "added": add})
+    return counts, survivors, accepted
+
+
+def run_module(module: str, tests: list[str], *, max_children: int, equivalents, names=(), shas=None) -> dict:
     d = prepare(module, tests, max_children)
     t0 = time.perf_counter()
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -258,53 +427,36 @@ def run_module(module: str, tests: list[str], *, max_children: int, equivalents,
 
     meta = json.loads(meta_path.read_text())
     srcs = mutant_sources(d / "mutants" / module)
-    counts = {"mutants": 0, "killed": 0, "timeout": 0, "survived": 0, "no tests": 0, "cosmetic": 0,
-              "equivalent": 0, "other": 0}
-    survivors, equivalent_list = [], []
-    for key, code in sorted(meta["exit_code_by_key"].items()):
-        counts["mutants"] += 1
-        if names and not any(key == n or fnmatch.fnmatch(key, n) for n in names):
-            continue  # not re-run this time (--previous-survivors / --only)
-        status = status_by_exit_code.get(code, "other")
-        if status == "killed":
-            counts["killed"] += 1
-            continue
-        if status == "timeout":
-            counts["timeout"] += 1
-            continue
-        fn = _function_of(key)
-        name = key.rsplit(".", 1)[1]
-        orig, mut = srcs.get(fn + "__mutmut_orig"), srcs.get(name)
-        if orig is None or mut is None:
-            counts["other"] += 1
-            survivors.append({"mutant": key, "status": status, "function": _pretty_function(fn),
-                              "removed": "?", "added": "?"})
-            continue
-        if status in ("survived", "no tests") and cosmetic(orig, mut):
-            counts["cosmetic"] += 1
-            continue
-        rem, add = diff_lines(orig, mut)
-        reason = is_equivalent(module, _pretty_function(fn), rem, add, equivalents)
-        if reason is not None:
-            counts["equivalent"] += 1
-            equivalent_list.append({"function": _pretty_function(fn), "removed": rem, "added": add, "reason": reason})
-            continue
-        counts["survived" if status == "survived" else ("no tests" if status == "no tests" else "other")] += 1
-        survivors.append({"mutant": key, "status": status, "function": _pretty_function(fn), "removed": rem,
-                          "added": add})
+    statuses = {key: status_by_exit_code.get(code, "other") for key, code in meta["exit_code_by_key"].items()}
+    counts, survivors, accepted = classify(module, statuses, srcs, equivalents, shas or _Shas(), names)
     return {"module": module, "tests": tests, "counts": counts, "survivors": survivors,
-            "equivalent": equivalent_list, "runtime_s": round(runtime, 1),
+            "accepted": accepted, "runtime_s": round(runtime, 1),
             "command": f"./dev mutants {module}", "date": time.strftime("%Y-%m-%d")}
 
 
+REPORTED = ("killed", "timeout", "cosmetic", *CLASSES, "survived", "stale", "no tests")
+
+
 def print_table(results: list[dict]) -> None:
-    hdr = ("module", "mutants", "killed", "timeout", "cosmetic", "equivalent", "survived", "no tests", "time")
+    hdr = ("module", "mutants", *REPORTED, "time")
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
     for r in results:
         c = r["counts"]
-        print(f"| {r['module']} | {c['mutants']} | {c['killed']} | {c['timeout']} | {c['cosmetic']} | "
-              f"{c['equivalent']} | {c['survived']} | {c['no tests']} | {r['runtime_s']:.0f} s |")
+        cells = [str(c.get(k, 0)) for k in REPORTED]
+        print(f"| {r['module']} | {c['mutants']} | " + " | ".join(cells) + f" | {r['runtime_s']:.0f} s |")
+
+
+def print_class_table(equivalents) -> None:
+    counts = class_counts(equivalents)
+    print("| module | " + " | ".join(CLASSES) + " | total |")
+    print("|---|" + "---|" * (len(CLASSES) + 1))
+    tot = {c: 0 for c in CLASSES}
+    for m, row in counts.items():
+        print(f"| {m} | " + " | ".join(str(row.get(c, 0)) for c in CLASSES) + f" | {sum(row.values())} |")
+        for c in CLASSES:
+            tot[c] += row.get(c, 0)
+    print("| **total** | " + " | ".join(f"**{tot[c]}**" for c in CLASSES) + f" | **{sum(tot.values())}** |")
 
 
 def main(argv=None) -> int:
@@ -318,7 +470,27 @@ def main(argv=None) -> int:
     p.add_argument("--only", metavar="PATTERN", action="append", default=[],
                    help="run only the mutants whose mutmut name matches this glob (repeatable), e.g. "
                         "'*_PldRoute*' after a change to one class (results then count only those)")
+    p.add_argument("--check-equivalents", action="store_true",
+                   help="check mutation_testing/equivalent.toml against the current source (no mutmut run): "
+                        "stale or unstamped entries, a missing class, unreachable without guard, functions "
+                        "that no longer exist; prints the per-module class counts; exit 1 on any problem")
+    p.add_argument("--stamp", action="store_true",
+                   help="fill function_sha for the entries of equivalent.toml that have none (after reviewing "
+                        "them); never overwrites an existing one")
     a = p.parse_args(argv)
+    if a.stamp:
+        n = stamp(EQUIVALENTS, _Shas())
+        print(f"stamped {n} entries of {EQUIVALENTS.relative_to(ROOT)}")
+        if not a.check_equivalents:
+            return 0
+    if a.check_equivalents:
+        equivalents = load_equivalents()
+        problems = check_equivalents(equivalents, _Shas())
+        print_class_table(equivalents)
+        for line in problems:
+            print(line)
+        print(f"{len(equivalents)} entries, {len(problems)} problems")
+        return 1 if problems else 0
     modules = a.modules or targets["order"]
     for m in modules:
         if m not in targets["order"] and m not in targets.get("modules", {}):
@@ -330,6 +502,7 @@ def main(argv=None) -> int:
             print(m, "<-", " ".join(tests_for(m, targets)))
         return 0
     equivalents = load_equivalents()
+    shas = _Shas()
     SCRATCH.mkdir(exist_ok=True)
     results, bad = [], False
     for m in modules:
@@ -339,7 +512,7 @@ def main(argv=None) -> int:
         if a.previous_survivors and RESULTS.exists():
             prev = json.loads(RESULTS.read_text()).get(m, {})
             names += tuple(x["mutant"] for x in prev.get("survivors", []))
-        r = run_module(m, tests, max_children=a.max_children, equivalents=equivalents, names=names)
+        r = run_module(m, tests, max_children=a.max_children, equivalents=equivalents, names=names, shas=shas)
         results.append(r)
         merged = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}  # other runs may have written
         merged[m] = r
@@ -348,9 +521,8 @@ def main(argv=None) -> int:
             bad = True
             print(f"  {s['status'].upper()}: {s['function']}: - {s['removed']}\n{'':10}+ {s['added']}", flush=True)
         c = r["counts"]
-        print(f"  {c['mutants']} mutants: {c['killed']} killed, {c['timeout']} timed out, {c['cosmetic']} cosmetic, "
-              f"{c['equivalent']} equivalent, {c['survived']} survived, {c['no tests']} untested "
-              f"({r['runtime_s']:.0f} s)", flush=True)
+        print(f"  {c['mutants']} mutants: " + ", ".join(f"{c[k]} {k}" for k in REPORTED)
+              + f" ({r['runtime_s']:.0f} s)", flush=True)
     print()
     print_table(results)
     return 1 if bad else 0

@@ -383,7 +383,7 @@ def pure_dp_rdp(eps: float, alpha: Any) -> np.ndarray:
     num = np.where(x <= 300.0, small, large)
     # float rounding leaves the quotient up to a few ulps BELOW the exact value (eps = 301,
     # alpha = 1.01: 2e-15 relative): round up by 4e-15 relative so the report is never below the
-    # exact envelope (tests/privacy/test_pure_dp_rdp_oracle.py, mpmath at 80 digits, eps <= 1e4);
+    # exact envelope (tests/privacy/test_conversions_pure_dp_rdp.py, mpmath at 80 digits, eps <= 1e4);
     # then cap by the valid envelopes eps (exact) and alpha eps^2 / 2 (itself rounded up)
     out = num / (a - 1.0) * (1.0 + _SAFE_SIDE_REL)
     return np.clip(np.minimum(out, np.minimum(eps, a * eps * eps / 2.0 * (1.0 + _SAFE_SIDE_REL))), 0.0, None)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mutation_testing.__main__ import cosmetic, diff_lines, is_equivalent, load_equivalents, load_targets
+from mutation_testing.__main__ import cosmetic, diff_lines, load_equivalents, load_targets, match_entry
 
 
 def _f(body: str) -> str:
@@ -41,11 +41,12 @@ def test_a_change_a_computation_can_read_is_not_cosmetic(orig, mut):
 
 
 def test_equivalents_match_module_function_and_exact_text_only():
-    eq = [{"module": "m.py", "function": "f", "removed": "-     a = 1", "added": "+     a = 2", "reason": "why"}]
-    assert is_equivalent("m.py", "f", "-     a = 1", "+     a = 2", eq) == "why"
-    assert is_equivalent("m.py", "g", "-     a = 1", "+     a = 2", eq) is None
-    assert is_equivalent("n.py", "f", "-     a = 1", "+     a = 2", eq) is None
-    assert is_equivalent("m.py", "f", "-     a = 1", "+     a = 3", eq) is None
+    e = {"module": "m.py", "function": "f", "removed": "-     a = 1", "added": "+     a = 2", "reason": "why",
+         "class": "equivalent", "function_sha": "0123456789abcdef"}
+    assert match_entry("m.py", "f", "-     a = 1", "+     a = 2", [e], "0123456789abcdef") == ("equivalent", e)
+    assert match_entry("m.py", "g", "-     a = 1", "+     a = 2", [e], "0123456789abcdef") is None
+    assert match_entry("n.py", "f", "-     a = 1", "+     a = 2", [e], "0123456789abcdef") is None
+    assert match_entry("m.py", "f", "-     a = 1", "+     a = 3", [e], "0123456789abcdef") is None
 
 
 def test_diff_lines_names_the_changed_line_and_ignores_the_def_line():

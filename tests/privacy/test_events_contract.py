@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as rpa
 
-from dp_infer.privacy import conversions as C
 from dp_infer.privacy import events as E
 
 DP_ORDERS = np.asarray(rpa.DEFAULT_RDP_ORDERS, dtype=np.float64)
@@ -97,7 +96,18 @@ def test_rdp_curves_are_the_closed_forms():
     a = np.array([1.01, 2.0, 7.5, 1e4])
     np.testing.assert_allclose(E.GdpEvent(0.4).rdp(a), a * 0.4**2 / 2, rtol=1e-15)
     np.testing.assert_allclose(E.ZcdpEvent(0.03).rdp(a), a * 0.03, rtol=1e-15)
-    np.testing.assert_array_equal(E.PureDpEvent(0.6).rdp(a), C.pure_dp_rdp(0.6, a))
+    # eps-DP: the exact envelope, randomized response's Renyi divergence (80-digit mpmath), on the
+    # safe side without tolerance (issue 30, finding 13: this compared with pure_dp_rdp, the call
+    # PureDpEvent.rdp makes)
+    import mpmath
+
+    got = E.PureDpEvent(0.6).rdp(a)
+    with mpmath.workdps(80):
+        e = mpmath.mpf(0.6)
+        for al, g in zip(a, got):
+            al = mpmath.mpf(al)
+            rr = mpmath.log((mpmath.exp(al * e) + mpmath.exp((1 - al) * e)) / (1 + mpmath.exp(e))) / (al - 1)
+            assert rr <= mpmath.mpf(g) <= rr * (1 + mpmath.mpf(1e-12)), (al, g)
     assert E.ApproxDpEvent(1.0, 1e-6).rdp(a) is None  # no RDP curve: only basic composition / PLD
     # the Gaussian curve is dp-accounting's RDP of the Gaussian mechanism with sigma = 1/mu
     acc = dp_accounting.rdp.RdpAccountant(orders=DP_ORDERS)

@@ -227,11 +227,23 @@ def test_slope_inputs():
 
 
 def test_rdp_is_alpha_times_rho_on_orders_above_one():
-    args = (20.0, 0.05, 0.01, 10, 1.0, 2.0)
-    rho = LI.last_iterate_rho(*args)
+    # issue 30 (finding 13): this test compared last_iterate_rdp with alpha * last_iterate_rho,
+    # which is its implementation. Oracle now: the closed form of the shifted-divergence bound
+    # evaluated in 50-digit mpmath from the inputs, rho = (h beta^2 Delta^2 / 4) (1 + c)(1 - c^K) /
+    # ((1 - c)(1 + c^K)) with the contraction c = max(|1 - h beta m|, |1 - h beta M|) = 0.8 here
+    # (h beta m = 0.2, h beta M = 0.4), times K_chains, times the order.
+    beta, s, h, K, m, M = 20.0, 0.05, 0.01, 10, 1.0, 2.0
+    args = (beta, s, h, K, m, M)
     al = np.array([1.0 + 1e-9, 1.5, 2.0, 64.0, 1e6])
-    np.testing.assert_array_equal(LI.last_iterate_rdp(al, *args), al * rho)
-    assert LI.last_iterate_rdp(2.0, *args, num_chains=2) == approx(4.0 * rho, rel=1e-15)
+    with mpmath.workdps(50):
+        b, d, hh = mpmath.mpf(beta), mpmath.mpf(s), mpmath.mpf(h)
+        c = max(abs(1 - hh * b * m), abs(1 - hh * b * M))
+        rho = hh * b**2 * d**2 / 4 * (1 + c) * (1 - c**K) / ((1 - c) * (1 + c**K))
+        for chains in (1, 2):
+            got = LI.last_iterate_rdp(al, *args, num_chains=chains)
+            for a, g in zip(al, got):
+                want = chains * rho * mpmath.mpf(a)
+                assert abs(mpmath.mpf(g) / want - 1) < 1e-14, (chains, a, g, want)
     for bad in (1.0, 0.5, -2.0, math.inf, math.nan, [2.0, 1.0]):
         with pytest.raises(ValueError, match=r"alpha \(Renyi order\) must lie in \(1, inf\)"):
             LI.last_iterate_rdp(bad, *args)
