@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import ast
 import fnmatch
-import hashlib
 import json
 import os
 import shutil
@@ -43,16 +42,16 @@ import time
 import tomllib
 from pathlib import Path
 
+from .cosmetic import cosmetic, function_defs
+from .equivalents import (
+    CLASSES, EQUIVALENTS, CurrentShas, check_equivalents, class_counts, load_equivalents, match_entry, stamp,
+)
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SCRATCH = ROOT / ".mutation"
 RESULTS = SCRATCH / "results.json"
 
-# Calls whose string arguments only feed a message (validators name the parameter in their error).
-_MESSAGE_CALLS = ("check_", "_check", "resolve_log_delta", "warn", "warning", "info", "debug", "error")
-# Keyword arguments / parameters that are text only (never read by a computation). NOT metadata:
-# an event's metadata is read back (privacy_cost_of_chains recomputes mu and eps from it; issue 30).
-_TEXT_KEYWORDS = {"label", "assumptions", "extra_assumptions", "name"}
 
 
 def load_targets() -> dict:
@@ -88,160 +87,13 @@ def tests_for(module: str, targets: dict) -> list[str]:
     return out
 
 
-EQUIVALENTS = HERE / "equivalent.toml"
-
-# The classes of an accepted (surviving, not cosmetic) mutant, each reported separately.
-CLASSES = {
-    "equivalent": "no input at all can tell it from the original",
-    "unreachable": "differs only on inputs that cannot reach the function; `guard` names the "
-                   "validator / caller check / test that shows it",
-    "safe-side": "changes observable output, but only in the privacy-safe direction (more eps or "
-                 "delta reported, more refused, more noise); the reason says which and why",
-}
-
-
-def load_equivalents(path: Path | None = None) -> list[dict]:
-    with open(path or EQUIVALENTS, "rb") as f:
-        return tomllib.load(f).get("mutant", [])
-
-
-def function_node(source: str | ast.Module, function: str) -> ast.AST | None:
-    """The def of ``function`` (``name`` at module level or ``Class.method``) in ``source`` (text or
-    its parsed module)."""
-    body = (source if isinstance(source, ast.Module) else ast.parse(source)).body
-    *classes, name = function.split(".")
-    for cls in classes:
-        body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == cls), None)
-        if body is None:
-            return None
-    return next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name),
-                None)
-
-
-def function_sha(source: str | ast.Module, function: str) -> str | None:
-    """First 16 hex digits of sha256 of ``ast.unparse`` of the function's def (decorators
-    included): comments and formatting do not change it, any change of code does. None if the
-    function does not exist in ``source``."""
-    node = function_node(source, function)
-    if node is None:
-        return None
-    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
-
-
-class _Shas:
-    """Current ``function_sha`` of (module, function), read from the work tree once per module."""
-
-    def __init__(self, root: Path = ROOT):
-        self.root, self._src = root, {}
-
-    def __call__(self, module: str, function: str) -> str | None:
-        if module not in self._src:
-            p = self.root / module
-            self._src[module] = ast.parse(p.read_text()) if p.exists() else None
-        tree = self._src[module]
-        return None if tree is None else function_sha(tree, function)
-
-
 # --------------------------------------------------------------------------- classification
-
-
-def _function_defs(tree: ast.AST) -> dict[str, ast.AST]:
-    return {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
-def _ast_diffs(a, b, path=()):
-    """Pairs (ancestor path, node_a, node_b) where the two trees differ (names of defs ignored)."""
-    if type(a) is not type(b):
-        return [(path, a, b)]
-    if isinstance(a, ast.AST):
-        out = []
-        for f in a._fields:
-            if f == "name" and isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            out += _ast_diffs(getattr(a, f, None), getattr(b, f, None), path + ((a, f),))
-        return out
-    if isinstance(a, list):
-        if len(a) != len(b):
-            return [(path, a, b)]
-        out = []
-        for i, (x, y) in enumerate(zip(a, b)):
-            out += _ast_diffs(x, y, path + ((a, i),))
-        return out
-    return [] if a == b else [(path, a, b)]
-
-
-def _call_name(call: ast.Call) -> str:
-    f = call.func
-    return f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
-
-
-def _text_context(path) -> bool:
-    """True if the node at the end of ``path`` sits where only a message / label / metadata is built."""
-    for i, (node, field) in enumerate(path):
-        if isinstance(node, (ast.Raise, ast.JoinedStr)):
-            return True
-        if isinstance(node, ast.keyword) and node.arg in _TEXT_KEYWORDS:
-            return True
-        if isinstance(node, ast.Call) and field == "args" and _call_name(node).startswith(_MESSAGE_CALLS):
-            return True
-        if isinstance(node, ast.arguments) and field in ("defaults", "kw_defaults"):
-            # default value of a text parameter (e.g. label="gibbs_pure_draw")
-            idx = path[i + 1][1] if i + 1 < len(path) else None
-            params = node.args[len(node.args) - len(node.defaults):] if field == "defaults" else node.kwonlyargs
-            if isinstance(idx, int) and idx < len(params) and params[idx].arg in _TEXT_KEYWORDS:
-                return True
-    return False
-
-
-_FREE_KEYWORDS = {"label"}  # whole value free to change: a label is text nothing reads back
-
-
-def _under_free_keyword(path) -> bool:
-    return any(isinstance(node, ast.keyword) and node.arg in _FREE_KEYWORDS for node, _ in path)
-
-
-def _dropped_free_keywords(a, b) -> bool:
-    """``b`` is the keyword list ``a`` minus some label= arguments."""
-    if not (isinstance(a, list) and isinstance(b, list) and all(isinstance(k, ast.keyword) for k in a + b)):
-        return False
-    kept = [ast.dump(k) for k in b]
-    dropped = [k for k in a if ast.dump(k) not in kept]
-    return len(a) - len(b) == len(dropped) and all(k.arg in _FREE_KEYWORDS for k in dropped)
-
-
-def _is_text(x) -> bool:
-    return isinstance(x, str) or (isinstance(x, ast.Constant) and isinstance(x.value, str))
-
-
-def _is_text_or_none(x) -> bool:
-    return _is_text(x) or x is None or (isinstance(x, ast.Constant) and x.value is None)
-
-
-def cosmetic(orig_src: str, mutant_src: str) -> bool:
-    """The mutant differs from the original only in text that no computation reads.
-
-    Every difference must be either a string constant (replaced by another string or None) in a
-    message context (raise, f-string, a validator's parameter name, a label / assumption text
-    argument or default), or a change of a ``label=`` argument (dropped or replaced). Dropping
-    ``assumptions=`` is NOT cosmetic (an event must state its assumptions), and nothing under
-    ``metadata=`` is: computations read it back (``privacy_cost_of_chains``).
-    """
-    diffs = _ast_diffs(ast.parse(orig_src), ast.parse(mutant_src))
-    if not diffs:
-        return True
-    for path, a, b in diffs:
-        if _under_free_keyword(path) or _dropped_free_keywords(a, b):
-            continue
-        if _is_text(a) and _is_text_or_none(b) and _text_context(path):
-            continue
-        return False
-    return True
 
 
 def mutant_sources(mutants_file: Path) -> dict[str, str]:
     src = mutants_file.read_text()
     tree = ast.parse(src)
-    return {name: ast.get_source_segment(src, node) for name, node in _function_defs(tree).items()}
+    return {name: ast.get_source_segment(src, node) for name, node in function_defs(tree).items()}
 
 
 def diff_lines(orig: str, mut: str) -> tuple[str, str]:
@@ -263,82 +115,6 @@ def _function_of(key: str) -> str:
 
 def _pretty_function(fn: str) -> str:
     return fn[2:] if fn.startswith("x_") else fn[1:].replace("ǁ", ".").strip(".")
-
-
-def match_entry(module: str, function: str, removed: str, added: str, equivalents,
-                current_sha: str | None) -> tuple[str, dict] | None:
-    """The entry of ``equivalents`` for this mutant and its class, ``("stale", entry)`` when an
-    entry has the same text but was reviewed on other code of the function (its ``function_sha``
-    is not ``current_sha``, or it has none), else None. A stale entry does not accept the mutant."""
-    stale = None
-    for e in equivalents:
-        if e["module"] == module and e["function"] == function and e["removed"] == removed and e["added"] == added:
-            if current_sha is not None and e.get("function_sha") == current_sha and e.get("class") in CLASSES:
-                return e["class"], e
-            stale = stale or e
-    return ("stale", stale) if stale is not None else None
-
-
-def check_equivalents(equivalents, shas) -> list[str]:
-    """Problems of ``equivalent.toml`` against the current source, one line each (empty: all
-    good). ``shas(module, function)`` gives the function's current hash, None if it is gone."""
-    problems, seen = [], set()
-    for i, e in enumerate(equivalents, 1):
-        where = f"entry {i} ({e.get('module')}: {e.get('function')}: {e.get('added', '')!s:.60})"
-        missing = [k for k in ("module", "function", "removed", "added", "reason") if k not in e]
-        if missing:
-            problems.append(f"{where}: missing {', '.join(missing)}")
-            continue
-        key = (e["module"], e["function"], e["removed"], e["added"])
-        if key in seen:
-            problems.append(f"{where}: listed twice")
-        seen.add(key)
-        if e.get("class") not in CLASSES:
-            problems.append(f"{where}: class must be one of {', '.join(CLASSES)}, got {e.get('class')!r}")
-        if e.get("class") == "unreachable" and not str(e.get("guard", "")).strip():
-            problems.append(f"{where}: an unreachable entry must name its guard (guard = \"...\")")
-        sha = shas(e["module"], e["function"])
-        if sha is None:
-            problems.append(f"{where}: function {e['function']!r} no longer exists in {e['module']}")
-        elif "function_sha" not in e:
-            problems.append(f"{where}: no function_sha (python -m mutation_testing --stamp, after review)")
-        elif e["function_sha"] != sha:
-            problems.append(f"{where}: stale: {e['function']} changed since the entry was reviewed "
-                            f"(function_sha {e['function_sha']}, now {sha}); re-review the entry, then "
-                            f"replace its function_sha")
-    return problems
-
-
-def stamp(path: Path, shas) -> int:
-    """Add ``function_sha`` to every entry of ``path`` that has none (right after its ``function``
-    line); never touches an entry that has one. Returns the number stamped."""
-    text = path.read_text()
-    parts = text.split("[[mutant]]")
-    n = 0
-    for j in range(1, len(parts)):
-        block = parts[j]
-        entry = tomllib.loads(block)
-        if "function_sha" in entry or "module" not in entry or "function" not in entry:
-            continue
-        sha = shas(entry["module"], entry["function"])
-        if sha is None:
-            continue  # the function is gone: --check-equivalents reports it
-        lines = block.split("\n")
-        k = next(i for i, line in enumerate(lines) if line.startswith("function ="))
-        lines.insert(k + 1, f'function_sha = "{sha}"')
-        parts[j] = "\n".join(lines)
-        n += 1
-    path.write_text("[[mutant]]".join(parts))
-    return n
-
-
-def class_counts(equivalents) -> dict[str, dict[str, int]]:
-    """Per module: how many entries of each class."""
-    out: dict[str, dict[str, int]] = {}
-    for e in equivalents:
-        row = out.setdefault(e["module"], {c: 0 for c in CLASSES})
-        row[e.get("class", "?")] = row.get(e.get("class", "?"), 0) + 1
-    return dict(sorted(out.items()))
 
 
 # --------------------------------------------------------------------------- running
@@ -428,7 +204,7 @@ def run_module(module: str, tests: list[str], *, max_children: int, equivalents,
     meta = json.loads(meta_path.read_text())
     srcs = mutant_sources(d / "mutants" / module)
     statuses = {key: status_by_exit_code.get(code, "other") for key, code in meta["exit_code_by_key"].items()}
-    counts, survivors, accepted = classify(module, statuses, srcs, equivalents, shas or _Shas(), names)
+    counts, survivors, accepted = classify(module, statuses, srcs, equivalents, shas or CurrentShas(), names)
     return {"module": module, "tests": tests, "counts": counts, "survivors": survivors,
             "accepted": accepted, "runtime_s": round(runtime, 1),
             "command": f"./dev mutants {module}", "date": time.strftime("%Y-%m-%d")}
@@ -479,13 +255,13 @@ def main(argv=None) -> int:
                         "them); never overwrites an existing one")
     a = p.parse_args(argv)
     if a.stamp:
-        n = stamp(EQUIVALENTS, _Shas())
+        n = stamp(EQUIVALENTS, CurrentShas())
         print(f"stamped {n} entries of {EQUIVALENTS.relative_to(ROOT)}")
         if not a.check_equivalents:
             return 0
     if a.check_equivalents:
         equivalents = load_equivalents()
-        problems = check_equivalents(equivalents, _Shas())
+        problems = check_equivalents(equivalents, CurrentShas())
         print_class_table(equivalents)
         for line in problems:
             print(line)
@@ -502,7 +278,7 @@ def main(argv=None) -> int:
             print(m, "<-", " ".join(tests_for(m, targets)))
         return 0
     equivalents = load_equivalents()
-    shas = _Shas()
+    shas = CurrentShas()
     SCRATCH.mkdir(exist_ok=True)
     results, bad = [], False
     for m in modules:
