@@ -73,7 +73,8 @@ CLI_CASES = [
     (["demo", "--chains", "0"], "--chains"),
     (["demo", "--mode", "estimate", "--pure"], "bounded domain"),
     (["demo", "--mode", "estimate", "--pure", "--radius", "-3"], "--radius must lie in (0, inf)"),
-    (["demo", "--friction", "1"], "friction applies to kernel='underdamped' only"),
+    (["demo", "--kernel", "langevin", "--friction", "1"], "friction applies to kernel='underdamped' only"),
+    (["demo", "--friction", "-1"], "friction must lie in (0, inf)"),  # the posterior demo runs the kinetic kernel
     (["demo", "--kernel", "underdamped", "--friction", "-1"], "friction must lie in (0, inf)"),
     (["demo", "--mode", "estimate", "--lam-rel", "-1"], "lam_rel must lie in [0, inf)"),
     (["demo", "--mode", "estimate", "--route", "pure"], "route 'pure' releases pure eps-DP"),
