@@ -75,6 +75,19 @@ SLOW_TESTS = (
     "kernels/test_sgld.py::test_projection_thinning_and_divergence",
     "test_potentials.py::test_model_bridge_matches_numpyro_likelihood_and_prior",
     "test_sound_by_default.py::test_rashomon_neighbours_get_identical_plans_and_reports[pure-kw1]",
+    # moved to the slow tier when the third privacy pass's oracle tests pushed ./dev test past 3 minutes
+    "privacy/test_ledger_spend.py::test_a_charge_waits_for_another_writer_instead_of_failing",
+    "losses/test_glm.py::test_per_example_mean_and_sums_are_the_documented_sums",
+    "losses/test_glm.py::test_multinomial_constants_attained",
+    "routes/test_posterior_levers.py::test_forecast_matches_the_run_and_warns_near_the_prior",
+    "routes/test_calibrate.py::test_fit_runs_the_last_iterate_and_pure_routes_end_to_end",
+    "privacy/test_purification.py::test_purify_takes_a_single_draw_or_any_batch_shape_and_counts_draws_outside",
+    "losses/test_nonsmooth.py::test_fit_sends_nonsmooth_losses_to_the_proximal_route",
+    "kernels/test_sgld.py::test_dtypes_are_kept_under_x64",
+    "losses/test_base.py::test_declared_constants_bound_per_example_gradients",
+    "losses/test_nonsmooth.py::test_declared_constants_hold_by_brute_force",
+    "privacy/test_ledger.py::test_concurrent_processes_cannot_jointly_overspend",
+    "kernels/test_sgld.py::test_a_per_example_loss_is_the_loss_in_every_entry_point",
 )
 
 

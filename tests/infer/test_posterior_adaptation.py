@@ -196,3 +196,23 @@ def test_adapted_run_matches_nuts_on_its_own_target():
     assert np.all(np.abs(ours.mean(0) - ref.mean(0)) <= 4 * sd * math.sqrt(1 / 300 + 1 / 800))
     ratio = ours.std(0) / sd
     assert np.all((ratio > 0.85) & (ratio < 1.15))  # ULA at h M = 1 in the adapted metric: O(h) <= 2%
+
+
+@pytest.mark.slow
+def test_the_plan_before_sampling_is_identical_on_neighbouring_datasets():
+    """Invariant 10 with the adapted metric: neighbours differing in the rarest admissible row (a
+    flipped label too) get the same pre-sampling plan (``run.planned``); the final phase's metric is a
+    release (post-processing of the draws), like the draws themselves."""
+    rng = np.random.default_rng(0)
+    n = 60
+    X = np.column_stack([np.ones(n), rng.uniform(-1, 1, n)]) / math.sqrt(2)
+    y = (rng.uniform(size=n) < 0.5).astype(float)
+    X2, y2 = X.copy(), y.copy()
+    X2[-1], y2[-1] = np.array([1.0, -1.0]) / math.sqrt(2), 1.0 - y[-1]
+    X[-1] = np.array([1.0, 1.0]) / math.sqrt(2)
+    loss = losses.logistic(row_norm=1.0)
+    kw = dict(eps=1.0, delta=1e-5, prior_precision=1.0, ess=20, num_chains=2, preconditioner="prior", seed=5,
+              progress_bar=False, clip_radius="auto")
+    a1, a2 = fit_posterior(loss, X, y, **kw), fit_posterior(loss, X2, y2, **kw)
+    assert a1.planned.posterior["adaptation"] is not None
+    assert a1.planned == a2.planned

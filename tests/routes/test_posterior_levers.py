@@ -74,10 +74,6 @@ def test_plan_and_report_identical_on_neighbouring_datasets(preconditioner):
               progress_bar=False, clip_radius="auto")
     r1, r2 = fit_posterior(loss, X, y, **kw, adapt_metric=False), fit_posterior(loss, X2, y2, **kw, adapt_metric=False)
     assert r1.plan == r2.plan
-    # with the adapted metric, the plan made before sampling is identical too (the final phase's metric is a
-    # release: post-processing of the draws, like the draws themselves)
-    a1, a2 = fit_posterior(loss, X, y, **kw), fit_posterior(loss, X2, y2, **kw)
-    assert a1.planned == a2.planned and a1.planned.posterior["adaptation"] is not None
     assert json.dumps(r1.plan.as_dict(), sort_keys=True, default=str) == json.dumps(r2.plan.as_dict(), sort_keys=True,
                                                                                    default=str)
     rep1, rep2 = r1.report(), r2.report()
