@@ -10,12 +10,11 @@ successful run), which ``dp-infer report`` reads back.
 
 import errno
 import re
-import sys
 
 import numpy as np
 import pytest
 
-from dp_infer import cli
+from tests.support.cli import run_cli
 from dp_infer.privacy.ledger import Ledger
 
 DS = "default"
@@ -36,17 +35,6 @@ def env(tmp_path):
     Ledger(ledger).register_dataset(DS, 100.0, 1e-3)
     (tmp_path / "out").mkdir()
     return dict(tmp=tmp_path, csv=_csv(tmp_path / "d.csv", X, y), ledger=ledger)
-
-
-def run_cli(monkeypatch, capsys, args):
-    monkeypatch.setattr(sys, "argv", ["dp-infer", *map(str, args)])
-    code = 0
-    try:
-        cli.run()
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _no_space(*args, **kwargs):

@@ -3,27 +3,14 @@ history, and sample / report printing the same checks of the same draws."""
 
 from __future__ import annotations
 
-import sys
 import textwrap
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dp_infer import cli
+from tests.support.cli import run_cli
 from dp_infer.infer.run import PrivateRun
-
-
-def run_cli(monkeypatch, capsys, args):
-    """``dp-infer ARGS`` through the console entry point: (exit code, stdout, stderr); 0 on success."""
-    monkeypatch.setattr(sys, "argv", ["dp-infer", *map(str, args)])
-    code = 0
-    try:
-        cli.run()
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")
