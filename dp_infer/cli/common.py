@@ -125,7 +125,7 @@ CLIP_RADIUS_HELP = ("posterior mode, opt-in: clip every per-example gradient in 
                     "radius, a number in (0, inf), or 'auto' (sqrt of the dimension), and adapt the metric from the "
                     "chains' own draws. The sensitivity is then set by the radius, not by the rarest admissible row, "
                     "which buys a larger beta (about 10x on Adult at eps = 1), and the draws target the Gibbs posterior "
-                    "of a Huberised loss; on Adult at eps = 1 the adapted chains reach the planned ESS (506 of 400 "
+                    "of the clipped loss (high-leverage rows count less); on Adult at eps = 1 the adapted chains reach the planned ESS (506 of 400 "
                     "with --kernel underdamped, docs/results.md). 'none': no clip. Default: no clip, except in the "
                     "posterior-mode demo ('auto')")
 

@@ -87,7 +87,7 @@ def _print_plan(plan) -> None:
     click.echo(f"sensitivity in the preconditioner's metric: {plan.sensitivity:.4g} ({p['sensitivity_bound']})")
     if p.get("clip_radius") is not None:
         click.echo(f"per-example gradients clipped in the preconditioner's metric at radius {p['clip_radius']:.3g} "
-                   "(the draws target the Gibbs posterior of the Huberised loss; how many rows the clip touched is "
+                   "(the draws target the Gibbs posterior of the clipped loss; how many rows the clip touched is "
                    "not reported: it is a function of the private data)")
 
 

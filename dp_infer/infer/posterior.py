@@ -27,7 +27,7 @@ from ..routes.plan import SamplingPlan
 from ..routes.plan import step_schedule
 from ..routes.posterior import (DEFAULT_CLIP_FACTOR, DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior,
                                preconditioner_chol, step_bound_matrix)
-from ..losses.metric_clip import CLIPPABLE_LOSSES, huberised_potential
+from ..losses.metric_clip import CLIPPABLE_LOSSES, clipped_potential
 from ..potentials import GibbsPotential, gibbs_potential
 from ..routes.preconditioning import (
     SecondMoment, adapted_metric, prior_second_moment, private_second_moment, public_second_moment,
@@ -92,7 +92,7 @@ def _prior_term(precision: np.ndarray):
 
 
 def resolve_clip_radius(clip_radius, loss: PerExampleLoss, dim: int) -> float | None:
-    """``"auto"`` -> ``DEFAULT_CLIP_FACTOR * sqrt(dim)`` for a loss with a Huberised form, else None;
+    """``"auto"`` -> ``DEFAULT_CLIP_FACTOR * sqrt(dim)`` for a loss with a clipped closed form, else None;
     a number is returned as is (checked by the planner); None stays None. Public inputs only."""
     if isinstance(clip_radius, str):
         if clip_radius != "auto":
@@ -162,7 +162,7 @@ def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, cha
         thin_k = max(1, steps_k // num_draws_k)
         steps_k = thin_k * int(math.ceil(steps_k / thin_k))
         h_k = time_k / steps_k
-        _, V = huberised_potential(loss, X, y, beta=plan.beta, C=C, tau=tau, prior_precision=lam)
+        _, V = clipped_potential(loss, X, y, beta=plan.beta, C=C, tau=tau, prior_precision=lam)
         init_phi = np.linalg.solve(C, theta_last.T).T
         mcmc, phi = _run_chains(plan, V, step_size=h_k, num_steps=steps_k, thinning=thin_k, init_phi=init_phi,
                                 key=keys[k], progress_bar=progress_bar, chain_method=chain_method)
@@ -208,11 +208,11 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
     if tau is None:
         potential = GibbsPotential(loss, base.X, base.y, plan.beta, prior_potential=_prior_term(lam))
         V = potential.reparametrised(preconditioner_chol(plan))
-    else:  # per-example gradients clipped in the metric: Langevin on the Huberised Gibbs posterior
-        U, V = huberised_potential(loss, base.X, base.y, beta=plan.beta, C=preconditioner_chol(plan), tau=tau,
+    else:  # per-example gradients clipped in the metric: Langevin on the clipped loss's Gibbs posterior
+        U, V = clipped_potential(loss, base.X, base.y, beta=plan.beta, C=preconditioner_chol(plan), tau=tau,
                                    prior_precision=lam)
         potential = ClippedPotential(U, {"kind": "gibbs, per-example gradients clipped in the preconditioner's "
-                                                 "metric (Huberised loss)", "beta": plan.beta, "n": plan.n,
+                                                 "metric (clipped loss, dp_infer.losses.metric_clip)", "beta": plan.beta, "n": plan.n,
                                          "dim": plan.dim, "loss": loss.describe(), "clip_tau": tau,
                                          "clip_radius": plan.posterior.get("clip_radius"),
                                          "gradient_sensitivity_phi": plan.beta * plan.sensitivity})
@@ -221,7 +221,7 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
         mcmc, phi, plan = _adapted_run(loss, base.X, base.y, plan, key=key, progress_bar=progress_bar,
                                        chain_method=chain_method)
         # the clipped target is the final metric's (its clip levels): the potential kept for extend()
-        U, _ = huberised_potential(loss, base.X, base.y, beta=plan.beta, C=preconditioner_chol(plan), tau=tau,
+        U, _ = clipped_potential(loss, base.X, base.y, beta=plan.beta, C=preconditioner_chol(plan), tau=tau,
                                    prior_precision=lam)
         potential = ClippedPotential(U, {**potential.describe(), "metric": "adapted from the chains' draws"})
     else:
@@ -259,7 +259,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     charged to ``dataset_id`` after planning and before anything touches the private data.
     ``clip_radius``: per-example gradients clipped in the preconditioner's metric
     (:func:`dp_infer.routes.posterior.plan_posterior`); ``"auto"`` is
-    ``DEFAULT_CLIP_FACTOR * sqrt(dim)`` for the built-in GLM losses that have a Huberised form
+    ``DEFAULT_CLIP_FACTOR * sqrt(dim)`` for the built-in GLM losses that have a clipped closed form
     (:data:`dp_infer.losses.metric_clip.CLIPPABLE_LOSSES`) and no clip for the others; ``None``
     (default): no clip (the draws target the loss's own Gibbs posterior, at a much smaller beta).
     The clip is opt-in for now: on Adult at eps = 1 it buys 11x in beta, but the chains planned for

@@ -86,7 +86,7 @@ class PosteriorForecast:
             f"credible intervals about {self.interval_inflation:.3g}x as wide as the untempered posterior's in "
             f"directions the data dominate ({self.inflation_typical:.3g}x for a typical coordinate)",
             f"  per-example gradients: " + (f"clipped in the preconditioner's metric at radius {self.clip_radius:.3g} "
-                                            "(a Huberised loss: rows with extreme residuals and leverage are tempered)"
+                                            "(rows of high leverage count less; for the logistic loss the weight is label-free, so the target stays centred on the data's estimate)"
                                             if self.clip_radius is not None else "not clipped (the loss's own bound)"),
             f"  expected bulk ESS {self.predicted_ess:.0f}; doubling the draws would lower beta to "
             f"{self.beta_at_double_ess:.4g}; one more effective draw costs eps + {self.eps_per_extra_effective_draw:.2g}",

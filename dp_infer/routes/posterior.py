@@ -41,7 +41,7 @@ from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
 from ..privacy import path as path_privacy
 from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
-from ..losses.metric_clip import huberised_link
+from ..losses.metric_clip import CLIPPED_CURVATURE_FACTOR, clipped_link
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 
 __all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expected_steps", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
@@ -60,7 +60,7 @@ DEFAULT_CLIP_FACTOR = 1.0
 #: adapted from the previous window's draws, the sampling phase in the metric adapted from the last
 DEFAULT_ADAPTATION_WINDOWS = (20.0, 40.0, 80.0)
 #: Langevin time the final phase runs (and drops as burn-in) before its draws count, after the last
-#: change of metric (the clip levels, hence the Huberised target, move slightly with the metric)
+#: change of metric (the clip levels, hence the clipped target, move slightly with the metric)
 SETTLE_TIME = 2.0
 #: ``h M`` in the adapted phases, with M the global curvature bound in the adapted metric: stable
 #: everywhere (ULA needs h M < 2); a direction of curvature lambda has its variance inflated by
@@ -125,7 +125,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     ``clip_radius``: clip every per-example gradient in the preconditioner's metric
     (:mod:`dp_infer.losses.metric_clip`): ``||C^T g|| <= tau = clip_radius / sqrt(beta)``, i.e. the
     gradient's Mahalanobis radius in the metric ``(beta P)^-1 = kappa_P S + Lambda / beta`` is at
-    most ``clip_radius``; the target becomes the Gibbs posterior of a Huberised loss and the
+    most ``clip_radius``; the target becomes the Gibbs posterior of a clipped loss and the
     sensitivity is ``min(2 tau / n, the admissible-rows bound)``. ``None``: no clip (the loss's own
     link bound). Public: a multiple of ``sqrt(dim)`` (:data:`DEFAULT_CLIP_FACTOR`), never from data.
     ``adapt_metric``: adapt the preconditioner from the chains' own draws
@@ -185,7 +185,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
 
     if clip_radius is not None:
         clip_radius = check_positive("clip_radius", clip_radius)
-        huberised_link(loss)  # refuses a loss without a Huberised closed form
+        clipped_link(loss)  # refuses a loss without a clipped closed form
     if not isinstance(adapt_metric, bool):
         raise ValueError(f"adapt_metric must be True or False, got {adapt_metric!r}")
     adaptation = None
@@ -266,9 +266,11 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                      metadata={"parts": [e.to_dict() for e in parts]})
     # step: the Hessian of U in phi coordinates is below C^T (beta kappa_max (S + e I) + Lambda) C
     C = np.linalg.cholesky(P)
-    A_step = precision_matrix(sm, beta, kappa, lam, noise_margin=sm.noise_norm_bound)
+    # the clipped link's curvature can exceed the loss's own (the logistic's weighted link: 1/2 vs 1/4)
+    kappa_step = kappa * (CLIPPED_CURVATURE_FACTOR[loss.name] if clip_radius is not None else 1.0)
+    A_step = precision_matrix(sm, beta, kappa_step, lam, noise_margin=sm.noise_norm_bound)
     if sm.matrix is None:  # no data information: the declared bound kappa R^2 in every direction
-        A_step = np.diag(lam) + beta * kappa * (row_norm or 1.0) ** 2 * np.eye(dim)
+        A_step = np.diag(lam) + beta * kappa_step * (row_norm or 1.0) ** 2 * np.eye(dim)
     M_phi = float(np.linalg.eigvalsh(C.T @ A_step @ C)[-1])
     h, num_steps, thinning = step_schedule(M_phi, horizon=t, num_draws=num_draws, friction=friction,
                                            safety=step_safety, min_steps=200)
@@ -286,6 +288,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         "ess_target": ess, "predicted_ess": predicted, "mixing_rate_declared": mixing_rate,
         "burn_in_time": burn_in_time, "sample_time": t_sample, "beta_over_n": beta / n,
         "interval_inflation": math.sqrt(n / beta), "curvature": kappa, "preconditioner_curvature": kappa_P,
+        "step_curvature": kappa_step,
         "mu_path": path_ev.mu, "mu_second_moment": mu_sm,
         "eps_per_extra_effective_draw": gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
         "step_bound_M_phi": M_phi, "second_moment": sm.describe(),
@@ -304,7 +307,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         c.link_derivative_bound is not None else f"per-example gradient difference <= G = {c.grad_diff:g}",
         *(() if clip_radius is None else (
             f"per-example gradients clipped in the preconditioner's metric to ||C^T g|| <= {clip_radius:.4g} / "
-            "sqrt(beta) (the target is the Gibbs posterior of the Huberised loss, dp_infer.losses.metric_clip)",)),
+            "sqrt(beta) (the target is the Gibbs posterior of the clipped loss, dp_infer.losses.metric_clip)",)),
         "rows in the admissible set of the schema" if rows is not None else f"rows of norm <= {loss.row_norm:g}",
         f"replace-one neighbouring datasets with n = {n} (public)",
         "initial point (the prior mean), beta, preconditioner, step, horizon and chains are fixed before "
@@ -338,7 +341,8 @@ def step_bound_matrix(plan: SamplingPlan) -> np.ndarray:
 
     With a second moment ``S`` (released or public, noise bound ``e``): ``A = beta kappa (S + e I)
     + Lambda``, recovered from the plan's ``P^-1 = beta kappa_P S + Lambda``; without one (the
-    prior preconditioner): ``beta kappa R^2 I + Lambda``. The adapted phases take their step from
+    prior preconditioner): ``beta kappa R^2 I + Lambda``; kappa is the clipped link's curvature
+    bound when the gradients are clipped (``step_curvature``). The adapted phases take their step from
     ``lambda_max(C^T A C)`` in the adapted metric ``C``: no private data is read.
     """
     if plan.preconditioner is None or plan.posterior is None:
@@ -346,12 +350,13 @@ def step_bound_matrix(plan: SamplingPlan) -> np.ndarray:
     post = plan.posterior
     lam = np.asarray(plan.prior_precision, dtype=np.float64)
     kappa, kappa_P = float(post["curvature"]), float(post["preconditioner_curvature"])
+    kappa_s = float(post.get("step_curvature", kappa))  # the clipped link's bound (plans saved before it: kappa)
     if post["second_moment"].get("source") == "prior":
-        A = np.diag(lam) + plan.beta * kappa * float(post["step_row_norm_sq"]) * np.eye(plan.dim)
+        A = np.diag(lam) + plan.beta * kappa_s * float(post["step_row_norm_sq"]) * np.eye(plan.dim)
     else:
         P = np.asarray(plan.preconditioner, dtype=np.float64)
-        A = (np.diag(lam) + (kappa / kappa_P) * (np.linalg.inv(0.5 * (P + P.T)) - np.diag(lam))
-             + plan.beta * kappa * float(post["step_noise_margin"]) * np.eye(plan.dim))
+        A = (np.diag(lam) + (kappa_s / kappa_P) * (np.linalg.inv(0.5 * (P + P.T)) - np.diag(lam))
+             + plan.beta * kappa_s * float(post["step_noise_margin"]) * np.eye(plan.dim))
     return 0.5 * (A + A.T)
 
 

@@ -267,7 +267,7 @@ def test_posterior_run_matches_nuts_at_the_same_temperature():
     assert ach["max_rhat"] < 1.02 and ach["min_ess_bulk"] > 200
     ours = run.draws().reshape(-1, 3)
     assert run.plan.posterior["clip_radius"] is not None  # "auto": gradients clipped in the metric
-    U = run.potential  # the clipped chain's own target: the Huberised Gibbs posterior (value, not only gradient)
+    U = run.potential  # the clipped chain's own target: the clipped loss's Gibbs posterior (value, not only gradient)
 
     nuts = MCMC(NUTS(potential_fn=lambda z: U(z["th"])), num_warmup=500, num_samples=2000, num_chains=1,
                 progress_bar=False)

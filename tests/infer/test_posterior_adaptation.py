@@ -18,7 +18,7 @@ import pytest
 
 from dp_infer import losses
 from dp_infer.infer.posterior import fit_posterior
-from dp_infer.losses.metric_clip import huberised_potential
+from dp_infer.losses.metric_clip import clipped_potential
 from dp_infer.privacy import path as path_privacy
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import Ledger
@@ -57,8 +57,10 @@ def test_plan_accounts_every_phase_with_the_clip_bound():
     mu_path = path_privacy.path_mu(plan.beta, plan.sensitivity, t, None, 4)
     assert plan.event.mu == pytest.approx(math.hypot(mu_path, 0.1), rel=1e-12)
     assert plan.event.mu <= gdp_mu(1.0, 1e-5) * (1 + 1e-12)
-    # the step bound recovered from the plan is the planner's own matrix
-    A = precision_matrix(sm, plan.beta, post["curvature"], np.ones(3), noise_margin=sm.noise_norm_bound)
+    # the step bound recovered from the plan is the planner's own matrix, at the clipped logistic
+    # link's curvature bound 1/2 (the loss's own is 1/4; tests/losses/test_metric_clip.py)
+    assert post["curvature"] == 0.25 and post["step_curvature"] == 0.5
+    A = precision_matrix(sm, plan.beta, 0.5, np.ones(3), noise_margin=sm.noise_norm_bound)
     np.testing.assert_allclose(step_bound_matrix(plan), A, rtol=1e-9, atol=1e-12)
 
 
@@ -92,17 +94,17 @@ def test_worst_pair_under_a_metric_each_path_adapts_from_itself():
         rng = np.random.default_rng(2)
         n = 30
         x = rng.uniform(-0.5, 0.5, size=n)
-        y = (rng.uniform(size=n) < 0.5).astype(float)
-        R = 50.0
+        y = rng.normal(size=n)
+        R = 50.0  # the rarest row, with a residual beyond its level at every reachable theta
         xD, xD2 = np.append(x, R)[:, None], np.append(x, -R)[:, None]
-        yD = np.append(y, 1.0)
+        yD = np.append(y, 1000.0)
         n += 1
         c0, tau, beta, lam = 0.005, 0.001, 200.0, 2000.0  # c0 narrow: the draws spread wider
-        loss = losses.logistic(row_norm=100.0)
+        loss = losses.huber(threshold=1.0, row_norm=100.0)  # the derivative clipped: the bound is attained
 
         def grads(xrows):
             def g(phi, c):
-                _, V = huberised_potential(loss, xrows, yD, beta=beta, C=jnp.reshape(c, (1, 1)), tau=tau,
+                _, V = clipped_potential(loss, xrows, yD, beta=beta, C=jnp.reshape(c, (1, 1)), tau=tau,
                                            prior_precision=[lam])
                 return jax.grad(V)(phi)
             return jax.jit(jax.vmap(g))
@@ -176,7 +178,7 @@ def test_adapted_run_charges_its_plan_and_extends_over_the_whole_path(tmp_path):
 
 @pytest.mark.slow
 def test_adapted_run_matches_nuts_on_its_own_target():
-    """The draws against NUTS on the run's final target (the Huberised Gibbs posterior clipped in the
+    """The draws against NUTS on the run's final target (the clipped loss's Gibbs posterior clipped in the
     adapted metric, ``run.potential``), same temperature. Tolerances from the MC error: difference of
     means within 4 sd sqrt(1 / ESS_ours + 1 / ESS_nuts) with ESS >= 300 / ~800."""
     from numpyro.infer import MCMC, NUTS

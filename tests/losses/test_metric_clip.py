@@ -1,10 +1,13 @@
-"""Per-example gradients clipped in the preconditioner's metric (dp_infer.losses.metric_clip).
+"""Per-example gradients bounded in the preconditioner's metric (dp_infer.losses.metric_clip).
 
-Oracles: the clipped derivative ``clip(phi', -a, a)`` computed independently of the closed-form
-Huberised links; DP-SGD's clip of ``C^T g`` written out by hand; quadrature of the clipped drift
-against the Huberised potential (exact integration); the Girsanov divergence of the exact
-Gaussian transitions against the accountant's mu for the worst neighbouring pair; an empirical
-audit of the privacy-loss random variable on that pair.
+Oracles: the bounded derivative computed independently of the closed-form links (``clip(phi', -a,
+a)`` for huber and smoothed hinge; the label-free weight ``min(1, a / max(s, 1 - s)) (s - y)`` for
+logistic, with its Fisher consistency ``E_y[.] = 0`` exact and its curvature bound); DP-SGD's clip
+of ``C^T g`` written out by hand (huber); quadrature of the hand-built drift against the clipped
+potential (exact integration); the Girsanov divergence of the exact Gaussian transitions against
+the accountant's mu for the worst neighbouring pair; an empirical audit of the privacy-loss random
+variable on that pair; the clipped target's mode against the truth on simulated data (the weighted
+logistic is consistent, DP-SGD's clip is not).
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import integrate
+from scipy.special import expit
 
 from dp_infer import losses
-from dp_infer.losses.metric_clip import clip_levels, huberised_link, huberised_potential
+from dp_infer.losses.metric_clip import CLIPPED_CURVATURE_FACTOR, clip_levels, clipped_link, clipped_potential
 from dp_infer.privacy import path as path_privacy
 
 
@@ -35,53 +39,149 @@ def _link_derivative(loss, z, y):
     return jax.vmap(jax.grad(lambda zz, yy: loss.index_fn(zz, yy)))(z, y)
 
 
+def _weighted_logistic_derivative(z, y, a):
+    """The logistic derivative ``s - y`` times the label-free weight ``min(1, a / max(s, 1 - s))``."""
+    s = 1.0 / (1.0 + np.exp(-z))
+    return np.minimum(1.0, a / np.maximum(s, 1.0 - s)) * (s - y)
+
+
 @pytest.mark.parametrize("loss", [losses.logistic(row_norm=2.0), losses.huber(threshold=1.5, row_norm=2.0),
                                   losses.smoothed_hinge(smoothing=0.5, row_norm=2.0)], ids=lambda l: l.name)
-def test_huberised_derivative_is_the_clipped_derivative(loss):
-    f = huberised_link(loss)
-    z = jnp.linspace(-12.0, 12.0, 481, dtype=jnp.float64)
+def test_clipped_link_derivative(loss):
+    f = clipped_link(loss)
+    grid = np.linspace(-12.0, 12.0, 481)
     for y0 in (0.0, 1.0):
-        y = jnp.full_like(z, y0)
-        for a0 in (0.03, 0.3, 0.7, 1.0, 2.0, math.inf):
+        for a0 in (0.03, 0.3, 0.5, 0.7, 1.0, 2.0, math.inf):
+            # the grid, 0 and the pieces' joins (margin +-logit(a)) exactly: ties must take the right piece
+            knots = [0.0] + ([math.log(a0 / (1 - a0)), -math.log(a0 / (1 - a0))] if 0.5 < a0 < 1 else [])
+            z = jnp.asarray(np.sort(np.r_[grid, knots]), dtype=jnp.float64)
+            y = jnp.full_like(z, y0)
+            own = np.asarray(_link_derivative(loss, z, y))
             a = jnp.full_like(z, a0)
-            got = jax.vmap(jax.grad(f, argnums=0))(z, y, a)
-            want = jnp.clip(_link_derivative(loss, z, y), -a0, a0)
-            np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-9)
-            # unchanged where nothing is clipped; convex (second differences >= 0, up to rounding)
+            got = np.asarray(jax.vmap(jax.grad(f, argnums=0))(z, y, a))
+            if loss.name == "logistic":
+                want = _weighted_logistic_derivative(np.asarray(z), y0, a0)
+                s = 1.0 / (1.0 + np.exp(-np.asarray(z)))
+                same = np.maximum(s, 1.0 - s) <= a0  # weight 1: nothing changes
+            else:
+                want = np.clip(own, -a0, a0)
+                same = np.abs(own) <= a0
+            np.testing.assert_allclose(got, want, atol=1e-9)
+            assert np.all(np.abs(got) <= a0 * (1 + 1e-12))  # the bound that sets the sensitivity
+            # unchanged where nothing is clipped; convex (second differences >= 0 on the even grid)
             v = np.asarray(f(z, y, a))
-            same = np.abs(np.asarray(_link_derivative(loss, z, y))) <= a0
             np.testing.assert_allclose(v[same], np.asarray(loss.index_fn(z, y))[same], atol=1e-12)
-            assert np.all(np.diff(v, 2) >= -1e-10)
+            ve = np.asarray(f(jnp.asarray(grid), jnp.full(grid.shape, y0), jnp.full(grid.shape, a0)))
+            assert np.all(np.diff(ve, 2) >= -1e-10)
             assert np.all(np.isfinite(v))
 
 
-def test_clipped_per_example_gradients_match_dp_sgd_clip_in_phi():
-    """grad_phi of each row's Huberised term == C^T g * min(1, tau / ||C^T g||) (DP-SGD's clip)."""
+def test_weighted_logistic_is_fisher_consistent_and_its_curvature_is_at_most_one_half():
+    """At any z, the clipped score's mean over y ~ Bernoulli(sigmoid(z)) is exactly 0 (the weight
+    does not depend on the label; DP-SGD's clip fails this); |f''| <= 1/2, reached near a = 1/2 (so
+    the planner's step factor 2 is needed, CLIPPED_CURVATURE_FACTOR)."""
+    f = clipped_link(losses.logistic(row_norm=2.0))
+    z = jnp.linspace(-9.0, 9.0, 3601, dtype=jnp.float64)
+    s = 1.0 / (1.0 + np.exp(-np.asarray(z)))
+    worst = 0.0
+    for a0 in (0.05, 0.3, 0.5, 0.51, 0.7, 0.95):
+        a = jnp.full_like(z, a0)
+        d1 = np.asarray(jax.vmap(jax.grad(f))(z, jnp.ones_like(z), a))
+        d0 = np.asarray(jax.vmap(jax.grad(f))(z, jnp.zeros_like(z), a))
+        np.testing.assert_allclose(s * d1 + (1 - s) * d0, 0.0, atol=1e-12)
+        dp_sgd = s * np.clip(s - 1, -a0, a0) + (1 - s) * np.clip(s, -a0, a0)
+        if a0 < 0.95:
+            assert np.max(np.abs(dp_sgd)) > 0.01  # the oracle tells the two apart
+        for y0 in (0.0, 1.0):
+            c2 = np.asarray(jax.vmap(jax.grad(jax.grad(f)))(z, jnp.full_like(z, y0), a))
+            assert np.all(c2 >= -1e-12) and np.all(c2 <= 0.5 + 1e-12)
+            worst = max(worst, float(c2.max()))
+    assert worst > 0.49
+    assert CLIPPED_CURVATURE_FACTOR["logistic"] * 0.25 >= worst
+
+
+def test_weighted_logistic_target_is_centred_on_the_truth_where_dp_sgd_clip_is_not():
+    """Simulated logistic data (n = 200,000, d = 3), the same per-row levels: the weighted target's
+    mode (beta = n, flat prior; Newton in float64) is within 4 standard errors of the true parameter
+    in every coordinate (se from its sandwich covariance), while the mode of DP-SGD's clipped score
+    (the derivative clipped to [-a, a]) is biased by more than 10 of its own standard errors."""
+    rng = np.random.default_rng(7)
+    n, d = 200_000, 3
+    X = np.c_[np.ones(n), rng.normal(size=(n, d - 1))]
+    theta_true = np.array([-0.5, 1.0, -0.8])
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-X @ theta_true))).astype(float)
+    a = 0.3 / np.maximum(1.0, np.linalg.norm(X, axis=1) / 1.5)  # levels: most rows are clipped somewhere
+
+    def fit(score, dscore):
+        th = np.zeros(d)
+        for _ in range(100):
+            z = X @ th
+            g = X.T @ score(z) / n
+            H = (X * dscore(z)[:, None]).T @ X / n
+            step = np.linalg.solve(H, g)
+            th -= step
+            if np.max(np.abs(step)) < 1e-13:
+                break
+        psi = score(X @ th)
+        J = (X * (psi ** 2)[:, None]).T @ X / n
+        Hi = np.linalg.inv(H)
+        return th, np.sqrt(np.diag(Hi @ J @ Hi) / n)
+
+    f = clipped_link(losses.logistic(row_norm=10.0))
+    aj, yj = jnp.asarray(a), jnp.asarray(y)
+    d1 = jax.jit(jax.vmap(jax.grad(f)))
+    d2 = jax.jit(jax.vmap(jax.grad(jax.grad(f))))
+    th_w, se_w = fit(lambda z: np.asarray(d1(jnp.asarray(z), yj, aj)), lambda z: np.asarray(d2(jnp.asarray(z), yj, aj)))
+    assert np.all(np.abs(th_w - theta_true) < 4 * se_w)
+
+    def clip_score(z):
+        return np.clip(expit(z) - y, -a, a)
+
+    def clip_dscore(z):
+        s = expit(z)
+        return np.where(np.abs(s - y) <= a, s * (1 - s), 0.0) + 1e-12
+
+    th_c, se_c = fit(clip_score, clip_dscore)
+    assert np.max(np.abs(th_c - theta_true) / se_c) > 10
+
+
+@pytest.mark.parametrize("name", ["huber", "logistic"])
+def test_clipped_per_example_gradients_in_phi(name):
+    """grad_phi of each row's clipped term, against the per-example gradient ``C^T g`` built by hand:
+    huber: DP-SGD's clip ``C^T g * min(1, tau / ||C^T g||)``; logistic: the label-free weight
+    ``min(1, a / max(s, 1 - s))`` with ``a = tau / ||C^T x||``. Every norm is <= tau."""
     rng = np.random.default_rng(0)
     n, d = 40, 3
     X = rng.normal(size=(n, d)) * rng.uniform(0.2, 3.0, size=(n, 1))
-    y = (rng.uniform(size=n) < 0.5).astype(float)
+    y = (rng.uniform(size=n) < 0.5).astype(float) if name == "logistic" else rng.normal(size=n) * 3.0
     A = rng.normal(size=(d, d))
     C = np.linalg.cholesky(A @ A.T + 0.5 * np.eye(d))
     tau = 0.4
-    loss = losses.logistic(row_norm=10.0)
-    f = huberised_link(loss)
+    loss = losses.logistic(row_norm=10.0) if name == "logistic" else losses.huber(threshold=1.0, row_norm=10.0)
+    f = clipped_link(loss)
     XC = jnp.asarray(X @ C)
     a = clip_levels(XC, tau)
     phi = jnp.asarray(rng.normal(size=d))
     per_row = jax.vmap(jax.grad(lambda p, xc, yy, aa: f(jnp.dot(xc, p), yy, aa)), in_axes=(None, 0, 0, 0))(
         phi, XC, jnp.asarray(y), a)
     theta = C @ np.asarray(phi)
-    g = (1 / (1 + np.exp(-X @ theta)) - y)[:, None] * X  # unclipped per-example gradients in theta
-    Cg = g @ C
-    want = Cg * np.minimum(1.0, tau / np.linalg.norm(Cg, axis=1))[:, None]
+    z = X @ theta
+    if name == "logistic":
+        s = 1 / (1 + np.exp(-z))
+        a_np = tau / np.linalg.norm(X @ C, axis=1)
+        want = (np.minimum(1.0, a_np / np.maximum(s, 1 - s)) * (s - y))[:, None] * (X @ C)
+        Cg = ((s - y)[:, None] * X) @ C
+    else:
+        r = z - y
+        Cg = (np.clip(r, -1.0, 1.0)[:, None] * X) @ C  # huber(1)'s own per-example gradient
+        want = Cg * np.minimum(1.0, tau / np.linalg.norm(Cg, axis=1))[:, None]
     np.testing.assert_allclose(np.asarray(per_row), want, atol=1e-10)
     assert np.max(np.linalg.norm(np.asarray(per_row), axis=1)) <= tau * (1 + 1e-12)
     assert np.sum(np.linalg.norm(Cg, axis=1) > tau) >= 5  # the test exercises the clip
 
 
-def test_clipped_drift_integrates_to_the_huberised_potential():
-    """Exact integration (1-D): the clipped chain's drift, built by hand, is -U' of the Huberised
+def test_clipped_drift_integrates_to_the_clipped_potential():
+    """Exact integration (1-D): the clipped chain's drift, built by hand, is -U' of the clipped
     Gibbs potential, so its stationary law is that potential's density (quadrature, no Monte Carlo)."""
     rng = np.random.default_rng(1)
     n = 25  # noqa: the drift quadrature has a kink per clipped row
@@ -89,16 +189,17 @@ def test_clipped_drift_integrates_to_the_huberised_potential():
     y = (rng.uniform(size=n) < 0.4).astype(float)
     c, tau, beta, lam = 0.7, 0.3, 40.0, 0.5
     loss = losses.logistic(row_norm=20.0)
-    U, V = huberised_potential(loss, x[:, None], y, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
+    U, V = clipped_potential(loss, x[:, None], y, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
 
-    def clipped_drift(th):  # dU/dtheta from per-example gradients clipped to tau in phi = theta / c
-        g = (1 / (1 + np.exp(-x * th)) - y) * x
-        cg = c * g
-        cg = cg * np.minimum(1.0, tau / np.abs(cg))
-        return beta * np.mean(cg) / c + lam * th
+    a = tau / np.abs(c * x)  # per-row levels in phi = theta / c
 
-    a = tau / np.abs(c * x)  # the kinks: theta where a row's |phi'| reaches its level
-    kinks = [math.log((1 - ai) / ai) / ((2 * yi - 1) * xi) for ai, xi, yi in zip(a, x, y) if ai < 1]
+    def clipped_drift(th):  # dU/dtheta: per-example gradients times the label-free weight, built by hand
+        s = 1 / (1 + np.exp(-x * th))
+        return beta * np.mean(np.minimum(1.0, a / np.maximum(s, 1 - s)) * (s - y) * x) + lam * th
+
+    # the kinks of the drift's derivative: theta where a row's weight leaves 1 (|margin| = logit(a))
+    kinks = [sgn * math.log(ai / (1 - ai)) / xi for ai, xi in zip(a, x) if 0.5 < ai < 1 for sgn in (1, -1)]
+    kinks += [0.0]
     for th in (-3.0, -0.5, 0.8, 2.5):
         pts = [k for k in kinks if min(0.0, th) < k < max(0.0, th)] or None
         val, _ = integrate.quad(clipped_drift, 0.0, th, epsabs=1e-11, epsrel=1e-11, limit=400, points=pts)
@@ -106,8 +207,8 @@ def test_clipped_drift_integrates_to_the_huberised_potential():
 
 
 @pytest.mark.slow
-def test_clipped_chain_draws_the_huberised_density():
-    """The clipped chain's draws (ULA, small step) against the Huberised Gibbs density's first two
+def test_clipped_chain_draws_the_clipped_density():
+    """The clipped chain's draws (ULA, small step) against the clipped Gibbs density's first two
     moments by quadrature (1-D)."""
     rng = np.random.default_rng(1)
     n = 25
@@ -115,7 +216,7 @@ def test_clipped_chain_draws_the_huberised_density():
     y = (rng.uniform(size=n) < 0.4).astype(float)
     c, tau, beta, lam = 0.7, 0.3, 40.0, 0.5
     loss = losses.logistic(row_norm=20.0)
-    U, V = huberised_potential(loss, x[:, None], y, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
+    U, V = clipped_potential(loss, x[:, None], y, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
     Z, _ = integrate.quad(lambda t: math.exp(-float(U(jnp.array([t])))), -20, 20, limit=400)
     m1, _ = integrate.quad(lambda t: t * math.exp(-float(U(jnp.array([t])))) / Z, -20, 20, limit=400)
     m2, _ = integrate.quad(lambda t: t * t * math.exp(-float(U(jnp.array([t])))) / Z, -20, 20, limit=400)
@@ -141,15 +242,17 @@ def test_worst_pair_attains_the_accountant_mu_and_audit():
     rng = np.random.default_rng(2)
     n = 30
     x = rng.uniform(-0.5, 0.5, size=n)
-    y = (rng.uniform(size=n) < 0.5).astype(float)
-    R = 50.0  # the rarest admissible row: far outside the others, clipped at every reachable theta
+    y = rng.normal(size=n)
+    # the rarest admissible row: far outside the others, with a residual far beyond the level at every
+    # reachable theta, so its clipped gradient is -tau (x = R) resp. +tau (x = -R) at every step
+    R = 50.0
     xD, xD2 = np.append(x, R), np.append(x, -R)
-    yD = np.append(y, 1.0)
+    yD = np.append(y, 1000.0)
     n += 1
-    c, tau, beta, lam, h, steps = 0.02, 0.001, 200.0, 2000.0, 0.01, 100  # theta sd ~ 0.02; clip window |theta| < 0.14
-    loss = losses.logistic(row_norm=100.0)
-    _, VD = huberised_potential(loss, xD[:, None], yD, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
-    _, VD2 = huberised_potential(loss, xD2[:, None], yD, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
+    c, tau, beta, lam, h, steps = 0.02, 0.001, 200.0, 2000.0, 0.01, 100  # theta sd ~ 0.02
+    loss = losses.huber(threshold=1.0, row_norm=100.0)  # the derivative clipped: the bound is attained
+    _, VD = clipped_potential(loss, xD[:, None], yD, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
+    _, VD2 = clipped_potential(loss, xD2[:, None], yD, beta=beta, C=np.array([[c]]), tau=tau, prior_precision=[lam])
     gD, gD2 = jax.jit(jax.vmap(jax.grad(VD))), jax.jit(jax.vmap(jax.grad(VD2)))
     mu_plan = path_privacy.path_mu(beta, 2 * tau / n, steps * h)
     key = jax.random.PRNGKey(4)

@@ -33,7 +33,7 @@ def test_clip_sets_beta_in_closed_form():
     assert any("clipped in the preconditioner's metric" in a for a in plan.assumptions)
 
 
-def test_clip_refused_for_losses_without_a_huberised_form():
+def test_clip_refused_for_losses_without_a_clipped_form():
     with pytest.raises(ValueError, match="clip_radius=None"):
         plan_posterior(losses.multinomial_logistic(3, row_norm=1.0), 100, 6, eps=1.0, delta=1e-5,
                        prior_precision=1.0, curvature=0.5, clip_radius=1.0)
