@@ -78,7 +78,63 @@ def one_run(loss, X, y, X_test, y_test, *, eps, rows, sd0, seed, ess=400, clip_r
            "forecast_sd_ratio_to_prior": fc.sd_ratio_to_prior}
     if X_test is not None:
         row.update(posterior_summary(draws, X_test, y_test))
+        row.update(_noise_aware(run, X_test, y_test, sd0))
+    row["_run"] = run
     return row
+
+
+def _noise_aware(run, X_test, y_test, sd0) -> dict:
+    """The noise-aware interval's centre (post-processing of the same draws) as a point estimate,
+    and its width over the untempered posterior's; its refusal (e.g. a prior share above its
+    bound) is recorded, not hidden."""
+    try:
+        iv = run.noise_aware_interval(0.9)
+    except ValueError as e:
+        return {"noise_aware": f"refused: {str(e).splitlines()[0][:160]}"}
+    from .posterior_metrics import accuracy_of
+
+    return {"noise_aware": "ok", "noise_aware_accuracy": accuracy_of(iv.centre, X_test, y_test),
+            "noise_aware_width_ratio_median": float(np.median(iv.sd / sd0))}
+
+
+def offsets(run, X, y, theta_map, sd0) -> dict:
+    """NON-PRIVATE diagnostics of a clipped run on synthetic data: the draws' mean and the clipped
+    target's own mode (Newton on the Huberised logistic loss in the run's final metric and clip)
+    against the untempered MAP, in untempered posterior sds (median and max over coordinates), and
+    the share of rows the clip touches at that mode. What "draws within 0.1 sd" is checked with."""
+    flat = run.draws().reshape(-1, X.shape[1])
+    out = {"mean_offset_median": float(np.median(np.abs(flat.mean(0) - theta_map) / sd0)),
+           "mean_offset_max": float(np.max(np.abs(flat.mean(0) - theta_map) / sd0))}
+    post = run.plan.posterior or {}
+    tau = post.get("clip_tau")
+    if tau is None:
+        return out
+    from dp_infer.routes.posterior import preconditioner_chol
+
+    n, d = X.shape
+    beta, lam = run.plan.beta, np.asarray(run.plan.prior_precision, dtype=np.float64) * np.ones(d)
+
+    def mode(a):
+        th = theta_map.copy()
+        for _ in range(60):
+            p = 1.0 / (1.0 + np.exp(-X @ th))
+            r = p - y
+            inside = np.abs(r) <= a
+            g = beta * X.T @ np.clip(r, -a, a) / n + lam * th
+            H = beta * (X * np.where(inside, p * (1 - p), 0.0)[:, None]).T @ X / n + np.diag(lam)
+            step = np.linalg.solve(H, g)
+            th = th - step
+            if np.max(np.abs(step)) < 1e-12:
+                break
+        return th, float(1.0 - inside.mean())
+
+    th_clip, share = mode(tau / np.linalg.norm(X @ preconditioner_chol(run.plan), axis=1))
+    th_temp, _ = mode(np.full(n, np.inf))  # the same beta and prior, no clip: the prior's own pull
+    out.update({"clipped_mode_offset_median": float(np.median(np.abs(th_clip - theta_map) / sd0)),
+                "clipped_mode_offset_max": float(np.max(np.abs(th_clip - theta_map) / sd0)),
+                "tempered_mode_offset_max": float(np.max(np.abs(th_temp - theta_map) / sd0)),
+                "clipped_row_share_at_mode": share})
+    return out
 
 
 def adult(eps_list, n_sub, log=print, kernel="langevin", adapt_metric=None):
@@ -94,6 +150,7 @@ def adult(eps_list, n_sub, log=print, kernel="langevin", adapt_metric=None):
     for eps in eps_list:
         r = one_run(loss, X, y, a.X_test, a.y_test, eps=eps, rows=a.rows, sd0=sd0, seed=int(10 * eps) + 1,
                     kernel=kernel, adapt_metric=adapt_metric)
+        r.pop("_run")
         log(json.dumps(r))
         rows.append(r)
     return rows
@@ -155,16 +212,19 @@ def clip_sweep(factors=(0.5, 1.0, 2.0, None), log=print):
     for f in factors:
         r = one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=sd0, seed=3, prior=1.0,
                     clip_radius=None if f is None else f * math.sqrt(d))
+        r.pop("_run")
         r["factor"] = f
         log(json.dumps(r))
         out.append(r)
     return out
 
 
-def synthetic(log=print, kernel="underdamped", chains_up_to=100_000):
+def synthetic(log=print, kernel="underdamped", chains_up_to=1_000_000):
     """Synthetic logistic, d = 10, eps = 1: the plan's beta / n against the formula at n = 1e4, 1e5,
     1e6 (the plan caps beta at n, the rest widens the clip radius), and chains (clipped, adapted
-    metric) up to ``chains_up_to`` rows: the draws' sd against the untempered Laplace sd."""
+    metric, one device) up to ``chains_up_to`` rows: the draws' sd against the untempered Laplace
+    sd, and the draws' mean and the clipped target's mode against the untempered MAP
+    (:func:`offsets`)."""
     out = []
     d = 10
     loss = losses.logistic(row_norm=math.sqrt(d))
@@ -175,9 +235,90 @@ def synthetic(log=print, kernel="underdamped", chains_up_to=100_000):
              "formula_beta_over_n": formula_beta_over_n(n, 1.0, math.sqrt(d), 400), "forecast_steps": fc.num_steps}
         if n <= chains_up_to:
             X, y = _synthetic_data(n, d)
-            _, C0 = map_laplace(X, y, 1.0)
-            r.update(one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=np.sqrt(np.diag(C0)), seed=3, prior=1.0,
-                             kernel=kernel))
+            th0, C0 = map_laplace(X, y, 1.0)
+            sd0 = np.sqrt(np.diag(C0))
+            r.update(one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=sd0, seed=3, prior=1.0, kernel=kernel))
+            r.update(offsets(r.pop("_run"), X, y, th0, sd0))
+        log(json.dumps(r))
+        out.append(r)
+    return out
+
+
+def rhat_floor(dim: int = 108, chains: int = 4, draws: int = 1000, reps: int = 20, ess_list=(400, 600, 1000, 2000),
+               seed: int = 0, log=print):
+    """What max R-hat over ``dim`` coordinates a PERFECT sampler shows at a given bulk ESS: ``chains``
+    stationary AR(1) chains (started in the stationary law, so nothing is left to converge) whose
+    per-coordinate ESS is the given total, ArviZ's rank-normalised split R-hat, ``reps`` repetitions
+    (median and 90th percentile of the max). No privacy, no data: the floor the R-hat target meets."""
+    import arviz as az
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for ess in ess_list:
+        e = ess / chains
+        rho = (draws - e) / (draws + e)  # AR(1) with N (1 - rho) / (1 + rho) = e per chain
+        mx = []
+        for _ in range(reps):
+            x = np.empty((chains, draws, dim))
+            x[:, 0] = rng.normal(size=(chains, dim))
+            for t in range(1, draws):
+                x[:, t] = rho * x[:, t - 1] + math.sqrt(1 - rho * rho) * rng.normal(size=(chains, dim))
+            mx.append(float(np.max(np.asarray(az.rhat(x)))))
+        r = {"ess": ess, "dim": dim, "chains": chains, "max_rhat_median": float(np.median(mx)),
+             "max_rhat_q90": float(np.quantile(mx, 0.9))}
+        log(json.dumps(r))
+        out.append(r)
+    return out
+
+
+def numpyro_adult_cost(eps_list, log=print):
+    """The same Adult logistic model written in NumPyro (``fit(model=..., target="posterior")``):
+    its plan at each eps (prior N(0, 1/0.17), clip_norm 1 in the prior-whitened metric, curvature
+    bound ``0.25 s^2 max ||x||^2`` over the admissible rows, kinetic kernel, ESS 400) and the
+    measured cost of one gradient of its potential (4 chains, jitted, best of 3 blocks of 10): the
+    chains' expected wall time on this machine. No chain is run (see docs/results.md)."""
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    from dp_infer.infer.fit_model import prepare_model
+    from dp_infer.infer.model_posterior import plan_model_posterior
+    from dp_infer.potentials import GibbsPotential
+
+    prior_sd = 1.0 / math.sqrt(PRIOR_PRECISION)
+
+    def adult_model(X=None, y=None):
+        w = numpyro.sample("w", dist.Normal(0.0, prior_sd).expand([X.shape[1]]).to_event(1))
+        with numpyro.plate("data", X.shape[0]):
+            numpyro.sample("y", dist.Bernoulli(logits=X @ w), obs=y)
+
+    a = load_adult_natural()
+    X, y = a.X_train, a.y_train
+    smooth = 0.25 * prior_sd ** 2 * a.rows.max_norm() ** 2
+    ml, *_ = prepare_model(adult_model, X, y, 1.0, smooth, None, None, None, "X", "y", None, None)
+    out, grad_s = [], None
+    for eps in eps_list:
+        plan, scales, loss = plan_model_posterior(ml, X.shape[0], eps=eps, delta=DELTA, clip_norm=1.0, ess=400,
+                                                  kernel="underdamped", smoothness=smooth)
+        if grad_s is None:
+            s = jnp.asarray(scales, dtype=jnp.float32)
+            pot = GibbsPotential(loss, jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32), plan.beta,
+                                 prior_potential=lambda phi: ml.prior_potential(s * phi))
+            g = jax.jit(jax.vmap(jax.grad(pot)))
+            p = jnp.zeros((4, X.shape[1]), jnp.float32)
+            g(p).block_until_ready()
+            best = math.inf
+            for _ in range(3):
+                t0 = time.perf_counter()
+                for i in range(10):
+                    r_ = g(p + 0.01 * i)
+                r_.block_until_ready()
+                best = min(best, (time.perf_counter() - t0) / 10)
+            grad_s = best
+        r = {"eps": eps, "beta_over_n": plan.beta / X.shape[0], "steps": plan.num_steps, "gradient_seconds": grad_s,
+             "expected_hours": plan.num_steps * grad_s / 3600, "smoothness": smooth,
+             "prior_sd_ratio_floor": plan.posterior["prior_sd_ratio_floor"]}
         log(json.dumps(r))
         out.append(r)
     return out
@@ -193,8 +334,9 @@ def markdown(res) -> str:
                  "untempered posterior's Laplace sd (NON-PRIVATE reference).\n")
         L.append("| eps | kernel, metric | beta / n (plan) | forecast | formula | width ratio (median) | width ratio (90% of "
                  "coords below) | planned inflation sqrt(n/beta) | "
-                 "accuracy (post. mean) | pred. log loss | max R-hat | min bulk ESS | steps | seconds | forecast s |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "accuracy (post. mean) | pred. log loss | max R-hat | min bulk ESS | steps | seconds | forecast s | "
+                 "noise-aware centre: accuracy | noise-aware width ratio (median) |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in res["adult"]:
             L.append(f"| {r['eps']:g} | {r.get('kernel', 'langevin')}, {'adapted' if r.get('adapted') else 'planned'} | "
                      f"{r['beta_over_n']:.3g} | {r['forecast_beta_over_n']:.3g} | "
@@ -202,7 +344,9 @@ def markdown(res) -> str:
                      f"{r.get('width_ratio_q90', float('nan')):.2f} | "
                      f"{r['interval_inflation_planned']:.2f} | {r['accuracy_posterior_mean']:.4f} | "
                      f"{r['predictive_log_loss']:.4f} | {r['max_rhat']:.3f} | {r['min_ess_bulk']:.0f} | "
-                     f"{r['num_steps']} | {r['seconds']:.0f} | {r['forecast_seconds']:.0f} |")
+                     f"{r['num_steps']} | {r['seconds']:.0f} | {r['forecast_seconds']:.0f} | "
+                     + (f"{r['noise_aware_accuracy']:.4f} | {r['noise_aware_width_ratio_median']:.2f} |"
+                        if r.get("noise_aware") == "ok" else f"{r.get('noise_aware', '-')} | |"))
     if res.get("plans"):
         L.append("\nFull Adult (n = 30162, d = 108), plans only (the private X'X/n released, the run's plan made; "
                  "no chain run): the clip (radius sqrt(d)) with the adapted metric and the kinetic kernel (expected "
@@ -218,13 +362,42 @@ def markdown(res) -> str:
     if res.get("synthetic"):
         L.append("\nSynthetic logistic, d = 10, eps = 1, prior N(0, 1), ESS 400: beta / n of the plan (= the "
                  "forecast: the clip sets the sensitivity) against the formula mu_path^2 n c / (4 r^2 ESS).\n")
-        L.append("| n | beta / n (plan) | formula | width ratio | max R-hat | min bulk ESS | seconds |")
-        L.append("|---|---|---|---|---|---|---|")
+        L.append("| n | beta / n (plan) | formula | clip radius | width ratio | draws' mean - MAP (untempered sds, "
+                 "median / max) | clipped target's mode - MAP (median / max) | same beta, no clip: mode - MAP (max) | "
+                 "rows clipped at that mode | max R-hat | "
+                 "min bulk ESS | steps | seconds |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        nan = float("nan")
         for r in res["synthetic"]:
             L.append(f"| {r['n']} | {r.get('beta_over_n', r['forecast_beta_over_n']):.3g} | "
-                     f"{r['formula_beta_over_n']:.3g} | {r.get('width_ratio_median', float('nan')):.2f} | "
-                     f"{r.get('max_rhat', float('nan')):.3f} | {r.get('min_ess_bulk', float('nan')):.0f} | "
-                     f"{r.get('seconds', float('nan')):.0f} |")
+                     f"{r['formula_beta_over_n']:.3g} | {r.get('clip_radius') or nan:.3g} | "
+                     f"{r.get('width_ratio_median', nan):.2f} | "
+                     f"{r.get('mean_offset_median', nan):.2f} / {r.get('mean_offset_max', nan):.2f} | "
+                     f"{r.get('clipped_mode_offset_median', nan):.2f} / {r.get('clipped_mode_offset_max', nan):.2f} | "
+                     f"{r.get('tempered_mode_offset_max', nan):.2f} | "
+                     f"{r.get('clipped_row_share_at_mode', nan):.3f} | "
+                     f"{r.get('max_rhat', nan):.3f} | {r.get('min_ess_bulk', nan):.0f} | "
+                     f"{r.get('num_steps', r.get('forecast_steps'))} | {r.get('seconds', nan):.0f} |")
+    if res.get("rhat_floor"):
+        r0 = res["rhat_floor"][0]
+        L.append(f"\nThe R-hat a perfect sampler shows: {r0['chains']} stationary AR(1) chains per coordinate with the "
+                 f"given bulk ESS, max of ArviZ's rank-normalised split R-hat over {r0['dim']} coordinates "
+                 "(20 repetitions).\n")
+        L.append("| bulk ESS per coordinate | max R-hat, median | max R-hat, 90th percentile |")
+        L.append("|---|---|---|")
+        for r in res["rhat_floor"]:
+            L.append(f"| {r['ess']} | {r['max_rhat_median']:.4f} | {r['max_rhat_q90']:.4f} |")
+    if res.get("numpyro_cost"):
+        L.append("\nThe same Adult model written in NumPyro (`fit(model=..., target=\"posterior\")`, prior N(0, 1/0.17), "
+                 "clip_norm 1 in the prior-whitened metric, curvature bound 0.25 s^2 max||x||^2, kinetic kernel, ESS 400): "
+                 "its plan and the measured cost of one gradient of its potential (4 chains) on this machine; no chain "
+                 "run.\n")
+        L.append("| eps | beta / n | steps per chain | one gradient, 4 chains (ms) | expected chain time (h) | "
+                 "sd floor / prior sd |")
+        L.append("|---|---|---|---|---|---|")
+        for r in res["numpyro_cost"]:
+            L.append(f"| {r['eps']:g} | {r['beta_over_n']:.3g} | {r['steps']} | {1e3 * r['gradient_seconds']:.1f} | "
+                     f"{r['expected_hours']:.1f} | {r['prior_sd_ratio_floor']:.3f} |")
     return "\n".join(L) + "\n"
 
 
@@ -264,6 +437,10 @@ def main(argv=None):
     p.add_argument("--sweep", action="store_true", help="clip radius sweep on synthetic data (n = 1e4, d = 10)")
     p.add_argument("--kernel", choices=["langevin", "underdamped"], default="underdamped",
                    help="the chains' kernel (default underdamped: the demo's)")
+    p.add_argument("--numpyro-cost", action="store_true",
+                   help="the Adult model written in NumPyro: plans at every eps and the measured gradient cost")
+    p.add_argument("--rhat-floor", action="store_true",
+                   help="max R-hat over 108 coordinates of perfect (stationary AR(1)) chains at each bulk ESS")
     p.add_argument("--no-adapt", action="store_true", help="keep the planned metric (the metric clip without adaptation)")
     p.add_argument("--json", default=None)
     p.add_argument("--md", default=None)
@@ -276,6 +453,10 @@ def main(argv=None):
         res["adult"] = adult(a.eps, a.n_sub, kernel=a.kernel, adapt_metric=False if a.no_adapt else None)
     if a.synthetic:
         res["synthetic"] = synthetic(kernel=a.kernel)
+    if a.rhat_floor:
+        res["rhat_floor"] = rhat_floor()
+    if a.numpyro_cost:
+        res["numpyro_cost"] = numpyro_adult_cost(a.eps or [0.5, 1.0, 2.0, 4.0, 8.0])
     if a.sweep:
         res["sweep"] = clip_sweep()
     if a.json:
