@@ -98,10 +98,12 @@ def _noise_aware(run, X_test, y_test, sd0) -> dict:
 
 
 def offsets(run, X, y, theta_map, sd0) -> dict:
-    """NON-PRIVATE diagnostics of a clipped run on synthetic data: the draws' mean and the clipped
-    target's own mode (Newton on the Huberised logistic loss in the run's final metric and clip)
-    against the untempered MAP, in untempered posterior sds (median and max over coordinates), and
-    the share of rows the clip touches at that mode. What "draws within 0.1 sd" is checked with."""
+    """NON-PRIVATE diagnostics of a clipped run on synthetic data, in untempered posterior sds
+    (median and max over coordinates) against the untempered MAP: the draws' mean (what "draws
+    within 0.1 sd" is checked with); for comparison, the mode DP-SGD's clip of the derivative
+    (``clip(s - y, -a, a)``, the logistic link before 2026-11-27) would target at the run's own final
+    metric, levels and beta, and the share of rows it clips there; and the mode at the same beta and
+    prior without any clip (the prior's own pull)."""
     flat = run.draws().reshape(-1, X.shape[1])
     out = {"mean_offset_median": float(np.median(np.abs(flat.mean(0) - theta_map) / sd0)),
            "mean_offset_max": float(np.max(np.abs(flat.mean(0) - theta_map) / sd0))}
@@ -130,10 +132,10 @@ def offsets(run, X, y, theta_map, sd0) -> dict:
 
     th_clip, share = mode(tau / np.linalg.norm(X @ preconditioner_chol(run.plan), axis=1))
     th_temp, _ = mode(np.full(n, np.inf))  # the same beta and prior, no clip: the prior's own pull
-    out.update({"clipped_mode_offset_median": float(np.median(np.abs(th_clip - theta_map) / sd0)),
-                "clipped_mode_offset_max": float(np.max(np.abs(th_clip - theta_map) / sd0)),
+    out.update({"dp_sgd_clip_mode_offset_median": float(np.median(np.abs(th_clip - theta_map) / sd0)),
+                "dp_sgd_clip_mode_offset_max": float(np.max(np.abs(th_clip - theta_map) / sd0)),
                 "tempered_mode_offset_max": float(np.max(np.abs(th_temp - theta_map) / sd0)),
-                "clipped_row_share_at_mode": share})
+                "dp_sgd_clip_row_share_at_mode": share})
     return out
 
 
@@ -346,7 +348,8 @@ def markdown(res) -> str:
                      f"{r['predictive_log_loss']:.4f} | {r['max_rhat']:.3f} | {r['min_ess_bulk']:.0f} | "
                      f"{r['num_steps']} | {r['seconds']:.0f} | {r['forecast_seconds']:.0f} | "
                      + (f"{r['noise_aware_accuracy']:.4f} | {r['noise_aware_width_ratio_median']:.2f} |"
-                        if r.get("noise_aware") == "ok" else f"{r.get('noise_aware', '-')} | |"))
+                        if r.get("noise_aware") == "ok" else
+                        f"{'refused' if str(r.get('noise_aware', '-')).startswith('refused') else '-'} | |"))
     if res.get("plans"):
         L.append("\nFull Adult (n = 30162, d = 108), plans only (the private X'X/n released, the run's plan made; "
                  "no chain run): the clip (radius sqrt(d)) with the adapted metric and the kinetic kernel (expected "
@@ -363,8 +366,8 @@ def markdown(res) -> str:
         L.append("\nSynthetic logistic, d = 10, eps = 1, prior N(0, 1), ESS 400: beta / n of the plan (= the "
                  "forecast: the clip sets the sensitivity) against the formula mu_path^2 n c / (4 r^2 ESS).\n")
         L.append("| n | beta / n (plan) | formula | clip radius | width ratio | draws' mean - MAP (untempered sds, "
-                 "median / max) | clipped target's mode - MAP (median / max) | same beta, no clip: mode - MAP (max) | "
-                 "rows clipped at that mode | max R-hat | "
+                 "median / max) | DP-SGD's clip (the old link) at the same levels: its mode - MAP (median / max) | "
+                 "rows it clips there | same beta, no clip: mode - MAP (max) | max R-hat | "
                  "min bulk ESS | steps | seconds |")
         L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         nan = float("nan")
@@ -373,9 +376,10 @@ def markdown(res) -> str:
                      f"{r['formula_beta_over_n']:.3g} | {r.get('clip_radius') or nan:.3g} | "
                      f"{r.get('width_ratio_median', nan):.2f} | "
                      f"{r.get('mean_offset_median', nan):.2f} / {r.get('mean_offset_max', nan):.2f} | "
-                     f"{r.get('clipped_mode_offset_median', nan):.2f} / {r.get('clipped_mode_offset_max', nan):.2f} | "
+                     f"{r.get('dp_sgd_clip_mode_offset_median', nan):.2f} / "
+                     f"{r.get('dp_sgd_clip_mode_offset_max', nan):.2f} | "
+                     f"{r.get('dp_sgd_clip_row_share_at_mode', nan):.3f} | "
                      f"{r.get('tempered_mode_offset_max', nan):.2f} | "
-                     f"{r.get('clipped_row_share_at_mode', nan):.3f} | "
                      f"{r.get('max_rhat', nan):.3f} | {r.get('min_ess_bulk', nan):.0f} | "
                      f"{r.get('num_steps', r.get('forecast_steps'))} | {r.get('seconds', nan):.0f} |")
     if res.get("rhat_floor"):
