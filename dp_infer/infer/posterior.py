@@ -30,7 +30,8 @@ from ..routes.posterior import (DEFAULT_CLIP_FACTOR, DEFAULT_ESS, DEFAULT_MIXING
 from ..losses.metric_clip import CLIPPABLE_LOSSES, clipped_potential
 from ..potentials import GibbsPotential, gibbs_potential
 from ..routes.preconditioning import (
-    SecondMoment, adapted_metric, prior_second_moment, private_second_moment, public_second_moment,
+    SecondMoment, adapted_metric, pending_second_moment, prior_second_moment, private_second_moment,
+    public_second_moment,
 )
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
@@ -314,7 +315,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         # the release is not made yet: plan with a stand-in that carries its event (no data), so the
         # whole run is validated and its composed event charged before any private computation
         mu_sm = math.sqrt(precond_share) * mu
-        sm = SecondMoment(None, "private (pending)", GdpEvent(mu=mu_sm, label="private_second_moment"))
+        sm = pending_second_moment(X.shape[0], X.shape[1], max_sq_norm=R2, mu=mu_sm)
     dry = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
     # charged: the whole (eps, delta) target (the plan spends at most that; its beta comes from a
     # bisection that stops just below the path's share, so the target is the safe side)

@@ -22,7 +22,7 @@ from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from .plan import step_schedule
 from .posterior import DEFAULT_CLIP_FACTOR, DEFAULT_ESS, expected_steps, plan_posterior
-from .preconditioning import SecondMoment, gaussian_spectral_bound, prior_second_moment
+from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment
 
 __all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS",
            "CLOSE_TO_PRIOR"]
@@ -140,9 +140,11 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     e = 0.0
     if preconditioner == "private":
         mu_sm = math.sqrt(precond_share) * mu
-        sm = SecondMoment(None, "private (pending)", GdpEvent(mu=mu_sm, label="private_second_moment"))
         if math.isfinite(R):
-            e = gaussian_spectral_bound(dim, 2.0 * R * R / (n * mu_sm), 1e-6)
+            sm = pending_second_moment(n, dim, max_sq_norm=R * R, mu=mu_sm)
+            e = sm.noise_norm_bound
+        else:
+            sm = SecondMoment(None, "private (pending)", GdpEvent(mu=mu_sm, label="private_second_moment"))
     elif preconditioner == "public":
         if second_moment is None or second_moment.matrix is None:
             raise ValueError("preconditioner='public' needs second_moment= (dp_infer.preconditioning."

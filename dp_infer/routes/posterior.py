@@ -59,6 +59,11 @@ DEFAULT_CLIP_FACTOR = 1.0
 #: kinetic chain): the first runs in the planned metric after the burn-in, each next one in the metric
 #: adapted from the previous window's draws, the sampling phase in the metric adapted from the last
 DEFAULT_ADAPTATION_WINDOWS = (20.0, 40.0, 80.0)
+#: ``adaptation_windows="auto"`` (the default): windows doubling from the first default one until the
+#: last is at least the planned metric's worst relaxation time ``beta kappa_P e / min(Lambda)``
+#: (Langevin time; ``e`` the released second moment's noise bound), at least the defaults, at most
+#: this many windows
+MAX_AUTO_WINDOWS = 7
 #: Langevin time the final phase runs (and drops as burn-in) before its draws count, after the last
 #: change of metric (the clip levels, hence the clipped target, move slightly with the metric)
 SETTLE_TIME = 2.0
@@ -107,7 +112,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    step_safety: float = 0.25, curvature: float | None = None,
                    preconditioner_curvature: float | None = None, num_draws: int = 1000,
                    clip_radius: float | None = None, adapt_metric: bool = False,
-                   adaptation_windows: tuple[float, ...] = DEFAULT_ADAPTATION_WINDOWS) -> SamplingPlan:
+                   adaptation_windows: tuple[float, ...] | str = "auto") -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -129,9 +134,16 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     sensitivity is ``min(2 tau / n, the admissible-rows bound)``. ``None``: no clip (the loss's own
     link bound). Public: a multiple of ``sqrt(dim)`` (:data:`DEFAULT_CLIP_FACTOR`), never from data.
     ``adapt_metric``: adapt the preconditioner from the chains' own draws
-    (:func:`dp_infer.routes.preconditioning.adapted_metric`) in two windows of Langevin time
+    (:func:`dp_infer.routes.preconditioning.adapted_metric`) in windows of Langevin time
     ``adaptation_windows`` after the burn-in (each window's metric adapted from the previous window's
-    draws), then sample in the metric adapted from the last window. Needs
+    draws), then sample in the metric adapted from the last window. ``"auto"`` (default): 20, 40,
+    80, then doubling while the last window is shorter than ``r = beta kappa_P e / min(Lambda)``
+    (at most :data:`MAX_AUTO_WINDOWS`): the released second moment's noise (spectral bound ``e``)
+    can overstate the curvature of a direction by ``beta kappa_P e``, so the planned metric can be
+    ``1 + r`` times too narrow there in variance and that direction relaxes in Langevin time up to
+    ``1 + r``; the last window before sampling must see it settle (measured on Adult: three windows
+    reach the planned ESS up to r = 50, not at r = 93 and 168, where four do). Public: beta, kappa_P,
+    the noise bound and the prior only. Needs
     ``clip_radius`` (the clip bounds the sensitivity by ``2 tau / n`` in EVERY metric, so the
     guarantee is fixed before sampling whatever metric the adaptation finds); the whole time (burn-in,
     windows, settling, sampling) is accounted, and the adapted metric is post-processing of that
@@ -188,23 +200,40 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         clipped_link(loss)  # refuses a loss without a clipped closed form
     if not isinstance(adapt_metric, bool):
         raise ValueError(f"adapt_metric must be True or False, got {adapt_metric!r}")
-    adaptation = None
+    auto_windows = isinstance(adaptation_windows, str)
+    if auto_windows and adaptation_windows != "auto":
+        raise ValueError(f"adaptation_windows must be 'auto' or one or more Langevin times in (0, inf), got "
+                         f"{adaptation_windows!r}")
+    lam_min = float(np.min(lam))
+    noise_e = float(sm.noise_norm_bound)
+
+    def windows_at(beta):
+        """The windows' Langevin times (before the kinetic scaling) at this beta (public inputs only)."""
+        if not auto_windows:
+            return list(base_windows)
+        r = beta * kappa_P * noise_e / lam_min
+        w = list(DEFAULT_ADAPTATION_WINDOWS)
+        while w[-1] < r and len(w) < MAX_AUTO_WINDOWS:
+            w.append(2.0 * w[-1])
+        return w
+
     if adapt_metric:
         if clip_radius is None:
             raise ValueError("adapt_metric=True needs clip_radius (the clip bounds the sensitivity in every metric; "
                              "without it the adapted metric's sensitivity is not known before sampling)")
-        try:
-            windows = [float(w) for w in adaptation_windows]
-        except (TypeError, ValueError):
-            windows = []
-        if not windows or not all(math.isfinite(w) and w > 0 for w in windows):
-            raise ValueError(f"adaptation_windows must be one or more Langevin times in (0, inf), got "
-                             f"{adaptation_windows!r}")
-        # the kinetic chain explores gamma times slower per unit of time (IAT 2 gamma / c): its windows scale so
-        windows = [w * gamma for w in windows]
-        adaptation = {"windows": windows, "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + sum(windows),
-                      "step_safety": ADAPTED_STEP_SAFETY}
-        t = t + sum(windows) + SETTLE_TIME
+        if not auto_windows:
+            try:
+                base_windows = [float(w) for w in adaptation_windows]
+            except (TypeError, ValueError):
+                base_windows = []
+            if not base_windows or not all(math.isfinite(w) and w > 0 for w in base_windows):
+                raise ValueError(f"adaptation_windows must be 'auto' or one or more Langevin times in (0, inf), got "
+                                 f"{adaptation_windows!r}")
+
+    def time_at(beta):
+        """The whole Langevin time of a chain at this beta: burn-in, windows (the kinetic chain explores
+        gamma times slower per unit of time, IAT 2 gamma / c: its windows scale so), settling, sampling."""
+        return t + (gamma * sum(windows_at(beta)) + SETTLE_TIME if adapt_metric else 0.0)
 
     def sensitivity(beta, radius=None):
         radius = clip_radius if radius is None else radius
@@ -215,10 +244,10 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
             return s
         clip_bound = 2.0 * radius / (math.sqrt(beta) * n)  # every clipped ||C^T g|| <= tau
         # an adapted metric is not known before sampling: only the clip's bound holds in every metric
-        return clip_bound if adaptation is not None else min(s, clip_bound)
+        return clip_bound if adapt_metric else min(s, clip_bound)
 
-    def mu_of(beta):
-        return path_privacy.path_mu(beta, sensitivity(beta), t, friction, num_chains)
+    def mu_of(beta):  # increasing in beta: the windows only grow with it
+        return path_privacy.path_mu(beta, sensitivity(beta), time_at(beta), friction, num_chains)
 
     lo, hi = 1e-8, 1e8
     if mu_of(lo) > mu_path:
@@ -231,10 +260,19 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     beta = lo
     capped = beta > n
     if capped:
+        beta = float(n)
+    adaptation = None
+    if adapt_metric:
+        windows = [w * gamma for w in windows_at(beta)]
+        adaptation = {"windows": windows, "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + sum(windows),
+                      "step_safety": ADAPTED_STEP_SAFETY,
+                      "windows_rule": ("auto: doubling until the last is >= beta kappa_P e / min(Lambda) = "
+                                       f"{beta * kappa_P * noise_e / lam_min:.4g}" if auto_windows else "declared")}
+    t = time_at(beta)
+    if capped:
         # never colder than the untempered posterior (beta = n, L the mean loss); with the clip, the
         # budget left over buys a larger radius (less clipping): the largest radius whose mu at beta = n
         # still meets the path's share (geometric bisection; mu grows with the radius)
-        beta = float(n)
         if clip_radius is not None:
             r_lo, r_hi = clip_radius, clip_radius * 1e6
             if path_privacy.path_mu(beta, sensitivity(beta, r_hi), t, friction, num_chains) <= mu_path:
@@ -254,7 +292,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                                       extra_assumptions=(("per-example gradients clipped to ||C^T g|| <= tau in "
                                                           "whatever metric C the run uses, including one adapted "
                                                           "from its own released draws (sensitivity 2 tau / n)",)
-                                                         if adaptation is not None else
+                                                         if adapt_metric else
                                                          ("sensitivity in the preconditioner's metric over the "
                                                           "admissible rows (dp_infer.privacy.metric_sensitivity)",)))
     if path_ev.mu > mu_path * (1 + 1e-12):

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 
-from .._validation import check_delta, check_finite_array, check_positive
+from .._validation import check_delta, check_finite_array, check_positive, check_positive_int
 from ..privacy.events import GdpEvent
 
 __all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
-           "gaussian_spectral_bound",
+           "gaussian_spectral_bound", "pending_second_moment",
            "precision_matrix", "adapted_metric"]
 
 
@@ -90,6 +90,21 @@ def gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
     failure = check_delta(failure, "failure")
     t = math.sqrt(2.0 * math.log(2.0 / failure))
     return sd * (2.0 * math.sqrt(d) + t)
+
+
+def pending_second_moment(n: int, dim: int, *, max_sq_norm: float, mu: float, failure: float = 1e-6) -> SecondMoment:
+    """The stand-in for a :func:`private_second_moment` release not made yet: no matrix, but its
+    event and the public noise figures the release will carry (per-entry sd ``2 R^2 / (n mu)`` and
+    its spectral bound), so a plan made with it before the release (to validate and charge the run)
+    has the same beta and windows as the plan made after it. Public inputs only."""
+    n = check_positive_int("n", n)
+    d = check_positive_int("dim", dim)
+    R2 = check_positive("max_sq_norm", max_sq_norm)
+    mu = check_positive("mu", mu)
+    failure = check_delta(failure, "failure")
+    sd = 2.0 * R2 / (n * mu)
+    return SecondMoment(None, "private (pending)", GdpEvent(mu=mu, label="private_second_moment"), sd,
+                        gaussian_spectral_bound(d, sd, failure), failure)
 
 
 def private_second_moment(X, *, max_sq_norm: float, mu: float, key, failure: float = 1e-6) -> SecondMoment:

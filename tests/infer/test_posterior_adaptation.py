@@ -66,10 +66,10 @@ def test_plan_accounts_every_phase_with_the_clip_bound():
 
 @pytest.mark.parametrize("kw, needle", [
     (dict(clip_radius=None), "adapt_metric=True needs clip_radius"),
-    (dict(adaptation_windows=()), "adaptation_windows must be one or more"),
-    (dict(adaptation_windows=(1.0, -2.0)), "adaptation_windows must be one or more"),
-    (dict(adaptation_windows=(1.0, float("inf"))), "adaptation_windows must be one or more"),
-    (dict(adaptation_windows="ab"), "adaptation_windows must be one or more"),
+    (dict(adaptation_windows=()), "adaptation_windows must be 'auto' or one or more"),
+    (dict(adaptation_windows=(1.0, -2.0)), "adaptation_windows must be 'auto' or one or more"),
+    (dict(adaptation_windows=(1.0, float("inf"))), "adaptation_windows must be 'auto' or one or more"),
+    (dict(adaptation_windows="ab"), "adaptation_windows must be 'auto' or one or more"),
     (dict(adapt_metric="yes"), "adapt_metric must be True or False"),
 ])
 def test_plan_bad_inputs(kw, needle):
