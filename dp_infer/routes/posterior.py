@@ -137,13 +137,16 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     (:func:`dp_infer.routes.preconditioning.adapted_metric`) in windows of Langevin time
     ``adaptation_windows`` after the burn-in (each window's metric adapted from the previous window's
     draws), then sample in the metric adapted from the last window. ``"auto"`` (default): 20, 40,
-    80, then doubling while the last window is shorter than ``r = beta kappa_P e / min(Lambda)``
-    (at most :data:`MAX_AUTO_WINDOWS`): the released second moment's noise (spectral bound ``e``)
-    can overstate the curvature of a direction by ``beta kappa_P e``, so the planned metric can be
-    ``1 + r`` times too narrow there in variance and that direction relaxes in Langevin time up to
-    ``1 + r``; the last window before sampling must see it settle (measured on Adult: three windows
-    reach the planned ESS up to r = 50, not at r = 93 and 168, where four do). Public: beta, kappa_P,
-    the noise bound and the prior only. Needs
+    80, then doubling while the last window is shorter than the planned metric's worst relaxation
+    time ``r`` (at most :data:`MAX_AUTO_WINDOWS`). The released second moment ``S_hat`` has noise of
+    spectral norm at most ``e``, so in an eigendirection with eigenvalue ``s`` the planned precision
+    ``beta kappa_P s + Lambda`` can overstate the target's by up to
+    ``beta kappa_P min(e, s) / (beta kappa_P (s - e)_+ + Lambda)`` =: r_s, i.e. the metric can be
+    ``1 + r_s`` times too narrow there and that direction relaxes in Langevin time up to ``1 + r_s``;
+    ``r = max_s r_s`` (before the release: its supremum ``beta kappa_P e / min(Lambda)``). The last
+    window before sampling must see that direction settle (measured on Adult, where most of S_hat's
+    eigenvalues are below e: three windows reach the planned ESS at r = 14-50, not at r = 93 and 168,
+    where four do). Public: beta, kappa_P, the release and its noise bound, the prior. Needs
     ``clip_radius`` (the clip bounds the sensitivity by ``2 tau / n`` in EVERY metric, so the
     guarantee is fixed before sampling whatever metric the adaptation finds); the whole time (burn-in,
     windows, settling, sampling) is accounted, and the adapted metric is post-processing of that
@@ -206,12 +209,22 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                          f"{adaptation_windows!r}")
     lam_min = float(np.min(lam))
     noise_e = float(sm.noise_norm_bound)
+    s_hat = None if sm.matrix is None else np.linalg.eigvalsh(0.5 * (sm.matrix + sm.matrix.T))
+
+    def worst_relaxation(beta):
+        """``r``: the planned metric's worst relaxation time (module doc of :func:`plan_posterior`)."""
+        if noise_e <= 0.0:
+            return 0.0
+        if s_hat is None:  # before the release: the supremum over every matrix it can give
+            return beta * kappa_P * noise_e / lam_min
+        over = beta * kappa_P * np.minimum(noise_e, np.maximum(s_hat, 0.0))
+        return float(np.max(over / (beta * kappa_P * np.maximum(s_hat - noise_e, 0.0) + lam_min)))
 
     def windows_at(beta):
         """The windows' Langevin times (before the kinetic scaling) at this beta (public inputs only)."""
         if not auto_windows:
             return list(base_windows)
-        r = beta * kappa_P * noise_e / lam_min
+        r = worst_relaxation(beta)
         w = list(DEFAULT_ADAPTATION_WINDOWS)
         while w[-1] < r and len(w) < MAX_AUTO_WINDOWS:
             w.append(2.0 * w[-1])
@@ -266,8 +279,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         windows = [w * gamma for w in windows_at(beta)]
         adaptation = {"windows": windows, "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + sum(windows),
                       "step_safety": ADAPTED_STEP_SAFETY,
-                      "windows_rule": ("auto: doubling until the last is >= beta kappa_P e / min(Lambda) = "
-                                       f"{beta * kappa_P * noise_e / lam_min:.4g}" if auto_windows else "declared")}
+                      "windows_rule": ("auto: doubling until the last is >= the planned metric's worst relaxation "
+                                       f"time r = {worst_relaxation(beta):.4g}" if auto_windows else "declared")}
     t = time_at(beta)
     if capped:
         # never colder than the untempered posterior (beta = n, L the mean loss); with the clip, the
