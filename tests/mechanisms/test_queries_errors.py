@@ -52,3 +52,7 @@ def test_a_release_reports_the_error_figures_of_its_own_noise(mech, delta, k):
     se = math.sqrt(m4 - r.params["rms_error"] ** 4) / math.sqrt(k) / (2 * r.params["rms_error"])
     assert abs(rms - r.params["rms_error"]) < 5 * se
     assert abs(max(np.abs(noise)) / r.params["expected_max_error"] - 1) < 0.5   # one draw of the max: loose
+    # the event is of this noise at the answers' sensitivity: it meets the target and is tight (a smaller
+    # sensitivity or scale in the event would report less than the calibration spent)
+    e = r.epsilon(delta) if delta is not None else r.epsilon()
+    assert e <= 2.0 * (1 + 1e-9) and e > 2.0 * 0.99
