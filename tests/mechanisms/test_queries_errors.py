@@ -36,16 +36,16 @@ def test_rms_error_is_the_noise_laws_second_moment(mech, p):
     assert Q.rms_error(mech, s, p=p if p else 4.0) == pytest.approx(_rms_by_quadrature(logdens), rel=1e-9)
 
 
-@pytest.mark.parametrize("mech,delta,k", [("laplace", None, 2000), ("generalized_gaussian", 1e-5, 500)])
-def test_a_release_reports_the_error_figures_of_its_own_noise(mech, delta, k):
+@pytest.mark.parametrize("mech,delta,k,normalize", [("laplace", None, 2000, False), ("generalized_gaussian", 1e-5, 500, True)])
+def test_a_release_reports_the_error_figures_of_its_own_noise(mech, delta, k, normalize):
     # (the GG calibration on the PLD grows with k: 500 coordinates keep it a few seconds)
     V = (np.random.default_rng(0).random((20, k)) < 0.5).astype(float)
-    r = Q.answer_queries(V, eps=2.0, delta=delta, mechanism=mech, seed=1)
+    r = Q.answer_queries(V, eps=2.0, delta=delta, mechanism=mech, normalize=normalize, seed=1)
     scale = r.params["noise_scale"]
     p = 1.0 if mech == "laplace" else 4.0
     assert r.params["rms_error"] == pytest.approx(_rms_by_quadrature(lambda x: -abs(x / scale) ** p), rel=1e-9)
     assert r.params["expected_max_error"] == pytest.approx(Q.expected_max_error(mech, k, scale, p=4.0), rel=1e-12)
-    noise = np.asarray(r.value) - V.sum(axis=0)
+    noise = np.asarray(r.value) - (V.mean(axis=0) if normalize else V.sum(axis=0))
     rms = math.sqrt(float(np.mean(noise ** 2)))
     # se of a sample rms: sqrt(Var(x^2) / k) / (2 rms); Var(x^2) = E x^4 - (E x^2)^2, by quadrature
     m4 = _moment(lambda x: -abs(x / scale) ** p, 4)

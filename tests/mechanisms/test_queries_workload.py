@@ -60,3 +60,31 @@ def test_more_conjunctions_than_exist_are_refused():
         Q.random_conjunctions(4, 7, 2, np.random.default_rng(0))
     with pytest.raises(ValueError, match=r"k must be at most C\(num_columns, width\) = 0, got 1"):
         Q.random_conjunctions(3, 1, 4, np.random.default_rng(0))
+
+
+def test_query_answers_are_float64_sums_by_default_and_means_on_request():
+    V = np.array([[0.1, 1.0], [0.7, 0.0], [0.3, 1.0]], dtype=np.float32)   # float32 in, float64 out
+    sums, s = Q.query_answers(V)
+    assert s == 1.0 and sums.dtype == np.float64
+    np.testing.assert_array_equal(sums, V.astype(np.float64).sum(axis=0))   # not the float32 sum
+    means, s = Q.query_answers(V, normalize=True)
+    assert s == 1.0 / 3 and np.array_equal(means, V.astype(np.float64).mean(axis=0))
+    one, s = Q.query_answers([[0.25]])                                       # one record, one query
+    assert one.tolist() == [0.25] and s == 1.0
+
+
+@pytest.mark.parametrize("bad", [np.zeros((0, 3)), np.zeros(3), [[-0.5, 0.2]], [[np.nan, 0.2]], [[0.2, 1.5]],
+                                 [[np.inf, 0.0]]])
+def test_values_outside_0_1_or_not_a_non_empty_matrix_are_refused(bad):
+    with pytest.raises(ValueError, match="values must"):
+        Q.query_answers(bad)
+
+
+def test_noise_scale_refuses_an_unknown_mechanism_by_name():
+    with pytest.raises(ValueError, match=r"mechanism must be one of \('generalized_gaussian', 'gaussian', 'laplace'\)"):
+        Q.noise_scale("cauchy", 3, eps=1.0, delta=1e-6)
+
+
+def test_the_count_message_gives_c_m_m_when_the_width_is_all_columns():
+    with pytest.raises(ValueError, match=r"= 1, got 2"):
+        Q.random_conjunctions(3, 2, 3, np.random.default_rng(0))
