@@ -65,3 +65,18 @@ def test_the_shape_is_read_as_a_number_and_checked_first():
     assert lap.params["p"] is None
     with pytest.raises(ValueError, match="p \\(Generalized Gaussian shape\\)"):
         Q.answer_queries(V, eps=2.0, delta=1e-5, mechanism="generalized_gaussian", p=0.5, seed=2)
+
+
+@pytest.mark.parametrize("mech,delta,p", [("gaussian", 1e-6, None), ("laplace", None, None),
+                                          ("generalized_gaussian", 1e-5, 3.0)])
+def test_the_params_state_every_public_number_of_the_release(mech, delta, p):
+    V = _values(k=40)
+    kw = {} if p is None else {"p": p}
+    r = Q.answer_queries(V, eps=1.5, delta=delta, mechanism=mech, normalize=True, seed=4, **kw)
+    scale = Q.noise_scale(mech, 40, eps=1.5, delta=delta, sensitivity=1 / 30, p=p or 4.0)
+    assert r.params == {"mechanism": mech, "p": p, "k": 40, "sensitivity": 1 / 30, "noise_scale": scale,
+                        "target_eps": 1.5, "delta": delta,
+                        "expected_max_error": Q.expected_max_error(mech, 40, scale, p=p or 4.0),
+                        "rms_error": Q.rms_error(mech, scale, p=p or 4.0)}
+    rep = r.report(delta) if delta is not None else r.report()
+    assert rep["params"]["noise_scale"] == scale and rep["randomness"] == r.randomness
