@@ -46,6 +46,8 @@ def test_the_gaussian_event_states_the_noise_and_the_sensitivity_of_this_release
     r = Q.answer_queries(V, eps=1.0, delta=1e-6, mechanism="gaussian", seed=1)
     ev = r.events[0][0]
     assert ev.metadata == {"mechanism": "gaussian", "sigma": r.params["noise_scale"], "k": 400, "sensitivity": 1.0}
+    # the assumption a reviewer reads: the answers' l2 sensitivity, s sqrt(k) = 20 for 400 counts
+    assert ev.assumptions[0].startswith("l2 sensitivity of the answers <= 20 (k = 400 queries in [0, 1]")
     assert ev.mu == pytest.approx(math.sqrt(400) / r.params["noise_scale"], rel=1e-12)
 
 
