@@ -160,37 +160,46 @@ def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, 
     led = open_ledger(ledger, dataset_id=dataset_id)
     key, source = secret_key(seed, impl=key_impl)
     key_run, key_smooth, key_purify = jax.random.split(key, 3)
+    # Everything the result holds besides the draws is data independent, so it is built BEFORE the
+    # charge: a failure there spends nothing, and no step that could fail sits between the charged
+    # sampling and the return (path mode) or the purification (pure mode). Issue 30, item 5.
+    report = rp.as_dict()
+    report["randomness"] = source.describe()
+    if led is not None:
+        report["ledger"] = {"dataset_id": dataset_id, "charged_before_sampling": True}
+    if rp.mode == "path":
+        report["guarantee"] = (f"({report['eps_spent']:.4g}, {report['delta']:g})-DP for the whole "
+                               f"trajectory of {rp.num_chains} chain(s)")
+    elif rp.mode == "nonprivate":
+        report["guarantee"] = "NON-PRIVATE (reference run; no privacy guarantee)"
+    else:
+        plan = rp.sampling_plan
+        pdict = dict(plan.purification)
+        pdict["q"] = float(pdict["q"])
+        params = purif.PurificationParams(**pdict)
+        acc = Accountant([(plan.event, rp.num_chains)])
+        eps_total = float(plan.event.epsilon) * rp.num_chains
+        report.update({"eps": eps_total, "delta": 0.0, "eps_per_chain": float(plan.event.epsilon),
+                       "eps_spent": eps_total, "accountant": acc.to_dict(),
+                       "guarantee": f"pure {eps_total:.4g}-DP over {rp.num_chains} purified final draw(s) "
+                                    "(each chain a certified trajectory + purification; basic composition)"})
+    common = dict(model=lm, feature_names=names)
+
     with contextlib.ExitStack() as charges:  # every charge on disk before the data are read
         for ev, k in rp.charges():
             charges.enter_context(charged(led, dataset_id, ev, f"dp_infer.rashomon {rp.sampling_plan.route}",
                                           count=k))
         draws = _sample_on_data(loss, X, y, rp, domain, dim, key_run, key_smooth)
 
-    report = rp.as_dict()
-    report["randomness"] = source.describe()
-    if led is not None:
-        report["ledger"] = {"dataset_id": dataset_id, "charged_before_sampling": True}
-    common = dict(model=lm, feature_names=names)
-    if rp.mode == "path":
-        report["guarantee"] = (f"({report['eps_spent']:.4g}, {report['delta']:g})-DP for the whole "
-                               f"trajectory of {rp.num_chains} chain(s)")
-        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in, **common)
-    if rp.mode == "nonprivate":
-        report["guarantee"] = "NON-PRIVATE (reference run; no privacy guarantee)"
+    if rp.mode != "pure":
         return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in, **common)
 
     # ---- pure: purify each chain's final draw (inside the domain: the chain is projected) -----
-    plan = rp.sampling_plan
-    pdict = dict(plan.purification)
-    pdict["q"] = float(pdict["q"])
-    params = purif.PurificationParams(**pdict)
+    # The one step after the charge. If it fails (a non-finite final draw), nothing is kept on
+    # purpose: the raw trajectory is only (eps_c (1 - f), delta_a)-DP, not the pure eps the charge
+    # and the report state, so it must not be released (finding 4); the charge stays.
     with jax.enable_x64(True):
         last = np.asarray(domain.project(jnp.asarray(draws[:, -1], dtype=jnp.float64)))
+    del draws
     out = purif.purify(key_purify, last, params, domain)
-    acc = Accountant([(plan.event, rp.num_chains)])
-    eps_total = float(plan.event.epsilon) * rp.num_chains
-    report.update({"eps": eps_total, "delta": 0.0, "eps_per_chain": float(plan.event.epsilon),
-                   "eps_spent": eps_total, "accountant": acc.to_dict(),
-                   "guarantee": f"pure {eps_total:.4g}-DP over {rp.num_chains} purified final draw(s) "
-                                "(each chain a certified trajectory + purification; basic composition)"})
     return RashomonResult(out[:, None, :], rp.mode, rp.psi, report, loss, 0, **common)

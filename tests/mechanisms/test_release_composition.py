@@ -64,3 +64,29 @@ def test_a_release_with_a_gaussian_part_is_composed_by_the_accountant():
     assert r.accountant().get_epsilon(delta) == pytest.approx(got, rel=1e-12)
     # log_delta is the same question
     assert r.epsilon(log_delta=math.log(delta)) == pytest.approx(got, rel=1e-9)
+
+
+def test_a_pure_release_reported_at_a_delta_is_composed_by_the_accountant():
+    # 200 pure 0.05 events: the sum is 10, but at delta = 1e-6 their optimal composition is far below it;
+    # dp-accounting's PLD of the pure (0.05, 0) pair composed 200 times is the oracle
+    r = Release(value=None, events=((PureDpEvent(0.05), 200),))
+    delta = 1e-6
+    ref = pld_lib.from_privacy_parameters(pld_common.DifferentialPrivacyParameters(0.05, 0.0),
+                                          value_discretization_interval=1e-4).self_compose(200).get_epsilon_for_delta(delta)
+    assert ref < 5.0                                       # the sum (10) would be 2x off
+    rep = r.report(delta)
+    assert rep["delta"] == pytest.approx(delta, rel=1e-12) and rep["route"] != "pure_basic"
+    assert ref - 1e-2 <= rep["epsilon"] <= ref * 1.01 + 1e-2
+    assert rep["epsilon"] == pytest.approx(r.epsilon(delta), rel=1e-12)
+    # with no delta the pure sum is the answer
+    assert r.report()["epsilon"] == pytest.approx(10.0, rel=1e-12) and r.report()["delta"] == 0.0
+
+
+def test_report_at_log_delta_answers_the_same_question_as_at_delta():
+    r = Release(value=None, events=((PureDpEvent(0.2), 1), (GdpEvent(mu=0.5), 4)))
+    at_delta = r.report(1e-5)
+    at_log = r.report(log_delta=math.log(1e-5))
+    assert at_log["epsilon"] == pytest.approx(at_delta["epsilon"], rel=1e-9)
+    assert at_log["delta"] == pytest.approx(1e-5, rel=1e-9)
+    # a delta below the float range only through log_delta: eps grows as delta shrinks
+    assert r.report(log_delta=-800.0)["epsilon"] > at_delta["epsilon"]
