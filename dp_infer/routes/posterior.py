@@ -37,6 +37,8 @@ from .._validation import (
 )
 from ..losses import LossConstants, PerExampleLoss
 from .plan import KERNELS, SamplingPlan, step_schedule
+from .adaptation import (ADAPTED_STEP_SAFETY, DEFAULT_ADAPTATION_WINDOWS, SETTLE_TIME, auto_windows,
+                         worst_relaxation_time)
 from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
 from ..privacy import path as path_privacy
 from ..privacy.conversions import gdp_epsilon, gdp_mu
@@ -54,23 +56,6 @@ DEFAULT_MIXING_RATE = 0.4
 #: the posterior mode's default clip radius is this multiple of sqrt(dim) (see plan_posterior)
 DEFAULT_CLIP_FACTOR = 1.0
 
-
-#: Langevin time of the metric-adaptation windows (``adapt_metric=True``; times ``friction`` for the
-#: kinetic chain): the first runs in the planned metric after the burn-in, each next one in the metric
-#: adapted from the previous window's draws, the sampling phase in the metric adapted from the last
-DEFAULT_ADAPTATION_WINDOWS = (20.0, 40.0, 80.0)
-#: ``adaptation_windows="auto"`` (the default): windows doubling from the first default one until the
-#: last is at least the planned metric's worst relaxation time ``beta kappa_P e / min(Lambda)``
-#: (Langevin time; ``e`` the released second moment's noise bound), at least the defaults, at most
-#: this many windows
-MAX_AUTO_WINDOWS = 7
-#: Langevin time the final phase runs (and drops as burn-in) before its draws count, after the last
-#: change of metric (the clip levels, hence the clipped target, move slightly with the metric)
-SETTLE_TIME = 2.0
-#: ``h M`` in the adapted phases, with M the global curvature bound in the adapted metric: stable
-#: everywhere (ULA needs h M < 2); a direction of curvature lambda has its variance inflated by
-#: ``1 / (1 - h lambda / 2)``, under 1% for the lambda ~ 1 an adapted metric gives the bulk
-ADAPTED_STEP_SAFETY = 1.0
 
 
 #: Largest prior precision accepted (prior sd 1e-50): far beyond any real prior, and far enough below
@@ -136,17 +121,9 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     ``adapt_metric``: adapt the preconditioner from the chains' own draws
     (:func:`dp_infer.routes.preconditioning.adapted_metric`) in windows of Langevin time
     ``adaptation_windows`` after the burn-in (each window's metric adapted from the previous window's
-    draws), then sample in the metric adapted from the last window. ``"auto"`` (default): 20, 40,
-    80, then doubling while the last window is shorter than the planned metric's worst relaxation
-    time ``r`` (at most :data:`MAX_AUTO_WINDOWS`). The released second moment ``S_hat`` has noise of
-    spectral norm at most ``e``, so in an eigendirection with eigenvalue ``s`` the planned precision
-    ``beta kappa_P s + Lambda`` can overstate the target's by up to
-    ``beta kappa_P min(e, s) / (beta kappa_P (s - e)_+ + Lambda)`` =: r_s, i.e. the metric can be
-    ``1 + r_s`` times too narrow there and that direction relaxes in Langevin time up to ``1 + r_s``;
-    ``r = max_s r_s`` (before the release: its supremum ``beta kappa_P e / min(Lambda)``). The last
-    window before sampling must see that direction settle (measured on Adult, where most of S_hat's
-    eigenvalues are below e: three windows reach the planned ESS at r = 14-50, not at r = 93 and 168,
-    where four do). Public: beta, kappa_P, the release and its noise bound, the prior. Needs
+    draws), then sample in the metric adapted from the last window. ``"auto"`` (default): the
+    number of windows from the planned metric's worst relaxation time
+    (:mod:`dp_infer.routes.adaptation`; public inputs only). Needs
     ``clip_radius`` (the clip bounds the sensitivity by ``2 tau / n`` in EVERY metric, so the
     guarantee is fixed before sampling whatever metric the adaptation finds); the whole time (burn-in,
     windows, settling, sampling) is accounted, and the adapted metric is post-processing of that
@@ -203,8 +180,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         clipped_link(loss)  # refuses a loss without a clipped closed form
     if not isinstance(adapt_metric, bool):
         raise ValueError(f"adapt_metric must be True or False, got {adapt_metric!r}")
-    auto_windows = isinstance(adaptation_windows, str)
-    if auto_windows and adaptation_windows != "auto":
+    auto = isinstance(adaptation_windows, str)
+    if auto and adaptation_windows != "auto":
         raise ValueError(f"adaptation_windows must be 'auto' or one or more Langevin times in (0, inf), got "
                          f"{adaptation_windows!r}")
     lam_min = float(np.min(lam))
@@ -212,29 +189,17 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     s_hat = None if sm.matrix is None else np.linalg.eigvalsh(0.5 * (sm.matrix + sm.matrix.T))
 
     def worst_relaxation(beta):
-        """``r``: the planned metric's worst relaxation time (module doc of :func:`plan_posterior`)."""
-        if noise_e <= 0.0:
-            return 0.0
-        if s_hat is None:  # before the release: the supremum over every matrix it can give
-            return beta * kappa_P * noise_e / lam_min
-        over = beta * kappa_P * np.minimum(noise_e, np.maximum(s_hat, 0.0))
-        return float(np.max(over / (beta * kappa_P * np.maximum(s_hat - noise_e, 0.0) + lam_min)))
+        return worst_relaxation_time(beta, kappa_P, noise_e, lam_min, s_hat)
 
     def windows_at(beta):
         """The windows' Langevin times (before the kinetic scaling) at this beta (public inputs only)."""
-        if not auto_windows:
-            return list(base_windows)
-        r = worst_relaxation(beta)
-        w = list(DEFAULT_ADAPTATION_WINDOWS)
-        while w[-1] < r and len(w) < MAX_AUTO_WINDOWS:
-            w.append(2.0 * w[-1])
-        return w
+        return auto_windows(worst_relaxation(beta)) if auto else list(base_windows)
 
     if adapt_metric:
         if clip_radius is None:
             raise ValueError("adapt_metric=True needs clip_radius (the clip bounds the sensitivity in every metric; "
                              "without it the adapted metric's sensitivity is not known before sampling)")
-        if not auto_windows:
+        if not auto:
             try:
                 base_windows = [float(w) for w in adaptation_windows]
             except (TypeError, ValueError):
@@ -280,7 +245,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         adaptation = {"windows": windows, "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + sum(windows),
                       "step_safety": ADAPTED_STEP_SAFETY,
                       "windows_rule": ("auto: doubling until the last is >= the planned metric's worst relaxation "
-                                       f"time r = {worst_relaxation(beta):.4g}" if auto_windows else "declared")}
+                                       f"time r = {worst_relaxation(beta):.4g}" if auto else "declared")}
     t = time_at(beta)
     if capped:
         # never colder than the untempered posterior (beta = n, L the mean loss); with the clip, the

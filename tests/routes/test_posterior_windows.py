@@ -17,7 +17,8 @@ import pytest
 from dp_infer import losses
 from dp_infer.privacy import path as path_privacy
 from dp_infer.privacy.conversions import gdp_mu
-from dp_infer.routes.posterior import MAX_AUTO_WINDOWS, SETTLE_TIME, plan_posterior
+from dp_infer.routes.adaptation import MAX_AUTO_WINDOWS, SETTLE_TIME
+from dp_infer.routes.posterior import plan_posterior
 from dp_infer.routes.preconditioning import pending_second_moment, private_second_moment
 
 N, D, R2, LAM = 2000, 6, 6.0, 0.01  # a wide prior: the noise can mislead the metric by a lot
