@@ -25,6 +25,8 @@ from dp_infer.domains import L2Ball
 from dp_infer.losses import LossConstants, PerExampleLoss
 from dp_infer.mechanisms import iterated_em as IE
 
+from tests.support.noise_checks import assert_sd_with_power
+
 P_DIM, N, G = 100, 2000, 2.0
 
 
@@ -44,15 +46,6 @@ def _data():
     return X, np.zeros(N)
 
 
-def _assert_sd(x, sd_stated):
-    m = x.size
-    tol = 5.0 / math.sqrt(2 * m)
-    sd = math.sqrt(float(np.mean(x ** 2)))
-    assert abs(math.log(sd / sd_stated)) < tol, (sd, sd_stated, tol)
-    for wrong in (0.75 * sd_stated, 1.5 * sd_stated):
-        assert abs(math.log(sd / wrong)) > tol, wrong
-
-
 def test_single_exponential_mechanism_has_beta_eps_n_over_g_diameter():
     X, y = _data()
     xbar = X.mean(axis=0)
@@ -63,7 +56,7 @@ def test_single_exponential_mechanism_has_beta_eps_n_over_g_diameter():
         r = IE.exponential_mechanism(LOSS, X, y, eps=eps, domain=dom, anchor=xbar, seed=s)
         dev.append(np.asarray(r.value) - xbar)
         assert np.linalg.norm(r.value) < 0.5                          # far inside C_0: no truncation
-    _assert_sd(np.concatenate(dev), 1.0 / math.sqrt(beta))           # 800 coordinates, 5 se: 12.5%
+    assert_sd_with_power(np.concatenate(dev), 1.0 / math.sqrt(beta))           # 800 coordinates, 5 se: 12.5%
     assert r.is_pure and r.epsilon() == pytest.approx(eps, rel=1e-15)
 
 
@@ -89,5 +82,5 @@ def test_two_rounds_release_the_last_round_at_its_shrunken_diameter():
     # 1 / beta2) / 2)), and 6 of those sds still fit inside r1
     spread = math.sqrt(P_DIM / beta1 + P_DIM / beta2) + 6 * math.sqrt((1 / beta1 + 1 / beta2) / 2)
     assert spread < r1
-    _assert_sd(x, 1.0 / math.sqrt(beta2))                            # 5 se: 12.5%
+    assert_sd_with_power(x, 1.0 / math.sqrt(beta2))                            # 5 se: 12.5%
     assert [e.epsilon for e, _ in r.events] == pytest.approx([e1, e2], rel=1e-15)

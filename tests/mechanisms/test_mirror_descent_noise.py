@@ -31,6 +31,8 @@ from dp_infer.losses import LossConstants, PerExampleLoss
 from dp_infer.mechanisms import mirror_descent as MD
 from tests.support.mp_oracles import gdp_delta_mp, gdp_mu_for_delta_mp
 
+from tests.support.noise_checks import assert_sd_with_power
+
 
 def _zero_gradient_loss():
     return PerExampleLoss("zero", lambda t, x, y: 0.0 * jnp.dot(t, x),
@@ -48,15 +50,6 @@ def _setup(d, n, n_pub, seed=0):
     return X, np.zeros(n), Xp, yp, pub
 
 
-def _assert_sd(x, sigma):
-    m = x.size
-    tol = 5.0 / math.sqrt(2 * m)
-    sd = math.sqrt(float(np.mean(x ** 2)))
-    assert abs(math.log(sd / sigma)) < tol, (sd, sigma, tol)
-    for wrong in (0.75 * sigma, 1.5 * sigma):
-        assert abs(math.log(sd / wrong)) > tol, wrong
-
-
 def _sigma(eps, delta, C, T, n):
     mu = gdp_mu_for_delta_mp(eps, delta)
     return 2.0 * C * math.sqrt(T) / (n * mu)
@@ -72,7 +65,7 @@ def test_identity_mirror_adds_the_gaussian_mechanism_noise_at_2c_over_n(output):
     x = (theta0 - np.asarray(r.value)) / eta
     sigma = _sigma(eps, delta, C, T, n)
     factor = math.sqrt(T) if output == "last" else math.sqrt(sum(k * k for k in range(1, T + 1))) / T
-    _assert_sd(x, sigma * factor)                       # 5 se: 18% (d = 400)
+    assert_sd_with_power(x, sigma * factor)                       # 5 se: 18% (d = 400)
     # the T events compose to the mu that meets the target exactly
     ev, count = r.events[0]
     assert count == T and ev.mu == pytest.approx(2 * C / (n * sigma), rel=1e-9)
@@ -88,7 +81,7 @@ def test_quadratic_mirror_preconditions_the_noise_by_the_public_hessian():
     H = Xp.T @ Xp / n_pub + l2 * np.eye(d)             # Hessian of the public mean squared loss + ridge
     H /= np.linalg.eigvalsh(H)[0]                      # normalise=True: smallest eigenvalue 1
     b = H @ (np.asarray(r.params["theta_public"]) - np.asarray(r.value)) / eta
-    _assert_sd(b, _sigma(eps, delta, C, 1, n))         # 5 se: 20% (d = 300)
+    assert_sd_with_power(b, _sigma(eps, delta, C, 1, n))         # 5 se: 20% (d = 300)
     # the noise is isotropic before preconditioning: its two halves in H's eigenbasis agree
     w, V = np.linalg.eigh(H)
     z = V.T @ b

@@ -34,3 +34,15 @@ def assert_iid_gaussian(draws, mean, var: float, z: float = 5.0, n_eff: int | No
     cov = np.cov(x, rowvar=False)
     np.testing.assert_array_less(np.abs(np.diag(cov) - var), z * var * math.sqrt(2.0 / (n - 1)))
     np.testing.assert_array_less(np.abs(cov[~np.eye(d, dtype=bool)]), z * var / math.sqrt(n))
+
+
+def assert_sd_with_power(x, sd_stated: float, z: float = 5.0) -> None:
+    """Zero-mean noise ``x`` (any shape, independent entries) has the root-mean-square ``sd_stated``:
+    ``|log(rms / sd_stated)| < z / sqrt(2 m)`` (the log-sd's standard error for m Gaussian entries),
+    and the same sample would fail at 0.75x and at 1.5x the stated sd (the check has power)."""
+    x = np.asarray(x, dtype=np.float64)
+    tol = z / math.sqrt(2 * x.size)
+    sd = math.sqrt(float(np.mean(x ** 2)))
+    assert abs(math.log(sd / sd_stated)) < tol, (sd, sd_stated, tol)
+    for wrong in (0.75 * sd_stated, 1.5 * sd_stated):
+        assert abs(math.log(sd / wrong)) > tol, wrong
