@@ -24,7 +24,6 @@ import pytest
 from dp_infer.domains import L2Ball
 from dp_infer.losses import LossConstants, PerExampleLoss
 from dp_infer.mechanisms import iterated_em as IE
-
 from tests.support.noise_checks import assert_sd_with_power
 
 P_DIM, N, G = 100, 2000, 2.0

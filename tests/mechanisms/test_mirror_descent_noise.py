@@ -30,7 +30,6 @@ from dp_infer.domains import L2Ball
 from dp_infer.losses import LossConstants, PerExampleLoss
 from dp_infer.mechanisms import mirror_descent as MD
 from tests.support.mp_oracles import gdp_delta_mp, gdp_mu_for_delta_mp
-
 from tests.support.noise_checks import assert_sd_with_power
 
 
