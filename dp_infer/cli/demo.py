@@ -51,17 +51,11 @@ QUICK_DRAWS = 400
 FORECAST_EPS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 #: rows in the printed coefficient table
 TABLE_ROWS = 12
-#: the time forecast: seconds per kernel step of 4 chains on Adult's 30,162 x 100 rows on an idle
-#: 2-core machine, scaled by rows x features x chains for other shapes, plus the fixed part
-#: (imports, data, compilation, ArviZ checks, plots). Calibrated for issue 29 from the CPU time of
-#: the whole quick demo (77 s user + system for 14,210 steps, about 3.9 ms of CPU per step; XLA
-#: spreads a step over both cores, so 2-4 ms of wall time) -- an estimate: README's results table
-#: has the measurements. A step measured on the spot (a compiled loop on placeholder rows) was
-#: tried and dropped: on a loaded machine it costs 20 s and is off by 3-5x either way; the
+#: the time forecast is :func:`dp_infer.routes.forecast.sampling_seconds` plus its FIXED_SECONDS
+#: (imports, data, compilation, ArviZ checks, plots), calibrated on this demo (README's results
+#: table has the measurements). A step measured on the spot (a compiled loop on placeholder rows)
+#: was tried and dropped: on a loaded machine it costs 20 s and is off by 3-5x either way; the
 #: progress bar's ETA is the live figure.
-STEP_SECONDS_IDLE = 2.5e-3
-STEP_SHAPE = 30162 * 100 * 4
-FIXED_SECONDS = 20.0
 
 DEFAULT_PLOTS = "dp_infer_demo"
 
@@ -97,11 +91,12 @@ def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, row
 
 
 def expected_seconds(plan) -> float:
-    """Sampling seconds of ``plan`` on an idle 2-core machine (see :data:`STEP_SECONDS_IDLE`)."""
+    """Sampling seconds of ``plan`` on an idle 2-core machine (the forecast's cost model,
+    :func:`dp_infer.routes.forecast.sampling_seconds`)."""
+    from ..routes.forecast import sampling_seconds
     from ..routes.posterior import expected_steps
 
-    shape = plan.n * plan.dim * plan.num_chains
-    return expected_steps(plan) * STEP_SECONDS_IDLE * max(shape / STEP_SHAPE, 0.05)
+    return sampling_seconds(expected_steps(plan), plan.n, plan.dim, plan.num_chains)
 
 
 def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
@@ -128,6 +123,8 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
                + f"{plan.num_draws} draws kept per chain)")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     cpus = os.cpu_count() or 1
+    from ..routes.forecast import FIXED_SECONDS
+
     click.echo(f"  time         about {expected + FIXED_SECONDS:.0f} s on an idle 2-core machine: sampling ~{expected:.0f} s "
                f"({steps} steps of {plan.num_chains} chains) + ~{FIXED_SECONDS:.0f} s data, compilation, "
                f"checks and plots" + (f"; this machine's load is {load:.1f} on {cpus} cores, so expect it slower "

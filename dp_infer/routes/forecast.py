@@ -24,15 +24,26 @@ from .plan import step_schedule
 from .posterior import DEFAULT_CLIP_FACTOR, DEFAULT_ESS, expected_steps, plan_posterior
 from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment
 
-__all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS",
+__all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS", "sampling_seconds",
            "CLOSE_TO_PRIOR"]
 
-#: wall-time cost model: seconds per (step x row x parameter x chain) of the full-batch GLM
-#: gradient, measured on this project's 2-core benchmark machine (docs/results.md, "Posterior
-#: mode: levers"); an ESTIMATE -- other machines, loads and dtypes differ by large factors
-SECONDS_PER_ROW_STEP_PARAM = 1.0e-10
-#: compilation and set-up, seconds (same caveat)
-FIXED_SECONDS = 5.0
+#: wall-time cost model: seconds per (step x row x parameter x chain) of the full-batch gradient on
+#: this project's 2-core machine, idle: 2.5 ms a step at Adult's 30162 rows x 100 x 4 chains
+#: (issue 29's CPU time of the quick demo; the demo with the clipped, adapted plan, 2026-11-27:
+#: forecast 58 s, measured 58.8 s wall). An ESTIMATE -- other machines, loads and dtypes differ by
+#: large factors. Below :data:`MIN_SHAPE_SHARE` of that shape a step costs as at that share (the
+#: per-step overhead of the loop)
+SECONDS_PER_ROW_STEP_PARAM = 2.5e-3 / (30162 * 100 * 4)
+MIN_SHAPE_SHARE = 0.05
+#: data, compilation (one per adaptation phase), the mixing checks, seconds (same caveat)
+FIXED_SECONDS = 20.0
+
+
+def sampling_seconds(steps: float, n: int, dim: int, num_chains: int) -> float:
+    """The cost model's sampling seconds for ``steps`` steps of ``num_chains`` chains on n x dim rows
+    (idle 2-core machine; see :data:`SECONDS_PER_ROW_STEP_PARAM`)."""
+    shape = float(n) * dim * num_chains
+    return float(steps) * SECONDS_PER_ROW_STEP_PARAM * max(shape, MIN_SHAPE_SHARE * 30162 * 100 * 4)
 #: warn when the tempered posterior's sd of a typical coordinate is within this factor of the prior's
 CLOSE_TO_PRIOR = 0.9
 
@@ -181,7 +192,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     lam_typ = float(np.median(lam))
     ratio = math.sqrt(lam_typ / (plan.beta * kappa_P * m2 + lam_typ))
     infl_typ = math.sqrt((n * kappa_P * m2 + lam_typ) / (plan.beta * kappa_P * m2 + lam_typ))
-    seconds = FIXED_SECONDS + SECONDS_PER_ROW_STEP_PARAM * float(steps) * num_chains * n * dim
+    seconds = FIXED_SECONDS + sampling_seconds(steps, n, dim, num_chains)
     if not post["sensitivity_bound"].startswith("per-example"):
         notes.append("the sensitivity comes from the rows (not the clip): the run's beta depends on the released "
                      "second moment and may differ from this forecast")

@@ -39,3 +39,8 @@ def test_forecast_uses_public_inputs_and_matches_the_planner():
     assert q.event.mu == pytest.approx(p.event.mu, rel=1e-9)
     assert 0.8 < q.num_steps / p.num_steps < 1.25
     assert 0 < expected_seconds(p) < 120
+    # one cost model: the forecast's (dp_infer.routes.forecast.sampling_seconds) on the plan's expected steps
+    from dp_infer.routes.forecast import sampling_seconds
+    from dp_infer.routes.posterior import expected_steps
+
+    assert expected_seconds(p) == pytest.approx(sampling_seconds(expected_steps(p), n, d, 4), rel=1e-12)
