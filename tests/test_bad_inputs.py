@@ -1,7 +1,6 @@
 """Every bad input gets one clear line naming the parameter and the allowed range, before any
 budget is charged or any draw is lost (CLI through its real entry point, and Python)."""
 
-import sys
 import zipfile
 
 import jax
@@ -15,15 +14,7 @@ from dp_infer.routes.calibrate import calibrate
 from dp_infer.domains import L2Ball
 from dp_infer.privacy.ledger import Ledger
 from dp_infer.rashomon import sample_rashomon
-
-
-def run_cli(monkeypatch, capsys, args):
-    """Run ``dp-infer ARGS`` through the console entry point; return (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["dp-infer", *args])
-    with pytest.raises(SystemExit) as exc:
-        cli.run()
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
+from tests.support.cli import run_cli
 
 
 def write_csv(path, header, rows):
@@ -128,7 +119,7 @@ CLI_CASES = [
 @pytest.mark.parametrize("args,needle", CLI_CASES, ids=[" ".join(a)[:60] for a, _ in CLI_CASES])
 def test_cli_bad_input_is_one_line_before_any_charge(monkeypatch, capsys, files, args, needle):
     args = [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
-    code, out, err = run_cli(monkeypatch, capsys, args)
+    code, out, err = run_cli(monkeypatch, capsys, args, expect_exit=True)
     assert code != 0
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert "Traceback" not in err and len(lines) == 1, err
@@ -141,7 +132,7 @@ def test_cli_bad_input_is_one_line_before_any_charge(monkeypatch, capsys, files,
 
 def test_cli_budget_of_an_unknown_dataset(monkeypatch, capsys, files):
     Ledger(files["ledger"]).register_dataset("adult", 1.0, 1e-5)
-    code, _, err = run_cli(monkeypatch, capsys, ["budget", str(files["ledger"]), "--dataset-id", "other"])
+    code, _, err = run_cli(monkeypatch, capsys, ["budget", str(files["ledger"]), "--dataset-id", "other"], expect_exit=True)
     assert code == 2 and "dataset_id 'other' is not registered" in err and "Traceback" not in err
 
 
@@ -153,7 +144,8 @@ def test_cli_out_is_written_even_if_the_report_fails(monkeypatch, capsys, files,
 
     monkeypatch.setattr(cli.fit_commands, "print_report", broken)
     code, _, err = run_cli(monkeypatch, capsys, ["sample", str(files["good"]), "--target", "label",
-                                                 "--horizon", "0.2", "--no-progress", "--out", str(out)])
+                                                 "--horizon", "0.2", "--no-progress", "--out", str(out)],
+                             expect_exit=True)
     assert code == 3 and "unexpected RuntimeError: formatting exploded" in err and "Traceback" not in err
     assert out.exists()  # the paid-for draws are on disk
 

@@ -8,15 +8,15 @@ error must be ONE line that names the parameter.
 """
 
 import importlib.util
-import sys
 
 import numpy as np
 import pytest
 
 import dp_infer
-from dp_infer import cli, losses
+from dp_infer import losses
 from dp_infer.privacy.events import GdpEvent
 from dp_infer.privacy.ledger import Ledger
+from tests.support.cli import run_cli
 
 DS = "default"
 
@@ -46,14 +46,6 @@ def _state(ledger):
     return led.spent(DS), [(h["run_label"], h["status"]) for h in led.history(DS)]
 
 
-def run_cli(monkeypatch, capsys, args):
-    monkeypatch.setattr(sys, "argv", ["dp-infer", *map(str, args)])
-    with pytest.raises(SystemExit) as exc:
-        cli.run()
-    out = capsys.readouterr()
-    return exc.value.code, out.err
-
-
 def _cli_cases(e):
     t, good, L = e["tmp"], e["good"], e["ledger"]
     base = ["sample", good, "--target", "label", "--ledger", L, "--no-progress", "--horizon", "0.05"]
@@ -80,7 +72,7 @@ def _cli_cases(e):
 def test_cli_bad_inputs_are_refused_before_the_charge(env, monkeypatch, capsys):
     before = _state(env["ledger"])
     for args, name in _cli_cases(env):
-        code, err = run_cli(monkeypatch, capsys, args)
+        code, _, err = run_cli(monkeypatch, capsys, args, expect_exit=True)
         lines = [ln for ln in err.splitlines() if ln.strip()]
         assert code != 0, args
         assert len(lines) == 1 and lines[0].startswith("error: "), (args, err)
@@ -96,7 +88,7 @@ def test_an_empty_ledger_file_is_not_a_fresh_ledger(env, monkeypatch, capsys):
         Ledger(empty)
     for args in (["budget", "register", empty, "--eps", "1", "--delta", "1e-5"],
                  ["sample", env["good"], "--target", "label", "--ledger", empty, "--no-progress"]):
-        code, err = run_cli(monkeypatch, capsys, args)
+        code, _, err = run_cli(monkeypatch, capsys, args, expect_exit=True)
         assert code != 0 and len(err.strip().splitlines()) == 1 and "empty file" in err, err
         assert empty.stat().st_size == 0
 

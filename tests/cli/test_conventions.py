@@ -4,22 +4,10 @@ without a ledger (nothing records the spend)."""
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
-from dp_infer import cli
-
-
-def run_cli(monkeypatch, capsys, args):
-    monkeypatch.setattr(sys, "argv", ["dp-infer", *map(str, args)])
-    code = 0
-    try:
-        cli.run()
-    except SystemExit as e:
-        code = e.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from tests.support.cli import run_cli
 
 
 def test_budget_takes_ledger_like_every_spending_command(monkeypatch, capsys, tmp_path):

@@ -7,28 +7,20 @@ file scored by a binary model, a 1e300 cell that zeroed its row, NaN draws predi
 """
 
 import json
-import sys
 import zipfile
 
 import numpy as np
 import pytest
 
 import dp_infer
-from dp_infer import cli, losses
+from dp_infer import losses
 from dp_infer.datasets import clip_rows
 from dp_infer.diagnostics import io as dio
 from dp_infer.diagnostics import load, save
 from dp_infer.diagnostics.privacy_report import REPORT_ATTR, get_report
 from dp_infer.infer.run import PrivateRun
 from dp_infer.privacy.ledger import Ledger
-
-
-def run_cli(monkeypatch, capsys, args):
-    monkeypatch.setattr(sys, "argv", ["dp-infer", *map(str, args)])
-    with pytest.raises(SystemExit) as exc:
-        cli.run()
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
+from tests.support.cli import run_cli
 
 
 def _data(n=40, seed=0):
@@ -98,13 +90,13 @@ def test_a_test_csv_with_other_labels_and_a_huge_cell_are_refused(tmp_path, monk
     y3[:5] = 2
     three = _csv(tmp_path / "three.csv", X, y3)
     for args, needle in ((["sample", good, "--target", "label", "--test-csv", three, "--no-progress"], "--test-csv"),):
-        code, out, err = run_cli(monkeypatch, capsys, args)
+        code, out, err = run_cli(monkeypatch, capsys, args, expect_exit=True)
         assert code != 0 and needle in err and len(err.strip().splitlines()) == 1, err
         assert "accuracy" not in out
     Xh = X.copy()
     Xh[3, 1] = 1e300
     huge = _csv(tmp_path / "huge.csv", Xh, y)
-    code, out, err = run_cli(monkeypatch, capsys, ["sample", huge, "--target", "label", "--no-progress"])
+    code, out, err = run_cli(monkeypatch, capsys, ["sample", huge, "--target", "label", "--no-progress"], expect_exit=True)
     assert code != 0 and "column 'b'" in err and "1e+300" not in err, err
     with pytest.raises(ValueError, match="column 1 holds a value too large"):
         clip_rows(Xh)
@@ -123,12 +115,12 @@ def test_predict_model_where_it_does_not_apply_and_a_run_zip_without_draws(run_f
     data = _csv(tmp_path / "new.csv", X, y)
     mf = tmp_path / "m.py"
     mf.write_text("def model(X=None, y=None):\n    pass\n")
-    code, _, err = run_cli(monkeypatch, capsys, ["predict", run_file, data, "--model", f"{mf}:model"])
+    code, _, err = run_cli(monkeypatch, capsys, ["predict", run_file, data, "--model", f"{mf}:model"], expect_exit=True)
     assert code != 0 and err.startswith("error: --model:") and len(err.strip().splitlines()) == 1, err
     stripped = tmp_path / "nodraws.zip"
     with zipfile.ZipFile(run_file) as src, zipfile.ZipFile(stripped, "w") as dst:
         for name in src.namelist():
             if not name.startswith("posterior"):
                 dst.writestr(name, src.read(name))
-    code, _, err = run_cli(monkeypatch, capsys, ["predict", stripped, data])
+    code, _, err = run_cli(monkeypatch, capsys, ["predict", stripped, data], expect_exit=True)
     assert code != 0 and "unexpected" not in err and "posterior" in err and len(err.strip().splitlines()) == 1, err

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dp_infer import cli
 from dp_infer import rashomon as R
 from dp_infer.privacy.ledger import BudgetExceededError, Ledger
+from tests.support.cli import run_cli
 
 PSI = 0.02
 
@@ -131,17 +130,6 @@ def test_ledger_from_python(tmp_path, runs):
 
 
 # ------------------------------------------------------------------------------ the command line
-
-def run_cli(monkeypatch, capsys, args):
-    monkeypatch.setattr(sys, "argv", ["dp-infer", *args])
-    code = 0
-    try:
-        cli.run()
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
 
 def _csv(path, X, y, names=("a", "b", "c")):
     rows = [",".join(names + ("label",))] + [",".join(f"{v:.6f}" for v in x) + f",{int(t)}" for x, t in zip(X, y)]
