@@ -256,7 +256,7 @@ def test_preconditioned_route_audit_below_claim_and_catches_a_euclidean_accounta
 
 @pytest.mark.slow
 def test_posterior_run_matches_nuts_at_the_same_temperature():
-    from numpyro.infer import MCMC, NUTS
+    from tests.support.tempering import nuts_reference
 
     X, y = _data(n=2000, d=3, seed=1)
     loss = losses.logistic(row_norm=math.sqrt(3))
@@ -269,10 +269,7 @@ def test_posterior_run_matches_nuts_at_the_same_temperature():
     assert run.plan.posterior["clip_radius"] is not None  # "auto": gradients clipped in the metric
     U = run.potential  # the clipped chain's own target: the clipped loss's Gibbs posterior (value, not only gradient)
 
-    nuts = MCMC(NUTS(potential_fn=lambda z: U(z["th"])), num_warmup=500, num_samples=2000, num_chains=1,
-                progress_bar=False)
-    nuts.run(jax.random.PRNGKey(0), init_params={"th": jnp.zeros(3)})  # NON-PRIVATE reference, same target
-    ref = np.asarray(nuts.get_samples()["th"])
+    ref = nuts_reference(U, 3)  # NON-PRIVATE reference, same target
     sd = ref.std(axis=0)
     # MC error of the difference of means: sd sqrt(1/ESS_ours + 1/ESS_nuts) with ESS >= 200 / ~1000
     assert np.all(np.abs(ours.mean(0) - ref.mean(0)) <= 4 * sd * math.sqrt(1 / 200 + 1 / 800))

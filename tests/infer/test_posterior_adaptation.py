@@ -181,7 +181,7 @@ def test_adapted_run_matches_nuts_on_its_own_target():
     """The draws against NUTS on the run's final target (the clipped loss's Gibbs posterior clipped in the
     adapted metric, ``run.potential``), same temperature. Tolerances from the MC error: difference of
     means within 4 sd sqrt(1 / ESS_ours + 1 / ESS_nuts) with ESS >= 300 / ~800."""
-    from numpyro.infer import MCMC, NUTS
+    from tests.support.tempering import nuts_reference
 
     X, y = _data(n=2000, d=3, seed=1)
     run = fit_posterior(LOSS, X, y, eps=2.0, delta=1e-5, prior_precision=1.0, ess=400, seed=11,
@@ -190,10 +190,7 @@ def test_adapted_run_matches_nuts_on_its_own_target():
     assert ach["max_rhat"] < 1.02 and ach["min_ess_bulk"] > 300
     ours = run.draws().reshape(-1, 3)
     U = run.potential
-    nuts = MCMC(NUTS(potential_fn=lambda z: U(z["th"])), num_warmup=500, num_samples=2000, num_chains=1,
-                progress_bar=False)
-    nuts.run(jax.random.PRNGKey(0), init_params={"th": jnp.zeros(3)})  # NON-PRIVATE reference, same target
-    ref = np.asarray(nuts.get_samples()["th"])
+    ref = nuts_reference(U, 3)  # NON-PRIVATE reference, same target
     sd = ref.std(axis=0)
     assert np.all(np.abs(ours.mean(0) - ref.mean(0)) <= 4 * sd * math.sqrt(1 / 300 + 1 / 800))
     ratio = ours.std(0) / sd
