@@ -62,23 +62,24 @@ DEFAULT_PLOTS = "dp_infer_demo"
 
 def _stand_in_second_moment(X_public, n: int, max_sq_norm: float, mu_sm: float):
     """The private release's stand-in for planning: the public rows' second moment, with the event
-    and the noise scale of the private release (both data independent: n, the row bound, mu)."""
-    from ..routes.preconditioning import SecondMoment
+    and the noise figures of the private release (data independent: n, the row bound, mu;
+    :func:`~dp_infer.routes.preconditioning.pending_second_moment`)."""
+    import dataclasses
+
     from ..privacy.events import GdpEvent
+    from ..routes.preconditioning import pending_second_moment
 
     Xp = np.asarray(X_public, dtype=np.float64)
-    d = Xp.shape[1]
-    sd = 2.0 * max_sq_norm / n / mu_sm  # the release's Frobenius sensitivity 2 R^2 / n over mu
-    failure = 1e-6
-    bound = sd * (2.0 * math.sqrt(d) + math.sqrt(2.0 * math.log(2.0 / failure)))  # as preconditioning's
-    return SecondMoment(Xp.T @ Xp / Xp.shape[0], "public test rows standing in for the private release",
-                        GdpEvent(mu=mu_sm, label="private_second_moment (forecast)"), sd, bound, failure)
+    pending = pending_second_moment(n, Xp.shape[1], max_sq_norm=max_sq_norm, mu=mu_sm)
+    return dataclasses.replace(pending, matrix=Xp.T @ Xp / Xp.shape[0],
+                               source="public test rows standing in for the private release",
+                               event=GdpEvent(mu=mu_sm, label="private_second_moment (forecast)"))
 
 
 def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, rows, precond_share, X_public,
                   num_draws, kernel="langevin", friction=None, clip_radius=None):
     """The plan as the run will make it, from public inputs only (see the module docstring)."""
-    from ..infer.posterior import resolve_clip_radius
+    from ..losses.metric_clip import resolve_clip_radius
     from ..routes.posterior import plan_posterior
     from ..privacy.conversions import gdp_mu
 
@@ -102,6 +103,9 @@ def expected_seconds(plan) -> float:
 def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
     import os
 
+    from ..routes.forecast import FIXED_SECONDS
+    from ..routes.posterior import expected_steps
+
     p = plan.posterior
     expected = expected_seconds(plan)
     click.echo(f"Plan ({'full' if full else 'quick'}: {plan.num_chains} chains planned for {p['ess_target']} effective "
@@ -112,8 +116,6 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
                f"beta / n = {p['beta_over_n']:.3g}")
     click.echo(f"  intervals    about {p['interval_inflation']:.3g}x as wide as the untempered posterior's "
                "(sqrt(n / beta))")
-    from ..routes.posterior import expected_steps
-
     steps = expected_steps(plan)
     adapted = p.get("adaptation") is not None
     click.echo(f"  draws        predicted bulk ESS {p['predicted_ess']:.0f} over {plan.num_chains} chains x "
@@ -123,8 +125,6 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
                + f"{plan.num_draws} draws kept per chain)")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     cpus = os.cpu_count() or 1
-    from ..routes.forecast import FIXED_SECONDS
-
     click.echo(f"  time         about {expected + FIXED_SECONDS:.0f} s on an idle 2-core machine: sampling ~{expected:.0f} s "
                f"({steps} steps of {plan.num_chains} chains) + ~{FIXED_SECONDS:.0f} s data, compilation, "
                f"checks and plots" + (f"; this machine's load is {load:.1f} on {cpus} cores, so expect it slower "

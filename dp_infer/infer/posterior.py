@@ -25,9 +25,8 @@ from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss
 from ..routes.plan import SamplingPlan
 from ..routes.plan import step_schedule
-from ..routes.posterior import (DEFAULT_CLIP_FACTOR, DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior,
-                               preconditioner_chol, step_bound_matrix)
-from ..losses.metric_clip import CLIPPABLE_LOSSES, clipped_potential
+from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol, step_bound_matrix
+from ..losses.metric_clip import clipped_potential, resolve_clip_radius
 from ..potentials import GibbsPotential, gibbs_potential
 from ..routes.preconditioning import (
     SecondMoment, adapted_metric, pending_second_moment, prior_second_moment, private_second_moment,
@@ -90,17 +89,6 @@ def _prior_term(precision: np.ndarray):
         return 0.5 * jnp.sum(lam * theta * theta)
 
     return prior_potential
-
-
-def resolve_clip_radius(clip_radius, loss: PerExampleLoss, dim: int) -> float | None:
-    """``"auto"`` -> ``DEFAULT_CLIP_FACTOR * sqrt(dim)`` for a loss with a clipped closed form, else None;
-    a number is returned as is (checked by the planner); None stays None. Public inputs only."""
-    if isinstance(clip_radius, str):
-        if clip_radius != "auto":
-            raise ValueError(f"clip_radius must be 'auto', None or a number > 0, got {clip_radius!r}")
-        clippable = loss.name in CLIPPABLE_LOSSES and loss.index_fn is not None and loss.clip_norm is None
-        return DEFAULT_CLIP_FACTOR * math.sqrt(dim) if clippable else None
-    return clip_radius
 
 
 def _kernel(plan: SamplingPlan, V, step_size: float):

@@ -56,8 +56,8 @@ import numpy as np
 from .._validation import check_positive
 from .base import PerExampleLoss
 
-__all__ = ["CLIPPABLE_LOSSES", "CLIPPED_CURVATURE_FACTOR", "clipped_link", "clip_levels", "clipped_potential",
-           "clipped_row_share"]
+__all__ = ["CLIPPABLE_LOSSES", "CLIPPED_CURVATURE_FACTOR", "DEFAULT_CLIP_FACTOR", "clippable", "clipped_link",
+           "clip_levels", "clipped_potential", "clipped_row_share", "default_clip_radius", "resolve_clip_radius"]
 
 
 def _logistic(z, y, a, params):
@@ -99,6 +99,9 @@ def _smoothed_hinge(z, y, a, params):
 #: built-in losses with a closed-form clipped link (module doc), and the declared parameters it needs
 CLIPPABLE_LOSSES: dict[str, Callable] = {"logistic": _logistic, "huber": _huber, "smoothed_hinge": _smoothed_hinge}
 
+#: the posterior mode's default clip radius is this multiple of sqrt(dim) (:func:`default_clip_radius`)
+DEFAULT_CLIP_FACTOR = 1.0
+
 #: the clipped link's curvature bound over the loss's own (``sup |f''| / sup |phi''|``): the step
 #: size of a clipped plan uses it (the logistic's weighted link reaches 1/2 where its own is 1/4)
 CLIPPED_CURVATURE_FACTOR: dict[str, float] = {"logistic": 2.0, "huber": 1.0, "smoothed_hinge": 1.0}
@@ -113,6 +116,12 @@ def _params(loss: PerExampleLoss) -> dict:
     return {}
 
 
+def clippable(loss: PerExampleLoss) -> bool:
+    """Whether ``loss`` has a clipped closed form here: a built-in GLM loss of ``CLIPPABLE_LOSSES``
+    with its index function, not already clipped per example."""
+    return loss.name in CLIPPABLE_LOSSES and loss.index_fn is not None and loss.clip_norm is None
+
+
 def clipped_link(loss: PerExampleLoss) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
     """``f(z, y, a)``: the loss's link with its derivative bounded by ``a`` for every label
     (elementwise; how, per loss, in the module doc).
@@ -120,7 +129,7 @@ def clipped_link(loss: PerExampleLoss) -> Callable[[jax.Array, jax.Array, jax.Ar
     Raises for a loss without a closed form here (``CLIPPABLE_LOSSES``)."""
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
-    if loss.name not in CLIPPABLE_LOSSES or loss.index_fn is None or loss.clip_norm is not None:
+    if not clippable(loss):
         raise ValueError(f"clipping in the metric needs one of the built-in GLM losses {tuple(CLIPPABLE_LOSSES)}, "
                          f"got {loss.name!r}: pass clip_radius=None")
     f, params = CLIPPABLE_LOSSES[loss.name], _params(loss)
@@ -182,6 +191,16 @@ def clipped_row_share(loss: PerExampleLoss, X, y, theta, C, tau: float) -> float
     return float(np.mean(np.abs(clipped - own) > 1e-9 * np.maximum(1.0, np.abs(own))))
 
 
-def default_clip_radius(dim: int, factor: float) -> float:
+def default_clip_radius(dim: int, factor: float = DEFAULT_CLIP_FACTOR) -> float:
     """``factor * sqrt(dim)``: the clip radius from public inputs only (see the module docstring)."""
     return check_positive("clip factor", factor) * math.sqrt(dim)
+
+
+def resolve_clip_radius(clip_radius, loss: PerExampleLoss, dim: int) -> float | None:
+    """``"auto"`` -> :func:`default_clip_radius` for a :func:`clippable` loss, else None; a number is
+    returned as is (checked by the planner); None stays None. Public inputs only."""
+    if isinstance(clip_radius, str):
+        if clip_radius != "auto":
+            raise ValueError(f"clip_radius must be 'auto', None or a number > 0, got {clip_radius!r}")
+        return default_clip_radius(dim) if clippable(loss) else None
+    return clip_radius

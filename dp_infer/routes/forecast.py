@@ -17,11 +17,11 @@ import numpy as np
 
 from .._validation import check_choice, check_delta, check_positive, check_positive_int, check_target_epsilon
 from ..losses import PerExampleLoss
-from ..losses.metric_clip import CLIPPABLE_LOSSES
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from .plan import step_schedule
-from .posterior import DEFAULT_CLIP_FACTOR, DEFAULT_ESS, expected_steps, plan_posterior
+from ..losses.metric_clip import resolve_clip_radius
+from .posterior import DEFAULT_ESS, expected_steps, plan_posterior
 from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment
 
 __all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS", "sampling_seconds",
@@ -33,19 +33,20 @@ __all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARA
 #: forecast 58 s, measured 58.8 s wall). An ESTIMATE -- other machines, loads and dtypes differ by
 #: large factors. Below :data:`MIN_SHAPE_SHARE` of that shape a step costs as at that share (the
 #: per-step overhead of the loop)
-SECONDS_PER_ROW_STEP_PARAM = 2.5e-3 / (30162 * 100 * 4)
+CALIBRATION_SHAPE = 30162 * 100 * 4
+SECONDS_PER_ROW_STEP_PARAM = 2.5e-3 / CALIBRATION_SHAPE
 MIN_SHAPE_SHARE = 0.05
 #: data, compilation (one per adaptation phase), the mixing checks, seconds (same caveat)
 FIXED_SECONDS = 20.0
+#: warn when the tempered posterior's sd of a typical coordinate is within this factor of the prior's
+CLOSE_TO_PRIOR = 0.9
 
 
 def sampling_seconds(steps: float, n: int, dim: int, num_chains: int) -> float:
     """The cost model's sampling seconds for ``steps`` steps of ``num_chains`` chains on n x dim rows
     (idle 2-core machine; see :data:`SECONDS_PER_ROW_STEP_PARAM`)."""
     shape = float(n) * dim * num_chains
-    return float(steps) * SECONDS_PER_ROW_STEP_PARAM * max(shape, MIN_SHAPE_SHARE * 30162 * 100 * 4)
-#: warn when the tempered posterior's sd of a typical coordinate is within this factor of the prior's
-CLOSE_TO_PRIOR = 0.9
+    return float(steps) * SECONDS_PER_ROW_STEP_PARAM * max(shape, MIN_SHAPE_SHARE * CALIBRATION_SHAPE)
 
 
 @dataclass(frozen=True)
@@ -141,11 +142,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     check_choice("preconditioner", preconditioner, ("private", "public", "prior"))
     if not 0 < precond_share < 1:
         raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
-    if isinstance(clip_radius, str):
-        if clip_radius != "auto":
-            raise ValueError(f"clip_radius must be 'auto', None or a number > 0, got {clip_radius!r}")
-        ok = loss.name in CLIPPABLE_LOSSES and loss.index_fn is not None and loss.clip_norm is None
-        clip_radius = DEFAULT_CLIP_FACTOR * math.sqrt(dim) if ok else None
+    clip_radius = resolve_clip_radius(clip_radius, loss, dim)
     mu = gdp_mu(eps, delta)
     R = float(rows.max_norm()) if rows is not None else float(loss.row_norm)
     e = 0.0
@@ -164,8 +161,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     else:
         sm = prior_second_moment()
     # as fit_posterior: the metric is adapted whenever the gradients are clipped, unless told otherwise
-    plan_kwargs.setdefault("adapt_metric", clip_radius is not None)
-    if plan_kwargs["adapt_metric"] is None:
+    if plan_kwargs.get("adapt_metric") is None:
         plan_kwargs["adapt_metric"] = clip_radius is not None
     kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows,
               clip_radius=clip_radius, **plan_kwargs)

@@ -43,7 +43,7 @@ from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
 from ..privacy import path as path_privacy
 from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
-from ..losses.metric_clip import CLIPPED_CURVATURE_FACTOR, clipped_link
+from ..losses.metric_clip import CLIPPED_CURVATURE_FACTOR, DEFAULT_CLIP_FACTOR, clipped_link
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 
 __all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expected_steps", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
@@ -53,9 +53,6 @@ __all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expect
 DEFAULT_ESS = 400
 #: declared curvature of the slowest direction in preconditioned coordinates (see module doc)
 DEFAULT_MIXING_RATE = 0.4
-#: the posterior mode's default clip radius is this multiple of sqrt(dim) (see plan_posterior)
-DEFAULT_CLIP_FACTOR = 1.0
-
 
 
 #: Largest prior precision accepted (prior sd 1e-50): far beyond any real prior, and far enough below

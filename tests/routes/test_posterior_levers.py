@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from dp_infer import losses
-from dp_infer.infer.posterior import fit_posterior, resolve_clip_radius
+from dp_infer.infer.posterior import fit_posterior
+from dp_infer.losses.metric_clip import resolve_clip_radius
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.routes.forecast import forecast_posterior
 from dp_infer.routes.posterior import plan_posterior
