@@ -51,13 +51,14 @@ def formula_beta_over_n(n: int, eps: float, r: float, ess: int, share: float = 0
 
 
 def one_run(loss, X, y, X_test, y_test, *, eps, rows, sd0, seed, ess=400, clip_radius="auto", prior=PRIOR_PRECISION,
-            kernel="langevin", adapt_metric=None):
+            kernel="langevin", adapt_metric=None, mesh=None):
     n, d = X.shape
     fc = forecast_posterior(loss, n, d, eps=eps, delta=DELTA, prior_precision=prior, ess=ess, rows=rows,
                             clip_radius=clip_radius, kernel=kernel, adapt_metric=adapt_metric)
     t0 = time.perf_counter()
     run = fit_posterior(loss, X, y, eps=eps, delta=DELTA, prior_precision=prior, ess=ess, rows=rows, seed=seed,
-                        progress_bar=False, clip_radius=clip_radius, kernel=kernel, adapt_metric=adapt_metric)
+                        progress_bar=False, clip_radius=clip_radius, kernel=kernel, adapt_metric=adapt_metric,
+                        mesh=mesh)
     draws = run.draws()
     secs = time.perf_counter() - t0
     post = run.report()["posterior"]
@@ -221,16 +222,22 @@ def clip_sweep(factors=(0.5, 1.0, 2.0, None), log=print):
     return out
 
 
-def synthetic(log=print, kernel="underdamped", chains_up_to=1_000_000):
+def synthetic(log=print, kernel="underdamped", chains_up_to=1_000_000, sizes=(10_000, 100_000, 1_000_000),
+              shard_from=None, compare_one_device=False):
     """Synthetic logistic, d = 10, eps = 1: the plan's beta / n against the formula at n = 1e4, 1e5,
     1e6 (the plan caps beta at n, the rest widens the clip radius), and chains (clipped, adapted
-    metric, one device) up to ``chains_up_to`` rows: the draws' sd against the untempered Laplace
-    sd, and the draws' mean and the clipped target's mode against the untempered MAP
-    (:func:`offsets`)."""
+    metric) up to ``chains_up_to`` rows: the draws' sd against the untempered Laplace sd, and the
+    draws' mean and the clipped target's mode against the untempered MAP (:func:`offsets`).
+    From ``shard_from`` rows on, the rows are sharded over every device (``mesh="auto"``; on a CPU,
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` simulates K devices); with
+    ``compare_one_device`` the same run (same seed) on one device too: the largest difference of
+    the draws."""
+    import jax
+
     out = []
     d = 10
     loss = losses.logistic(row_norm=math.sqrt(d))
-    for n in (10_000, 100_000, 1_000_000):
+    for n in sizes:
         fc = forecast_posterior(loss, n, d, eps=1.0, delta=DELTA, prior_precision=1.0, clip_radius="auto",
                                 kernel=kernel)
         r = {"n": n, "d": d, "eps": 1.0, "forecast_beta_over_n": fc.beta_over_n,
@@ -239,8 +246,21 @@ def synthetic(log=print, kernel="underdamped", chains_up_to=1_000_000):
             X, y = _synthetic_data(n, d)
             th0, C0 = map_laplace(X, y, 1.0)
             sd0 = np.sqrt(np.diag(C0))
-            r.update(one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=sd0, seed=3, prior=1.0, kernel=kernel))
-            r.update(offsets(r.pop("_run"), X, y, th0, sd0))
+            sharded = shard_from is not None and n >= shard_from
+            r.update(one_run(loss, X, y, None, None, eps=1.0, rows=None, sd0=sd0, seed=3, prior=1.0, kernel=kernel,
+                             mesh="auto" if sharded else None))
+            run = r.pop("_run")
+            r["devices"] = jax.device_count() if sharded else 1
+            if sharded:
+                r["placement"] = run.report()["potential"]["placement"]
+            if sharded and compare_one_device:
+                t0 = time.perf_counter()
+                one = fit_posterior(loss, X, y, eps=1.0, delta=DELTA, prior_precision=1.0, ess=400, seed=3,
+                                    progress_bar=False, clip_radius="auto", kernel=kernel)
+                r["one_device_seconds"] = time.perf_counter() - t0
+                r["one_device_max_abs_diff"] = float(np.max(np.abs(one.theta - run.theta)))
+                r["draws_sd"] = float(np.median(run.theta.reshape(-1, d).std(axis=0)))
+            r.update(offsets(run, X, y, th0, sd0))
         log(json.dumps(r))
         out.append(r)
     return out
@@ -368,8 +388,8 @@ def markdown(res) -> str:
         L.append("| n | beta / n (plan) | formula | clip radius | width ratio | draws' mean - MAP (untempered sds, "
                  "median / max) | DP-SGD's clip (the old link) at the same levels: its mode - MAP (median / max) | "
                  "rows it clips there | same beta, no clip: mode - MAP (max) | max R-hat | "
-                 "min bulk ESS | steps | seconds |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "min bulk ESS | steps | seconds | devices |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         nan = float("nan")
         for r in res["synthetic"]:
             L.append(f"| {r['n']} | {r.get('beta_over_n', r['forecast_beta_over_n']):.3g} | "
@@ -381,7 +401,14 @@ def markdown(res) -> str:
                      f"{r.get('dp_sgd_clip_row_share_at_mode', nan):.3f} | "
                      f"{r.get('tempered_mode_offset_max', nan):.2f} | "
                      f"{r.get('max_rhat', nan):.3f} | {r.get('min_ess_bulk', nan):.0f} | "
-                     f"{r.get('num_steps', r.get('forecast_steps'))} | {r.get('seconds', nan):.0f} |")
+                     f"{r.get('num_steps', r.get('forecast_steps'))} | {r.get('seconds', nan):.0f} | "
+                     f"{r.get('devices', 1)} |")
+        for r in res["synthetic"]:
+            if "one_device_max_abs_diff" in r:
+                L.append(f"\nn = {r['n']} on {r['devices']} devices (rows sharded, {r['placement']['rows_per_shard']} "
+                         f"per device) against the same seed on one device ({r['one_device_seconds']:.0f} s): the "
+                         f"draws differ by at most {r['one_device_max_abs_diff']:.2g} (the draws' sd is "
+                         f"{r['draws_sd']:.3g}): the same chains, float32 sums in another order.")
     if res.get("rhat_floor"):
         r0 = res["rhat_floor"][0]
         L.append(f"\nThe R-hat a perfect sampler shows: {r0['chains']} stationary AR(1) chains per coordinate with the "
@@ -437,6 +464,11 @@ def main(argv=None):
     p.add_argument("--n-sub", type=int, default=None, help="subsample Adult's training rows (prototyping)")
     p.add_argument("--eps", type=float, nargs="*", default=[0.5, 1.0, 2.0, 4.0, 8.0])
     p.add_argument("--synthetic", action="store_true")
+    p.add_argument("--synthetic-n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    p.add_argument("--shard-from", type=int, default=None,
+                   help="shard the synthetic rows over every device from this n on (mesh='auto')")
+    p.add_argument("--compare-one-device", action="store_true",
+                   help="with --shard-from: the same run on one device, and the draws' largest difference")
     p.add_argument("--plans", action="store_true", help="plans only on the full Adult training set, every eps")
     p.add_argument("--sweep", action="store_true", help="clip radius sweep on synthetic data (n = 1e4, d = 10)")
     p.add_argument("--kernel", choices=["langevin", "underdamped"], default="underdamped",
@@ -456,7 +488,8 @@ def main(argv=None):
     elif a.eps:
         res["adult"] = adult(a.eps, a.n_sub, kernel=a.kernel, adapt_metric=False if a.no_adapt else None)
     if a.synthetic:
-        res["synthetic"] = synthetic(kernel=a.kernel)
+        res["synthetic"] = synthetic(kernel=a.kernel, sizes=a.synthetic_n, shard_from=a.shard_from,
+                                     compare_one_device=a.compare_one_device)
     if a.rhat_floor:
         res["rhat_floor"] = rhat_floor()
     if a.numpyro_cost:

@@ -229,7 +229,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
 
     ``mesh`` (a :func:`dp_infer.parallel.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given
     as :class:`~dp_infer.parallel.sharding.ShardedRows` with ``y=None``, samples the same plan on
-    row-sharded data (:mod:`dp_infer.parallel.sharding`; loss, estimate target, Langevin routes only).
+    row-sharded data (:mod:`dp_infer.parallel.sharding`; a per-example loss on the Langevin routes or
+    ``target="posterior"``, :mod:`dp_infer.parallel.sharded_posterior`).
     """
     check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method, num_chains=num_chains)
     # checks every route shares, once, before any route is chosen or anything is charged
@@ -238,9 +239,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         delta = check_delta(delta)
     check_choice("target", target, TARGETS)
     sharded = mesh is not None or isinstance(X, ShardedRows)
-    if sharded and (model is not None or target != "estimate"):
-        raise ValueError(f"mesh must be None for model=... or target={target!r} (sharded data run the "
-                         "estimate target of a per-example loss)")
+    if sharded and model is not None:
+        raise ValueError("mesh must be None for model=... (sharded data run a per-example loss)")
     if model is not None:
         if loss is not None:
             raise ValueError("give either a loss or model=..., not both")
@@ -273,7 +273,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         return fit_posterior(loss, X, y, eps=eps, delta=delta, num_chains=4 if num_chains is None else num_chains,
                              kernel=kernel, friction=friction, seed=seed, key_impl=key_impl, ledger=ledger,
                              dataset_id=dataset_id, progress_bar=progress_bar, chain_method=chain_method,
-                             num_draws=num_draws, **calibrate_kwargs)
+                             num_draws=num_draws, mesh=mesh, **calibrate_kwargs)
     if target != "estimate":
         raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
     num_chains = 1 if num_chains is None else num_chains

@@ -30,11 +30,13 @@ from ..losses.metric_clip import clipped_potential, resolve_clip_radius
 from ..potentials import GibbsPotential, gibbs_potential
 from ..routes.preconditioning import (
     SecondMoment, adapted_metric, pending_second_moment, prior_second_moment, private_second_moment,
-    public_second_moment,
+    private_second_moment_of_gram, public_second_moment, second_moment_row_bound,
 )
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..randomness import secret_key
+from ..parallel.sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
+from ..parallel.sharded_posterior import ShardedMetricPotential, sharded_second_moment
 
 __all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS"]
 
@@ -92,8 +94,8 @@ def _prior_term(precision: np.ndarray):
 
 
 def _kernel(plan: SamplingPlan, V, step_size: float):
-    def potential_fn(z):
-        return V(z["phi"])
+    def potential_fn(z, *data):  # data: the run arguments of a sharded potential (none on one device)
+        return V(z["phi"], *data)
 
     if plan.kernel == "langevin":
         return Langevin(potential_fn=potential_fn, step_size=step_size)
@@ -101,17 +103,46 @@ def _kernel(plan: SamplingPlan, V, step_size: float):
 
 
 def _run_chains(plan: SamplingPlan, V, *, step_size: float, num_steps: int, thinning: int, init_phi, key,
-                progress_bar: bool, chain_method: str):
-    """K chains of ``num_steps`` steps on ``V(phi)`` from ``init_phi`` (shape (K, d)); returns the MCMC
-    and the kept ``phi`` states, shape (K, draws, d)."""
+                progress_bar: bool, chain_method: str, data: tuple = (), place_chains=None):
+    """K chains of ``num_steps`` steps on ``V(phi, *data)`` from ``init_phi`` (shape (K, d)); returns the
+    MCMC and the kept ``phi`` states, shape (K, draws, d). ``data``: a sharded potential's run
+    arguments (passed to NumPyro's jitted loop, never closed over); ``place_chains``: its layout of
+    the initial points."""
     mcmc = MCMC(_kernel(plan, V, step_size), num_warmup=0, num_samples=num_steps, num_chains=plan.num_chains,
-                thinning=thinning, chain_method=chain_method, progress_bar=progress_bar)
+                thinning=thinning, chain_method=chain_method, progress_bar=progress_bar, jit_model_args=bool(data))
     init = jnp.asarray(init_phi if plan.num_chains > 1 else init_phi[0], dtype=jnp.float32)
-    mcmc.run(key, init_params={"phi": init})
+    mcmc.run(key, *data, init_params={"phi": init if place_chains is None else place_chains(init)})
     return mcmc, np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
 
 
-def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, chain_method: str):
+def _metric_potential(loss, data, plan: SamplingPlan, C, lam: np.ndarray, **described):
+    """``(V, run arguments, potential)`` of the plan's target in the metric ``C``: the Gibbs potential
+    reparametrised, or the clipped one when the plan clips (levels ``tau / ||C^T x||`` of THIS
+    metric), on one device (``data = (X, y)``) or on the rows' mesh (``data`` a
+    :class:`~dp_infer.parallel.sharding.ShardedRows`). ``potential`` (kept by the run, never saved)
+    is ``U(theta, *arguments)`` and describes the target (plus ``described``)."""
+    tau = (plan.posterior or {}).get("clip_tau")
+    desc = {"kind": "gibbs" if tau is None else "gibbs, per-example gradients clipped in the preconditioner's "
+                                                  "metric (clipped loss, dp_infer.losses.metric_clip)",
+            "beta": plan.beta, "n": plan.n, "dim": plan.dim, "loss": loss.describe()}
+    if tau is not None:
+        desc.update(clip_tau=tau, clip_radius=plan.posterior.get("clip_radius"),
+                    gradient_sensitivity_phi=plan.beta * plan.sensitivity)
+    desc.update(described)
+    if isinstance(data, ShardedRows):
+        if tau is None:  # the fields GibbsPotential.describe() gives on one device
+            desc.update(lam=0.0, psi=None, gradient_sensitivity=plan.beta * loss.constants.grad_diff / plan.n)
+        pot = ShardedMetricPotential(loss, data, plan.beta, np.asarray(C), lam, tau, description=desc)
+        return pot.V, pot.args(), pot
+    X, y = data
+    if tau is None:
+        potential = GibbsPotential(loss, X, y, plan.beta, prior_potential=_prior_term(lam))
+        return potential.reparametrised(C), (), potential
+    U, V = clipped_potential(loss, X, y, beta=plan.beta, C=C, tau=tau, prior_precision=lam)
+    return V, (), ClippedPotential(U, desc)
+
+
+def _adapted_run(loss, data, plan: SamplingPlan, *, key, progress_bar: bool, chain_method: str):
     """The ``adapt_metric`` plan: burn-in and window 1 in the planned metric, each next window in the
     metric adapted from the previous window's draws, then the sampling phase in the metric adapted
     from the last window's.
@@ -121,11 +152,11 @@ def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, cha
     (the whole time, all phases) covers the run. Each metric is post-processing of released draws.
     Returns ``(mcmc, phi, plan')``: ``plan'`` is the plan of the final phase (its metric, step and
     steps) with the phases' record in ``posterior["adaptation"]``; its event is the plan's.
+    ``data``: ``(X, y)`` or the rows placed on a mesh (:func:`_metric_potential`).
     """
     post = plan.posterior
     ad = dict(post["adaptation"])
     lam = np.asarray(plan.prior_precision)
-    tau = post["clip_tau"]
     A = step_bound_matrix(plan)
     windows = list(ad["windows"])
     burn = post["burn_in_time"]
@@ -151,10 +182,11 @@ def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, cha
         thin_k = max(1, steps_k // num_draws_k)
         steps_k = thin_k * int(math.ceil(steps_k / thin_k))
         h_k = time_k / steps_k
-        _, V = clipped_potential(loss, X, y, beta=plan.beta, C=C, tau=tau, prior_precision=lam)
+        V, args, potential = _metric_potential(loss, data, plan, C, lam, metric="adapted from the chains' draws")
         init_phi = np.linalg.solve(C, theta_last.T).T
         mcmc, phi = _run_chains(plan, V, step_size=h_k, num_steps=steps_k, thinning=thin_k, init_phi=init_phi,
-                                key=keys[k], progress_bar=progress_bar, chain_method=chain_method)
+                                key=keys[k], progress_bar=progress_bar, chain_method=chain_method, data=args,
+                                place_chains=getattr(potential, "place_chains", None))
         theta = phi @ C.T
         if not np.all(np.isfinite(theta)):
             raise ValueError(f"adaptation phase {k} produced non-finite draws (step {h_k:.4g}); the curvature bound "
@@ -180,44 +212,40 @@ def _adapted_run(loss, X, y, plan: SamplingPlan, *, key, progress_bar: bool, cha
             f"metric adapted from the chains' own draws in {len(windows)} windows (Langevin time "
             f"{', '.join(f'{w:g}' for w in windows)} after {burn:g} of burn-in); the draws are the final phase's ({final['num_steps']} steps of "
             f"{final['step_size']:.4g}); the event covers every phase",))
-    return mcmc, phi, final_plan
+    return mcmc, phi, final_plan, potential
 
 
 def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, source,
                      progress_bar: bool = True, chain_method: str = "vectorized") -> PrivateRun:
-    """Run a posterior-mode ``plan``: chains start at the prior mean (0), data independent."""
+    """Run a posterior-mode ``plan``: chains start at the prior mean (0), data independent.
+
+    ``X`` given as :class:`~dp_infer.parallel.sharding.ShardedRows` (with ``y=None``) runs the same
+    plan on the rows' mesh (:mod:`dp_infer.parallel.sharded_posterior`)."""
     if not isinstance(plan, SamplingPlan) or plan.target != "posterior":
         raise ValueError("plan must be a posterior-mode SamplingPlan (dp_infer.routes.posterior.plan_posterior)")
-    base = gibbs_potential(loss, X, y, beta=plan.beta)
-    if base.n != plan.n or base.dim != plan.dim:
+    if isinstance(X, ShardedRows):
+        if y is not None:
+            raise ValueError("y must be None when X is ShardedRows (the labels were placed with the rows)")
+        data, n, dim = X, X.n, loss.num_params(X.num_features)
+    else:
+        base = gibbs_potential(loss, X, y, beta=plan.beta)
+        data, n, dim = (base.X, base.y), base.n, base.dim
+    if n != plan.n or dim != plan.dim:
         raise ValueError(f"the plan was made for n = {plan.n}, dim = {plan.dim}; the data give "
-                         f"n = {base.n}, dim = {base.dim}: re-plan")
+                         f"n = {n}, dim = {dim}: re-plan")
     lam = np.asarray(plan.prior_precision)
-    tau = (plan.posterior or {}).get("clip_tau")
-    if tau is None:
-        potential = GibbsPotential(loss, base.X, base.y, plan.beta, prior_potential=_prior_term(lam))
-        V = potential.reparametrised(preconditioner_chol(plan))
-    else:  # per-example gradients clipped in the metric: Langevin on the clipped loss's Gibbs posterior
-        U, V = clipped_potential(loss, base.X, base.y, beta=plan.beta, C=preconditioner_chol(plan), tau=tau,
-                                   prior_precision=lam)
-        potential = ClippedPotential(U, {"kind": "gibbs, per-example gradients clipped in the preconditioner's "
-                                                 "metric (clipped loss, dp_infer.losses.metric_clip)", "beta": plan.beta, "n": plan.n,
-                                         "dim": plan.dim, "loss": loss.describe(), "clip_tau": tau,
-                                         "clip_radius": plan.posterior.get("clip_radius"),
-                                         "gradient_sensitivity_phi": plan.beta * plan.sensitivity})
     planned = plan
     if (plan.posterior or {}).get("adaptation"):
-        mcmc, phi, plan = _adapted_run(loss, base.X, base.y, plan, key=key, progress_bar=progress_bar,
-                                       chain_method=chain_method)
-        # the clipped target is the final metric's (its clip levels): the potential kept for extend()
-        U, _ = clipped_potential(loss, base.X, base.y, beta=plan.beta, C=preconditioner_chol(plan), tau=tau,
-                                   prior_precision=lam)
-        potential = ClippedPotential(U, {**potential.describe(), "metric": "adapted from the chains' draws"})
+        # the clipped target is the final metric's (its clip levels): its potential is kept for extend()
+        mcmc, phi, plan, potential = _adapted_run(loss, data, plan, key=key, progress_bar=progress_bar,
+                                                  chain_method=chain_method)
     else:
+        V, args, potential = _metric_potential(loss, data, plan, preconditioner_chol(plan), lam)
         zero = np.zeros((plan.num_chains, plan.dim))
         mcmc, phi = _run_chains(plan, V, step_size=plan.step_size, num_steps=plan.num_steps,
                                 thinning=plan.thinning, init_phi=zero, key=key, progress_bar=progress_bar,
-                                chain_method=chain_method)
+                                chain_method=chain_method, data=args,
+                                place_chains=getattr(potential, "place_chains", None))
     div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
     run = PosteriorRun(plan, phi @ preconditioner_chol(plan).T, None if div is None else np.asarray(div, dtype=bool),
                        source, potential.describe(), _mcmc=mcmc, _potential=potential)
@@ -234,7 +262,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                   curvature: float | None = None, preconditioner_curvature: float | None = None,
                   seed: int | None = None, key_impl: str = "threefry2x32", ledger=None,
                   dataset_id: str = "default", progress_bar: bool = True, chain_method: str = "vectorized",
-                  clip_radius: float | str | None = None, adapt_metric: bool | None = None,
+                  clip_radius: float | str | None = None, adapt_metric: bool | None = None, mesh=None,
                   **plan_kwargs) -> PrivateRun:
     """Private draws of ``N(0, diag(1/prior_precision)) x exp(-beta L)`` planned for ``ess``
     effective draws over ``num_chains`` chains at (eps, delta) in total.
@@ -257,6 +285,11 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     the metric from the chains' own draws (:func:`dp_infer.routes.posterior.plan_posterior`); default
     ``None`` = on whenever the gradients are clipped (it is what makes the clipped chain mix: on Adult
     at eps = 1, min bulk ESS 506 of 400 planned with the kinetic kernel, against 45 without).
+    ``mesh`` (a :func:`dp_infer.parallel.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given
+    as :class:`~dp_infer.parallel.sharding.ShardedRows` with ``y=None``: the same plan on row-sharded
+    data (:mod:`dp_infer.parallel.sharded_posterior`; the private second moment is summed on the
+    devices that hold the rows). The rows are checked and placed before anything is charged;
+    ``rows=`` needs the raw rows (pass X as an array with ``mesh=``).
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -267,8 +300,18 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         check_choice("preconditioner", preconditioner, PRECONDITIONERS)
     if not 0 < precond_share < 1:
         raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
-    X, y = loss.check_data(X, y)
-    dim = loss.num_params(X.shape[1])
+    sharded = mesh is not None or isinstance(X, ShardedRows)
+    if isinstance(X, ShardedRows):
+        if y is not None:
+            raise ValueError("y must be None when X is ShardedRows (the labels were placed with the rows)")
+        if rows is not None:
+            raise ValueError("rows: the admissible-rows check needs the raw rows; pass X as an array with mesh= "
+                             "(the rows are checked, then placed)")
+        n, num_features = X.n, X.num_features
+    else:
+        X, y = loss.check_data(X, y)
+        n, num_features = X.shape
+    dim = loss.num_params(num_features)
     if rows is not None:
         if int(rows.dim) != X.shape[1]:
             raise ValueError(f"rows have dim {rows.dim} but X has {X.shape[1]} columns")
@@ -288,12 +331,12 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     elif preconditioner == "public":
         sm = public_second_moment(X_public)
     else:
-        R2 = rows.max_norm() ** 2 if rows is not None else loss.row_norm ** 2
+        R2 = second_moment_row_bound(loss, rows)
         if not math.isfinite(R2):
             raise ValueError("preconditioner='private' needs a finite row bound (rows= or a loss row_norm)")
-        if dim != X.shape[1]:  # refused here: the stand-in below has no matrix, so the plan cannot see it
-            raise ValueError(f"preconditioner='private' releases the {X.shape[1]} x {X.shape[1]} second moment of "
-                             f"the rows, but the model has {dim} parameters: use preconditioner='prior'")
+        if dim != num_features:  # refused here: the stand-in below has no matrix, so the plan cannot see it
+            raise ValueError(f"preconditioner='private' releases the {num_features} x {num_features} second moment "
+                             f"of the rows, but the model has {dim} parameters: use preconditioner='prior'")
     plan_kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows, kernel=kernel,
                    friction=friction, mixing_rate=mixing_rate, curvature=curvature,
                    preconditioner_curvature=preconditioner_curvature,
@@ -303,17 +346,27 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         # the release is not made yet: plan with a stand-in that carries its event (no data), so the
         # whole run is validated and its composed event charged before any private computation
         mu_sm = math.sqrt(precond_share) * mu
-        sm = pending_second_moment(X.shape[0], X.shape[1], max_sq_norm=R2, mu=mu_sm)
-    dry = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
+        sm = pending_second_moment(n, num_features, max_sq_norm=R2, mu=mu_sm)
+    dry = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
     # charged: the whole (eps, delta) target (the plan spends at most that; its beta comes from a
     # bisection that stops just below the path's share, so the target is the safe side)
     charge = GdpEvent(mu=mu, label="posterior_mode (the run's (eps, delta) target)",
                       assumptions=dry.event.assumptions, metadata=dict(dry.event.metadata))
     check_plan_resources(dry)
+    if sharded:  # checked chunk by chunk while placed, before the charge; one noise sequence for the SPMD program
+        X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
+        y = None
+        ShardedPotential(loss, X, 1.0).chain_method(num_chains, chain_method)  # refuses 'parallel' on a mesh
+        key_sm, key_run = jax.random.split(same_key_on_all_processes(key))
     with charged(ledger, dataset_id, charge, "dp_infer fit posterior"):
-        if preconditioner == "private":
+        if preconditioner == "private" and sharded:
+            G, max_sq = sharded_second_moment(X)
+            if max_sq > R2 * (1 + 1e-6):  # pragma: no cover - placement checked every row against the loss's bound
+                raise AssertionError("a placed row exceeds the second moment's declared bound")
+            sm = private_second_moment_of_gram(G, n, max_sq_norm=R2, mu=mu_sm, key=key_sm)
+        elif preconditioner == "private":
             sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
-        plan = plan_posterior(loss, X.shape[0], dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
+        plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
         if plan.event.mu > charge.mu * (1 + 1e-12):
             raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
         run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,

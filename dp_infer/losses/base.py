@@ -49,7 +49,12 @@ from .row_blocks import blocked_loss_sum, clip_tree, clipped_mean
 
 
 __all__ = ["LossConstants", "PerExampleLoss", "ExampleLoss", "glm_loss", "domain_radius", "constants_with_l2",
-           "clipped_loss", "clipped_fraction", "with_l2"]
+           "clipped_loss", "clipped_fraction", "with_l2", "ROW_NORM_SLACK"]
+
+#: relative slack of every row-norm check (float rounding of rows normalised to the bound): rows with
+#: ``||x|| <= row_norm * (1 + ROW_NORM_SLACK)`` are accepted, and a release whose sensitivity rests on
+#: the rows' norms uses that bound (:func:`dp_infer.infer.posterior.fit_posterior`'s second moment)
+ROW_NORM_SLACK = 1e-6
 
 ExampleLoss = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
@@ -165,7 +170,7 @@ class PerExampleLoss:
         if X.shape[0] != y.shape[0]:
             raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {y.shape[0]}")
         norms = np.linalg.norm(X, axis=1)
-        over = int(np.sum(norms > self.row_norm * (1 + 1e-6)))
+        over = int(np.sum(norms > self.row_norm * (1 + ROW_NORM_SLACK)))
         if over and self.clip_norm is None:
             raise ValueError(
                 f"X: a row exceeds the declared row_norm={self.row_norm} (every row must have l2 norm <= "

@@ -22,6 +22,7 @@ import ml_dtypes
 import numpy as np
 
 from .._validation import check_choice
+from ..losses.base import ROW_NORM_SLACK
 
 __all__ = ["DATA_DTYPES", "ROUNDINGS", "cast_rows", "check_cast_rows", "storage_dtype"]
 
@@ -54,7 +55,7 @@ def cast_rows(X, dtype: str = "bfloat16", *, rounding: str = "toward_zero") -> n
 
 def check_cast_rows(X_cast, row_norm: float, *, name: str = "X") -> None:
     """Refuse (one-line ``ValueError``) any row of the cast data whose float64 norm exceeds
-    ``row_norm`` (the same relative slack 1e-6 as :meth:`dp_infer.losses.PerExampleLoss.check_data`)
+    ``row_norm`` (the same relative slack :data:`~dp_infer.losses.base.ROW_NORM_SLACK` as :meth:`dp_infer.losses.PerExampleLoss.check_data`)
     or any non-finite value. ``row_norm = inf`` (clipped losses) checks finiteness only."""
     x = np.asarray(X_cast).astype(np.float64)
     bad = ~np.isfinite(x)
@@ -64,7 +65,7 @@ def check_cast_rows(X_cast, row_norm: float, *, name: str = "X") -> None:
     if math.isinf(row_norm):
         return
     norms = np.linalg.norm(x, axis=1)
-    over = int(np.sum(norms > row_norm * (1 + 1e-6)))
+    over = int(np.sum(norms > row_norm * (1 + ROW_NORM_SLACK)))
     if over:
         raise ValueError(
             f"{name}: a row exceeds the declared row_norm={row_norm} after the cast to "

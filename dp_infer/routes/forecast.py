@@ -22,7 +22,7 @@ from ..privacy.events import GdpEvent
 from .plan import step_schedule
 from ..losses.metric_clip import resolve_clip_radius
 from .posterior import DEFAULT_ESS, expected_steps, plan_posterior
-from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment
+from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
 
 __all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS", "sampling_seconds",
            "CLOSE_TO_PRIOR"]
@@ -97,7 +97,7 @@ class PosteriorForecast:
             f"  target: prior x exp(-beta L) with beta = {self.beta:.4g} (beta / n = {self.beta_over_n:.3g}); "
             f"credible intervals about {self.interval_inflation:.3g}x as wide as the untempered posterior's in "
             f"directions the data dominate ({self.inflation_typical:.3g}x for a typical coordinate)",
-            f"  per-example gradients: " + (f"clipped in the preconditioner's metric at radius {self.clip_radius:.3g} "
+            "  per-example gradients: " + (f"clipped in the preconditioner's metric at radius {self.clip_radius:.3g} "
                                             "(rows of high leverage count less; for the logistic loss the weight is label-free, so the target stays centred on the data's estimate)"
                                             if self.clip_radius is not None else "not clipped (the loss's own bound)"),
             f"  expected bulk ESS {self.predicted_ess:.0f}; doubling the draws would lower beta to "
@@ -144,12 +144,12 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
         raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
     clip_radius = resolve_clip_radius(clip_radius, loss, dim)
     mu = gdp_mu(eps, delta)
-    R = float(rows.max_norm()) if rows is not None else float(loss.row_norm)
+    R2 = second_moment_row_bound(loss, rows)
     e = 0.0
     if preconditioner == "private":
         mu_sm = math.sqrt(precond_share) * mu
-        if math.isfinite(R):
-            sm = pending_second_moment(n, dim, max_sq_norm=R * R, mu=mu_sm)
+        if math.isfinite(R2):
+            sm = pending_second_moment(n, dim, max_sq_norm=R2, mu=mu_sm)
             e = sm.noise_norm_bound
         else:
             sm = SecondMoment(None, "private (pending)", GdpEvent(mu=mu_sm, label="private_second_moment"))
@@ -183,7 +183,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
         if e > 0:
             notes.append(f"the private second moment's noise (spectral bound {e:.3g}) sets the step: "
                          "a larger precond_share or more rows shortens the run")
-    m2 = (R * R / dim if math.isfinite(R) else 1.0) if feature_mean_square is None else check_positive(
+    m2 = (R2 / dim if math.isfinite(R2) else 1.0) if feature_mean_square is None else check_positive(
         "feature_mean_square", feature_mean_square)
     lam_typ = float(np.median(lam))
     ratio = math.sqrt(lam_typ / (plan.beta * kappa_P * m2 + lam_typ))

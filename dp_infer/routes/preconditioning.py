@@ -34,10 +34,11 @@ import jax
 import numpy as np
 
 from .._validation import check_delta, check_finite_array, check_positive, check_positive_int
+from ..losses.base import ROW_NORM_SLACK
 from ..privacy.events import GdpEvent
 
 __all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
-           "gaussian_spectral_bound", "pending_second_moment",
+           "private_second_moment_of_gram", "second_moment_row_bound", "gaussian_spectral_bound", "pending_second_moment",
            "precision_matrix", "adapted_metric"]
 
 
@@ -107,27 +108,51 @@ def pending_second_moment(n: int, dim: int, *, max_sq_norm: float, mu: float, fa
                         gaussian_spectral_bound(d, sd, failure), failure)
 
 
+def second_moment_row_bound(loss, rows=None) -> float:
+    """The bound on ``||x||^2`` a release of X'X/n rests on: the admissible rows' largest squared norm,
+    else the loss's ``row_norm`` with the slack its data check accepts
+    (:data:`~dp_infer.losses.base.ROW_NORM_SLACK`), so no row that passed the check can fail the
+    release's own check after the charge. ``inf`` for a loss without a row bound."""
+    if rows is not None:
+        return float(rows.max_norm()) ** 2
+    return (float(loss.row_norm) * (1 + ROW_NORM_SLACK)) ** 2
+
+
 def private_second_moment(X, *, max_sq_norm: float, mu: float, key, failure: float = 1e-6) -> SecondMoment:
     """Release ``X' X / n`` with Gaussian noise at ``mu``-GDP (replace-one, n public).
 
     ``max_sq_norm``: a bound on ``||x||^2`` that every admissible row meets (the caller checks the
     rows against it; e.g. ``rows.max_norm() ** 2``). ``key``: a JAX key (secret). The noise is
     added to the upper triangle (including the diagonal) and mirrored; the result is projected
-    onto the PSD cone (post-processing).
+    onto the PSD cone (post-processing): :func:`private_second_moment_of_gram`.
     """
     X = check_finite_array("X", X, ndim=2)
     R2 = check_positive("max_sq_norm", max_sq_norm)
-    mu = check_positive("mu", mu)
-    failure = check_delta(failure, "failure")
-    n, d = X.shape
     if float(np.max(np.einsum("ij,ij->i", X, X))) > R2 * (1 + 1e-9):
         raise ValueError(f"a row of X has squared norm above max_sq_norm = {R2:g}")
+    return private_second_moment_of_gram(X.T @ X, X.shape[0], max_sq_norm=R2, mu=mu, key=key, failure=failure)
+
+
+def private_second_moment_of_gram(gram, n: int, *, max_sq_norm: float, mu: float, key,
+                                  failure: float = 1e-6) -> SecondMoment:
+    """The release of :func:`private_second_moment` from ``gram = X' X`` (d, d) and the public ``n``,
+    for rows summed elsewhere (e.g. on the devices that hold them:
+    :func:`dp_infer.parallel.sharded_posterior.sharded_second_moment`). The CALLER has checked every
+    row against ``max_sq_norm``: the sensitivity ``2 max_sq_norm / n`` rests on it."""
+    G = check_finite_array("gram", gram, ndim=2)
+    R2 = check_positive("max_sq_norm", max_sq_norm)
+    mu = check_positive("mu", mu)
+    failure = check_delta(failure, "failure")
+    n = check_positive_int("n", n)
+    d = G.shape[0]
+    if G.shape != (d, d):
+        raise ValueError(f"gram must be square (X'X), got shape {G.shape}")
     sens = 2.0 * R2 / n  # ||x x^T - x' x'^T||_F <= ||x||^2 + ||x'||^2 bounds the upper triangle's l2
     sd = sens / mu
     noise = np.asarray(jax.random.normal(key, (d, d), dtype=np.float32), dtype=np.float64) * sd
     upper = np.triu(noise)
     E = upper + np.triu(upper, 1).T
-    S_hat = _psd(X.T @ X / n + E)
+    S_hat = _psd(G / n + E)
     event = GdpEvent(mu=mu, label="private_second_moment",
                      assumptions=(f"replace-one neighbours, n = {n} public; every row has ||x||^2 <= {R2:g}",
                                   f"Gaussian noise sd {sd:.4g} on the {d * (d + 1) // 2} upper-triangle entries "

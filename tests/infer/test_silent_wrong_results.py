@@ -124,3 +124,28 @@ def test_predict_model_where_it_does_not_apply_and_a_run_zip_without_draws(run_f
                 dst.writestr(name, src.read(name))
     code, _, err = run_cli(monkeypatch, capsys, ["predict", stripped, data], expect_exit=True)
     assert code != 0 and "unexpected" not in err and "posterior" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_rows_the_data_check_accepts_never_fail_the_second_moment_after_the_charge(tmp_path):
+    """Rows normalised in float32 overshoot the bound by ~1e-7: the loss's check accepts them (slack
+    ROW_NORM_SLACK), so the private second moment's sensitivity must cover them too. On the code
+    before the fix the release refused them AFTER the ledger was charged."""
+    from dp_infer.infer.posterior import fit_posterior
+    from dp_infer.losses import logistic
+    from dp_infer.losses.base import ROW_NORM_SLACK
+    from dp_infer.privacy.ledger import Ledger
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X *= 1 + 0.5 * ROW_NORM_SLACK  # accepted by the data check, above the declared row_norm = 1
+    y = (rng.random(300) < 0.5).astype(float)
+    led = Ledger(tmp_path / "ledger.sqlite")
+    led.register_dataset("d", 10.0, 1e-3)
+    run = fit_posterior(logistic(), X, y, eps=1.0, delta=1e-5, prior_precision=1.0, ess=20, seed=0,
+                        progress_bar=False, ledger=led, dataset_id="d")
+    spent = led.spent("d")
+    assert (spent["n_runs"], spent["n_completed"]) == (1, 1)
+    # the release's bound is the checked one: sensitivity 2 (1 + slack)^2 / n
+    sm = run.plan.event.metadata["parts"][1]
+    assert sm["metadata"]["sensitivity"] == pytest.approx(2 * (1 + ROW_NORM_SLACK) ** 2 / 300, rel=1e-12)

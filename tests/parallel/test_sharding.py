@@ -171,8 +171,9 @@ def test_bad_inputs_raise_before_anything_runs():
     U = ShardedPotential(loss, shard_rows(loss, X, y), 1.0)
     with pytest.raises(ValueError, match="chain_method must be 'vectorized' or 'sequential'"):
         U.chain_method(2, "parallel")
-    with pytest.raises(ValueError, match=r"mesh must be None .*target='posterior'"):
-        dp_infer.fit(loss, X, y, eps=1.0, delta=1e-5, target="posterior", mesh="auto")
+    with pytest.raises(ValueError, match=r"mesh must be None for model=\.\.\."):
+        dp_infer.fit(None, X, y, model=lambda X=None, y=None: None, eps=1.0, delta=1e-5, target="posterior",
+                     mesh="auto")
 
 
 def test_read_rows_reads_only_the_range(tmp_path):
