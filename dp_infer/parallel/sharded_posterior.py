@@ -127,8 +127,16 @@ class ShardedMetricPotential:
                 return lax.psum(v, ROWS), lax.psum(g, ROWS)
 
             spec = P(ROWS)
-            value_and_grad = jax.shard_map(local, mesh=self.data.mesh, in_specs=(P(), spec, spec, spec, spec),
-                                           out_specs=(P(), P()), axis_names={ROWS})
+            if self.data.row_shards == 1:  # chains-only mesh: no collective (see ShardedPotential)
+                def value_and_grad(phi, XC, y, w, a):
+                    def total(p):
+                        v = f(XC @ p, y, a)
+                        return jnp.sum(jnp.where(w > 0, v, jnp.zeros_like(v)))
+
+                    return jax.value_and_grad(total)(phi)
+            else:
+                value_and_grad = jax.shard_map(local, mesh=self.data.mesh, in_specs=(P(), spec, spec, spec, spec),
+                                               out_specs=(P(), P()), axis_names={ROWS})
 
             @jax.custom_vjp
             def mean_link(phi, XC, y, w, a):

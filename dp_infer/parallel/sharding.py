@@ -275,8 +275,14 @@ class ShardedPotential:
             return lax.psum(v, ROWS), lax.psum(g, ROWS)
 
         spec = P(ROWS)
-        value_and_grad = jax.shard_map(local, mesh=mesh, in_specs=(P(), spec, spec, spec), out_specs=(P(), P()),
-                                       axis_names={ROWS})
+        if self.data.row_shards == 1:
+            # every device holds all the rows (the mesh splits chains only): no collective to place;
+            # XLA's partitioner refuses a manual psum over an axis of size 1 under chain-sharded vmap
+            def value_and_grad(theta, X, y, w):
+                return blocked_loss_sum_and_grad(loss.example, theta, X, y, w, block_rows=B, clip_norm=loss.clip_norm)
+        else:
+            value_and_grad = jax.shard_map(local, mesh=mesh, in_specs=(P(), spec, spec, spec), out_specs=(P(), P()),
+                                           axis_names={ROWS})
         n = self.data.n
 
         @jax.custom_vjp
