@@ -203,7 +203,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
     clip_radius = check_clip_radius(mode, clip_radius)
-    clip_radius = None if clip_radius == "none" else clip_radius
+    clip_radius = "auto" if clip_radius is None else (None if clip_radius == "none" else clip_radius)
     kernel = "langevin" if kernel is None else kernel
     post = dict(command="sample", eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
                 prior_precision=prior_precision, precond_share=precond_share, seed=seed, key_impl=key_impl,

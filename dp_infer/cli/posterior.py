@@ -94,7 +94,7 @@ def _print_plan(plan) -> None:
 def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel, friction, ess, prior_precision,
                              precond_share, rows, seed, key_impl, progress, ledger, dataset_id, budget,
                              X_test=None, y_test=None, out=None, feature_names=None, extra_attrs=None,
-                             nonprivate=False, clip_radius=None):
+                             nonprivate=False, clip_radius="auto"):
     """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss)."""
     from .._validation import check_delta
     from ..infer.posterior import fit_posterior

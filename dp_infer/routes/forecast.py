@@ -120,7 +120,7 @@ class PosteriorForecast:
 
 def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta: float, prior_precision,
                        ess: int = DEFAULT_ESS, num_chains: int = 4, rows: Any = None,
-                       clip_radius: float | str | None = None, preconditioner: str = "private",
+                       clip_radius: float | str | None = "auto", preconditioner: str = "private",
                        precond_share: float = 0.1, second_moment: SecondMoment | None = None,
                        feature_mean_square: float | None = None, **plan_kwargs) -> PosteriorForecast:
     """Forecast a posterior-mode run from public inputs only (see :class:`PosteriorForecast`).

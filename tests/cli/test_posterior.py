@@ -35,9 +35,9 @@ def test_sample_posterior_mode_reports_planned_and_achieved_mixing_and_charges_t
                    "posterior (tempered at beta = "):
         assert needle in res.output, needle
     # the forecast (public inputs only) comes before the run and says whether gradients are clipped
-    # in the metric (opt-in in Python, clip_radius="auto"; the CLI runs the default: no clip)
+    # in the metric (the default, as in Python: clip_radius="auto")
     assert res.output.index("Forecast (public inputs only") < res.output.index("Posterior mode (data independent")
-    assert "per-example gradients: not clipped" in res.output
+    assert "per-example gradients: clipped in the preconditioner's metric" in res.output
     assert "not a posterior" not in res.output
     assert out.exists()
     # the ledger holds the whole target: the path and the second moment composed in GDP, at least

@@ -53,10 +53,10 @@ def test_clip_radius_is_refused_in_estimate_mode(tmp_path):
     assert res.exit_code != 0 and "--clip-radius applies to --mode posterior only" in str(res.exception)
 
 
-def test_help_says_the_clip_is_opt_in():
+def test_help_says_the_clip_is_the_default_and_how_to_turn_it_off():
     res = CliRunner().invoke(main, ["sample", "--help"])
     text = " ".join(res.output.split())
-    assert "--clip-radius" in text and "opt-in" in text and "Default: no clip" in text
+    assert "--clip-radius" in text and "the default for the logistic" in text and "'none': no clip" in text
 
 
 @pytest.mark.parametrize("value", ["1.5", "auto"])
@@ -81,9 +81,15 @@ def test_the_option_runs_the_python_option_it_maps_to(tmp_path, value):
                                   np.asarray(cli_run.draws(), dtype=np.float32))
 
 
-def test_without_the_option_nothing_is_clipped(tmp_path):
+def test_without_the_option_the_clip_is_auto_and_none_turns_it_off(tmp_path):
     out = tmp_path / "run.zip"
     res = CliRunner().invoke(main, ["sample", str(_csv(tmp_path)), *BASE, "--out", str(out)])
     assert res.exit_code == 0, res.output
+    assert "per-example gradients clipped in the preconditioner's metric at radius" in res.output
+    assert dp_infer.PrivateRun.load(out).plan.posterior["clip_radius"] == pytest.approx(math.sqrt(3), rel=1e-12)
+    out_none = tmp_path / "run_none.zip"
+    res = CliRunner().invoke(main, ["sample", str(_csv(tmp_path)), *BASE, "--clip-radius", "none", "--out",
+                                    str(out_none)])
+    assert res.exit_code == 0, res.output
     assert "per-example gradients: not clipped" in res.output
-    assert dp_infer.PrivateRun.load(out).plan.posterior["clip_radius"] is None
+    assert dp_infer.PrivateRun.load(out_none).plan.posterior["clip_radius"] is None

@@ -88,8 +88,11 @@ def test_extend_a_posterior_run_composes_every_release(tmp_path, data):
     assert run.theta.shape[1] == draws0 + 20
     assert np.all(np.isfinite(run.theta))
     # oracle: the path of the whole horizon (closed form, mu = beta Delta sqrt(K t / 2)) composed
-    # in GDP with the second-moment release: mu^2 = mu_path(t_total)^2 + mu_sm^2
-    t_total = (plan0.num_steps + steps) * plan0.step_size
+    # in GDP with the second-moment release: mu^2 = mu_path(t_total)^2 + mu_sm^2; the default run
+    # clips and adapts its metric, so the horizon starts with the burn-in and the windows
+    warmup = plan0.posterior["adaptation"]["warmup_time"]
+    assert warmup > 0
+    t_total = warmup + (plan0.num_steps + steps) * plan0.step_size
     mu_path = plan0.beta * plan0.sensitivity * math.sqrt(plan0.num_chains * t_total / 2.0)
     assert float(run.plan.event.mu) == pytest.approx(math.sqrt(mu_path ** 2 + mu_sm ** 2), rel=1e-9)
     assert float(run.plan.event.mu) > float(plan0.event.mu)

@@ -94,9 +94,11 @@ def test_forecast_matches_the_run_and_warns_near_the_prior():
     assert fc.beta == run.plan.beta  # the clip sets the sensitivity: beta does not depend on the release
     assert fc.num_steps >= run.plan.num_steps  # the public step bound holds the released noise (w.p. 1 - 1e-6)
     assert fc.close_to_prior and "WARNING" in fc.explain()  # 60 rows at eps = 1: the prior's
-    big = forecast_posterior(loss, 10 ** 6, 2, eps=1.0, delta=1e-5, prior_precision=1.0)
+    big = forecast_posterior(loss, 10 ** 6, 2, eps=1.0, delta=1e-5, prior_precision=1.0, clip_radius=None)
     assert not big.close_to_prior and "WARNING" not in big.explain()
     assert big.beta_at_double_ess < big.beta
+    clipped = forecast_posterior(loss, 10 ** 6, 2, eps=1.0, delta=1e-5, prior_precision=1.0)  # default: "auto"
+    assert clipped.beta == 10 ** 6 and clipped.beta_at_double_ess == 10 ** 6  # capped at n (untempered)
     assert big.interval_inflation == pytest.approx(math.sqrt(10 ** 6 / big.beta))
     with pytest.raises(ValueError, match="precond_share"):
         forecast_posterior(loss, 100, 2, eps=1.0, delta=1e-5, prior_precision=1.0, precond_share=1.5)

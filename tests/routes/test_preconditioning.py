@@ -17,7 +17,8 @@ import pytest
 from scipy import stats
 
 from dp_infer.routes.preconditioning import (SecondMoment, gaussian_spectral_bound, precision_matrix, prior_second_moment,
-                                             private_second_moment, public_second_moment)
+                                             private_second_moment, private_second_moment_of_gram,
+                                             public_second_moment, second_moment_row_bound)
 
 D, M, R = 6, 800, 1.5   # X'X/n = R^2/D I = 0.375 I; n = D M = 4800
 
@@ -135,6 +136,33 @@ def test_data_that_is_not_a_finite_matrix_is_refused(bad):
         private_second_moment(bad, max_sq_norm=10.0, mu=1.0, key=jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="^X_public (must|contains)"):
         public_second_moment(bad)
+
+
+@pytest.mark.parametrize("bad,needle", [
+    (dict(gram=np.ones(3)), "^gram must be a 2-D array"), (dict(gram=np.ones((2, 3))), "^gram must be square"),
+    (dict(gram=np.array([[1.0, np.nan], [0.0, 1.0]])), "^gram contains"),
+    (dict(max_sq_norm=0.0), "^max_sq_norm must lie in"), (dict(mu=-1.0), "^mu must lie in"),
+    (dict(n=0), "^n must be"), (dict(failure=1.0), "^failure must")])
+def test_a_release_from_a_gram_refuses_bad_inputs_by_name(bad, needle):
+    kw = dict(gram=np.eye(2), n=10, max_sq_norm=1.0, mu=1.0, key=jax.random.PRNGKey(0)) | bad
+    gram, n = kw.pop("gram"), kw.pop("n")
+    with pytest.raises(ValueError, match=needle):
+        private_second_moment_of_gram(gram, n, **kw)
+
+
+class _Rows:
+    """A stand-in for a schema's admissible rows: only ``max_norm`` is read."""
+
+    def max_norm(self):
+        return 3.0
+
+
+def test_the_release_bound_is_the_admissible_rows_or_the_checked_row_norm():
+    from dp_infer.losses import logistic
+    from dp_infer.losses.base import ROW_NORM_SLACK
+
+    assert second_moment_row_bound(logistic(row_norm=2.0), _Rows()) == 9.0  # the rows' bound, squared
+    assert second_moment_row_bound(logistic(row_norm=2.0)) == (2.0 * (1 + ROW_NORM_SLACK)) ** 2
 
 
 @pytest.mark.parametrize("failure", [0.0, 1.0, 2.5, -0.1])
