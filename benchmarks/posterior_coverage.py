@@ -95,7 +95,9 @@ def one_n(n: int, reps: int, *, d: int = 5, eps: float = 1.0, delta: float = 1e-
     width = {k: [] for k in METHODS}
     extra = {"beta": [], "prior_share": [], "mc_share": [], "centre_err_over_sampling_sd": [], "min_ess_bulk": [],
              "max_rhat": [], "refused": 0, "seconds": 0.0}
-    kw = {} if ess is None else {"ess": ess}
+    # the noise-aware interval models the unclipped Gibbs posterior (clipped runs are refused): the
+    # configuration measured here is the unclipped, overdamped one
+    kw = {"clip_radius": None, "kernel": "langevin"} | ({} if ess is None else {"ess": ess})
     for s in range(reps):
         X, y = logistic_data(n, theta, s)
         run, secs = _fitted(n, d, s, X, y, loss=loss, eps=eps, delta=delta, lam=lam, kw=kw, cache=cache)

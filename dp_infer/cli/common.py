@@ -150,8 +150,8 @@ COMMON_OPTIONS = [
                  help="number of chains (default 2 in estimate mode, 4 in posterior mode; K chains cost K "
                       "times the RDP of one)"),
     click.option("--kernel", type=click.Choice(["langevin", "underdamped"]), default=None,
-                 help="default langevin; the posterior-mode demo: underdamped (the same privacy per effective "
-                      "draw in about 5x fewer steps on Adult)"),
+                 help="default: underdamped in the posterior mode (the same privacy per effective draw in about "
+                      "6x fewer steps on Adult), langevin in the estimate mode"),
     click.option("--friction", type=float, default=None, help="friction gamma (underdamped only)"),
     click.option("--lam-rel", type=float, default=None,
                  help="loss-level L2 regulariser (lam_rel/2)||theta||^2 (default: none for the "

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..infer.fallback import keep_draws
 from ..infer.preflight import check_plan_resources
+from ..routes.posterior import DEFAULT_POSTERIOR_KERNEL
 from .common import (
     NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charged_command, echo_nonprivate_accuracy,
     mode_option, preflight, with_options,
@@ -132,9 +133,9 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
     if mode == "posterior":
         from ..schema.adult import load_adult_raw
 
-        # the demo shows the posterior mode at its best: gradients clipped in an adapted metric, kinetic kernel
+        # the posterior mode's defaults: gradients clipped in an adapted metric, kinetic kernel
         clip_radius = "auto" if clip_radius is None else (None if clip_radius == "none" else clip_radius)
-        kernel = "underdamped" if kernel is None else kernel
+        kernel = DEFAULT_POSTERIOR_KERNEL if kernel is None else kernel
 
         a = load_adult_raw()
         rows = a.feature_map.admissible_rows()
@@ -204,7 +205,8 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
                                          precond_share=precond_share)
     clip_radius = check_clip_radius(mode, clip_radius)
     clip_radius = "auto" if clip_radius is None else (None if clip_radius == "none" else clip_radius)
-    kernel = "langevin" if kernel is None else kernel
+    kernel_default = DEFAULT_POSTERIOR_KERNEL if mode == "posterior" else "langevin"
+    kernel = kernel_default if kernel is None else kernel
     post = dict(command="sample", eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
                 prior_precision=prior_precision, precond_share=precond_share, seed=seed, key_impl=key_impl,
                 progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget, out=out,

@@ -257,7 +257,9 @@ def run_noise_aware_interval(run, prob: float = 0.9, *, shrinkage_correction: bo
                              skew_correction: bool = True, discretisation_correction: bool = True) -> NoiseAwareInterval:
     """:func:`noise_aware_interval` for a finished posterior-mode run (its draws after burn-in and
     its plan's public ``beta``, ``n``, ``prior_precision`` and, for the overdamped kernel, step and
-    preconditioner). Refuses estimate-mode runs, whose draws are not a posterior."""
+    preconditioner). Refuses estimate-mode runs, whose draws are not a posterior, and runs whose
+    gradients were clipped in the metric (their coverage was measured at 0.33-0.88 for a nominal
+    0.9: the clipped target is a weighted likelihood the interval does not model)."""
     plan = run.plan
     if getattr(plan, "target", "estimate") != "posterior":
         raise ValueError(f"noise_aware_interval needs a posterior-mode run (target='posterior'); this run's target is "
@@ -267,6 +269,11 @@ def run_noise_aware_interval(run, prob: float = 0.9, *, shrinkage_correction: bo
                          "model's (its prior is the model's own and its gradients are clipped): not supported")
     if plan.prior_precision is None:
         raise ValueError("noise_aware_interval: the run's plan has no prior_precision")
+    if (plan.posterior or {}).get("clip_radius") is not None:
+        # measured: 0.325-0.875 per coordinate at nominal 0.9 (logistic, n = 2000, d = 3, eps = 1, 40 datasets)
+        raise ValueError("noise_aware_interval covers the unclipped Gibbs posterior; this run clipped its per-example "
+                         "gradients in the metric (clip_radius, the posterior mode's default), whose target (a weighted "
+                         "likelihood) the interval does not model: run with clip_radius=None for it")
     ula = discretisation_correction and plan.kernel == "langevin" and plan.preconditioner is not None
     return noise_aware_interval(run.draws(), beta=plan.beta, n=plan.n, prior_precision=plan.prior_precision,
                                 prob=prob, shrinkage_correction=shrinkage_correction,

@@ -23,6 +23,7 @@ from ..kernels._common import check_extra_fields
 from ..losses import PerExampleLoss
 from ..routes.calibrate import calibrate
 from ..routes.plan import SamplingPlan
+from ..routes.posterior import DEFAULT_POSTERIOR_KERNEL
 from ..potentials import gibbs_potential
 from ..randomness import secret_key
 from .preflight import check_plan_resources, check_sampling_options
@@ -203,7 +204,7 @@ def _fit_model_posterior(model, X, y, *, route, horizon, lam_rel, domain, extra_
 
 def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta: float | None,
         model=None, target: str = "estimate", route: str = "auto", horizon: float = 1.0,
-        num_chains: int | None = None, kernel: str = "langevin", friction: float | None = None,
+        num_chains: int | None = None, kernel: str | None = None, friction: float | None = None,
         lam_rel: float | None = None, num_draws: int = 1000, domain: Domain | None = None,
         seed: int | None = None, key_impl: str = "threefry2x32", progress_bar: bool = True,
         chain_method: str = "vectorized", extra_fields: tuple = (), debug: bool = False,
@@ -219,7 +220,9 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     secret noise from the operating system; an integer seed makes the run reproducible by whoever
     holds it. ``chain_method``, ``extra_fields``, ``debug``: as :func:`sample`.
 
-    ``num_chains`` defaults to 1 for the estimate and 4 for the posterior.
+    ``num_chains`` defaults to 1 for the estimate and 4 for the posterior; ``kernel`` to
+    ``"langevin"``, except for a loss's posterior mode (``"underdamped"``,
+    :data:`dp_infer.routes.posterior.DEFAULT_POSTERIOR_KERNEL`).
     ``target="posterior"`` plans for a number of effective draws of ``prior x exp(-beta L)``
     instead (:func:`dp_infer.infer.posterior.fit_posterior`: pass ``prior_precision`` and
     optionally ``ess``, ``preconditioner``, ``rows``, ...; with ``model=...``,
@@ -238,6 +241,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     if delta is not None and delta != 0:  # None or 0: a pure-eps target
         delta = check_delta(delta)
     check_choice("target", target, TARGETS)
+    if kernel is None:
+        kernel = DEFAULT_POSTERIOR_KERNEL if (target == "posterior" and model is None) else "langevin"
     sharded = mesh is not None or isinstance(X, ShardedRows)
     if sharded and model is not None:
         raise ValueError("mesh must be None for model=... (sharded data run a per-example loss)")

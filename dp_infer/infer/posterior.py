@@ -25,7 +25,8 @@ from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss
 from ..routes.plan import SamplingPlan
 from ..routes.plan import step_schedule
-from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol, step_bound_matrix
+from ..routes.posterior import (DEFAULT_ESS, DEFAULT_MIXING_RATE, DEFAULT_POSTERIOR_KERNEL, plan_posterior,
+                                preconditioner_chol, step_bound_matrix)
 from ..losses.metric_clip import clipped_potential, resolve_clip_radius
 from ..potentials import GibbsPotential, gibbs_potential
 from ..routes.preconditioning import (
@@ -257,7 +258,7 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
 
 def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior_precision,
                   ess: int = DEFAULT_ESS, num_chains: int = 4, preconditioner: str | SecondMoment = "private",
-                  precond_share: float = 0.1, X_public=None, rows: Any = None, kernel: str = "langevin",
+                  precond_share: float = 0.1, X_public=None, rows: Any = None, kernel: str = DEFAULT_POSTERIOR_KERNEL,
                   friction: float | None = None, mixing_rate: float = DEFAULT_MIXING_RATE,
                   curvature: float | None = None, preconditioner_curvature: float | None = None,
                   seed: int | None = None, key_impl: str = "threefry2x32", ledger=None,
@@ -271,7 +272,9 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     ``mu_S^2 = share mu^2``), ``"public"`` (from ``X_public``, declared public), ``"prior"`` (no
     data), or a :class:`~dp_infer.routes.preconditioning.SecondMoment` you released yourself (its event is
     charged to this run). ``rows``: the schema's admissible rows (sensitivity over the rows that can
-    occur; every row of X must be admissible). ``seed=None``: secret noise. ``ledger`` (a Ledger or
+    occur; every row of X must be admissible). ``kernel``: ``"underdamped"`` by default
+    (:data:`~dp_infer.routes.posterior.DEFAULT_POSTERIOR_KERNEL`), ``"langevin"`` for the overdamped one.
+    ``seed=None``: secret noise. ``ledger`` (a Ledger or
     its file): the whole (eps, delta) of the run -- path and second-moment release composed -- is
     charged to ``dataset_id`` after planning and before anything touches the private data.
     ``clip_radius``: per-example gradients clipped in the preconditioner's metric

@@ -21,7 +21,7 @@ from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from .plan import step_schedule
 from ..losses.metric_clip import resolve_clip_radius
-from .posterior import DEFAULT_ESS, expected_steps, plan_posterior
+from .posterior import DEFAULT_ESS, DEFAULT_POSTERIOR_KERNEL, expected_steps, plan_posterior
 from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
 
 __all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS", "sampling_seconds",
@@ -120,7 +120,8 @@ class PosteriorForecast:
 
 def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta: float, prior_precision,
                        ess: int = DEFAULT_ESS, num_chains: int = 4, rows: Any = None,
-                       clip_radius: float | str | None = "auto", preconditioner: str = "private",
+                       clip_radius: float | str | None = "auto", kernel: str = DEFAULT_POSTERIOR_KERNEL,
+                       preconditioner: str = "private",
                        precond_share: float = 0.1, second_moment: SecondMoment | None = None,
                        feature_mean_square: float | None = None, **plan_kwargs) -> PosteriorForecast:
     """Forecast a posterior-mode run from public inputs only (see :class:`PosteriorForecast`).
@@ -164,7 +165,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     if plan_kwargs.get("adapt_metric") is None:
         plan_kwargs["adapt_metric"] = clip_radius is not None
     kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows,
-              clip_radius=clip_radius, **plan_kwargs)
+              clip_radius=clip_radius, kernel=kernel, **plan_kwargs)
     plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **kw)
     double = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **{**kw, "ess": 2 * ess})
     post = plan.posterior

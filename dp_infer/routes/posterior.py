@@ -47,12 +47,16 @@ from ..losses.metric_clip import CLIPPED_CURVATURE_FACTOR, DEFAULT_CLIP_FACTOR, 
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 
 __all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expected_steps", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
+           "DEFAULT_POSTERIOR_KERNEL",
            "DEFAULT_CLIP_FACTOR", "DEFAULT_ADAPTATION_WINDOWS", "ADAPTED_STEP_SAFETY"]
 
 #: ArviZ's usual bar: bulk ESS >= 400 over 4 chains
 DEFAULT_ESS = 400
 #: declared curvature of the slowest direction in preconditioned coordinates (see module doc)
 DEFAULT_MIXING_RATE = 0.4
+#: a posterior-mode run's kernel unless one is given: the kinetic one buys the same privacy per effective
+#: draw in about 6x fewer steps on Adult (eps = 1: 18,875 against Langevin's 120,793; docs/results.md)
+DEFAULT_POSTERIOR_KERNEL = "underdamped"
 
 
 #: Largest prior precision accepted (prior sd 1e-50): far beyond any real prior, and far enough below

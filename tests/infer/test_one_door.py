@@ -89,18 +89,20 @@ def test_extend_a_posterior_run_composes_every_release(tmp_path, data):
     assert np.all(np.isfinite(run.theta))
     # oracle: the path of the whole horizon (closed form, mu = beta Delta sqrt(K t / 2)) composed
     # in GDP with the second-moment release: mu^2 = mu_path(t_total)^2 + mu_sm^2; the default run
-    # clips and adapts its metric, so the horizon starts with the burn-in and the windows
+    # clips and adapts its metric, so the horizon starts with the burn-in and the windows; its
+    # kinetic kernel (friction gamma) pays sqrt(t / gamma): mu = beta Delta sqrt(K t / (2 gamma))
     warmup = plan0.posterior["adaptation"]["warmup_time"]
-    assert warmup > 0
+    assert warmup > 0 and plan0.kernel == "underdamped" and plan0.friction == 2.0
     t_total = warmup + (plan0.num_steps + steps) * plan0.step_size
-    mu_path = plan0.beta * plan0.sensitivity * math.sqrt(plan0.num_chains * t_total / 2.0)
+    mu_path = plan0.beta * plan0.sensitivity * math.sqrt(plan0.num_chains * t_total / (2.0 * plan0.friction))
     assert float(run.plan.event.mu) == pytest.approx(math.sqrt(mu_path ** 2 + mu_sm ** 2), rel=1e-9)
     assert float(run.plan.event.mu) > float(plan0.event.mu)
     # the ledger holds the fit's charge (the whole target) and the increment, both completed, and
     # never less than the run's own claim
     assert [h["status"] for h in led.history("default")] == ["completed", "completed"]
     assert _spent(led) >= run.report()["eps_spent"] * (1 - 1e-9)
-    inc = path_privacy.path_mu(plan0.beta, plan0.sensitivity, steps * plan0.step_size, None, plan0.num_chains)
+    inc = path_privacy.path_mu(plan0.beta, plan0.sensitivity, steps * plan0.step_size, plan0.friction,
+                               plan0.num_chains)
     target_mu = dp_infer.privacy.conversions.gdp_mu(1.0, DELTA)
     expected = Accountant([dp_infer.privacy.events.GdpEvent(math.sqrt(target_mu ** 2 + inc ** 2))]).get_epsilon(DELTA)
     assert _spent(led) == pytest.approx(expected, rel=1e-6)

@@ -149,8 +149,10 @@ def test_adapted_run_charges_its_plan_and_extends_over_the_whole_path(tmp_path):
     X, y = _data()
     ledger = Ledger(tmp_path / "ledger.db")
     ledger.register_dataset("default", eps_budget=10.0, delta_budget=1e-4)
+    # the overdamped kernel (friction None in the closed forms below; the default kinetic one is
+    # checked over its whole path in tests/infer/test_one_door.py)
     run = fit_posterior(LOSS, X, y, eps=1.0, delta=1e-5, prior_precision=1.0, ess=100, seed=5,
-                        progress_bar=False, clip_radius="auto", adapt_metric=True, ledger=ledger)
+                        progress_bar=False, clip_radius="auto", adapt_metric=True, ledger=ledger, kernel="langevin")
     plan = run.plan
     ad = plan.posterior["adaptation"]
     assert [p["time"] for p in ad["phases"]] == pytest.approx(
