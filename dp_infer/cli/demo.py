@@ -81,10 +81,11 @@ def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, row
     """The plan as the run will make it, from public inputs only (see the module docstring)."""
     from ..losses.metric_clip import resolve_clip_radius
     from ..routes.posterior import plan_posterior
+    from ..routes.preconditioning import second_moment_row_bound
     from ..privacy.conversions import gdp_mu
 
     mu_sm = math.sqrt(precond_share) * gdp_mu(eps, delta)
-    sm = _stand_in_second_moment(X_public, n, rows.max_norm() ** 2, mu_sm)
+    sm = _stand_in_second_moment(X_public, n, second_moment_row_bound(loss, rows), mu_sm)
     return plan_posterior(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                           num_chains=chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
                           num_draws=num_draws, clip_radius=resolve_clip_radius(clip_radius, loss, dim),

@@ -36,7 +36,7 @@ from ..routes.preconditioning import (
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..randomness import secret_key
-from ..parallel.sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
+from ..parallel.sharding import ShardedRows, same_key_on_all_processes, shard_rows
 from ..parallel.sharded_posterior import ShardedMetricPotential, sharded_second_moment
 
 __all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS"]
@@ -303,21 +303,26 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     if not 0 < precond_share < 1:
         raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
     sharded = mesh is not None or isinstance(X, ShardedRows)
+    raw = X  # the rows as given (the admissible-rows check reads them)
     if isinstance(X, ShardedRows):
         if y is not None:
             raise ValueError("y must be None when X is ShardedRows (the labels were placed with the rows)")
         if rows is not None:
             raise ValueError("rows: the admissible-rows check needs the raw rows; pass X as an array with mesh= "
                              "(the rows are checked, then placed)")
-        n, num_features = X.n, X.num_features
+    elif sharded:  # checked chunk by chunk while placed (shard_rows), before anything is charged
+        X, y = shard_rows(loss, X, y, None if mesh == "auto" else mesh), None
     else:
         X, y = loss.check_data(X, y)
-        n, num_features = X.shape
+        raw = X
+    n, num_features = (X.n, X.num_features) if sharded else X.shape
     dim = loss.num_params(num_features)
+    if sharded:
+        X.chain_method(num_chains, chain_method)  # refuses 'parallel' on a mesh
     if rows is not None:
-        if int(rows.dim) != X.shape[1]:
-            raise ValueError(f"rows have dim {rows.dim} but X has {X.shape[1]} columns")
-        if not bool(np.all(rows.contains(X))):
+        if int(rows.dim) != num_features:
+            raise ValueError(f"rows have dim {rows.dim} but X has {num_features} columns")
+        if not bool(np.all(rows.contains(np.asarray(raw, dtype=np.float64)))):
             raise ValueError("X: some rows are not admissible rows of the schema (read the data through the "
                              "schema's reader, which maps every row into the admissible set)")
     if preconditioner == "public" and X_public is None:
@@ -325,6 +330,8 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     # validate the whole plan with a stand-in before any private computation (no budget, no data)
     mu = gdp_mu(eps, delta)
     key, source = secret_key(seed, impl=key_impl)
+    if sharded:
+        key = same_key_on_all_processes(key)  # one noise sequence for the one SPMD program
     key_sm, key_run = jax.random.split(key)
     if isinstance(preconditioner, SecondMoment):
         sm = preconditioner
@@ -355,11 +362,6 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     charge = GdpEvent(mu=mu, label="posterior_mode (the run's (eps, delta) target)",
                       assumptions=dry.event.assumptions, metadata=dict(dry.event.metadata))
     check_plan_resources(dry)
-    if sharded:  # checked chunk by chunk while placed, before the charge; one noise sequence for the SPMD program
-        X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
-        y = None
-        ShardedPotential(loss, X, 1.0).chain_method(num_chains, chain_method)  # refuses 'parallel' on a mesh
-        key_sm, key_run = jax.random.split(same_key_on_all_processes(key))
     with charged(ledger, dataset_id, charge, "dp_infer fit posterior"):
         if preconditioner == "private" and sharded:
             G, max_sq = sharded_second_moment(X)

@@ -4,7 +4,8 @@ The posterior mode (:mod:`dp_infer.infer.posterior`) runs its kernel on ``phi`` 
 (``P = C C^T``, the planned or an adapted metric). On a mesh (:mod:`dp_infer.parallel.sharding`) the
 rows stay where :func:`~dp_infer.parallel.sharding.shard_rows` placed them and every device sums its
 own rows; one ``psum`` over ``"rows"`` per evaluation, the gradient returned by a ``custom_vjp``
-(reverse mode never goes through the collective), exactly as :class:`ShardedPotential` does.
+(reverse mode never goes through the collective): :func:`~dp_infer.parallel.sharding.row_mean`, as
+:class:`ShardedPotential` uses it.
 
 * **No clip**: ``V(phi) = beta mean_i l(C phi; x_i, y_i) + (C phi)' Lambda (C phi) / 2``, the
   :class:`~dp_infer.parallel.sharding.ShardedPotential` of the loss at ``theta = C phi``.
@@ -29,14 +30,13 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .._validation import check_finite_array, check_positive
 from ..losses import PerExampleLoss
 from ..losses.metric_clip import clip_levels, clipped_link
-from .sharding import CHAINS, ROWS, ShardedPotential, ShardedRows
+from .sharding import ROWS, ShardedPotential, ShardedRows, row_mean
 
 __all__ = ["ShardedMetricPotential", "sharded_second_moment"]
 
@@ -97,11 +97,10 @@ class ShardedMetricPotential:
             raise ValueError(f"C must be ({d}, {d}) (the metric's factor), got {C.shape}")
         Cj = jnp.asarray(C, dtype=jnp.float32)
         lam = jnp.asarray(self.prior_precision, dtype=jnp.float32)
-        b, n, loss = float(self.beta), self.data.n, self.loss
+        b, loss = float(self.beta), self.loss
 
-        def data_free(theta):
-            u = 0.5 * jnp.sum(lam * theta * theta)
-            return u + 0.5 * loss.l2 * b * jnp.sum(theta * theta) if loss.l2 else u
+        def prior(theta):
+            return 0.5 * jnp.sum(lam * theta * theta)
 
         if self.tau is None:
             base = ShardedPotential(loss, self.data, b)  # beta * mean loss (l2 included by the loss itself)
@@ -109,50 +108,24 @@ class ShardedMetricPotential:
 
             def V(phi, X, y, w):
                 theta = Cj @ phi
-                return base(theta, X, y, w) + 0.5 * jnp.sum(lam * theta * theta)
+                return base(theta, X, y, w) + prior(theta)
         else:
             tau = check_positive("tau", self.tau)
             f = clipped_link(loss)
             XC, a = _rows_in_metric(self.data, Cj, tau)
             args = (XC, self.data.y, self.data.weight, a)
 
-            def local(phi, XC, y, w, a):
-                phi = lax.pcast(phi, (ROWS,), to="varying")  # this device's sum only (see ShardedPotential)
+            def local_sum(phi, XC, y, w, a):
+                v = f(XC @ phi, y, a)
+                return jnp.sum(jnp.where(w > 0, v, jnp.zeros_like(v)))
 
-                def local_sum(p):
-                    v = f(XC @ p, y, a)
-                    return jnp.sum(jnp.where(w > 0, v, jnp.zeros_like(v)))
-
-                v, g = jax.value_and_grad(local_sum)(phi)
-                return lax.psum(v, ROWS), lax.psum(g, ROWS)
-
-            spec = P(ROWS)
-            if self.data.row_shards == 1:  # chains-only mesh: no collective (see ShardedPotential)
-                def value_and_grad(phi, XC, y, w, a):
-                    def total(p):
-                        v = f(XC @ p, y, a)
-                        return jnp.sum(jnp.where(w > 0, v, jnp.zeros_like(v)))
-
-                    return jax.value_and_grad(total)(phi)
-            else:
-                value_and_grad = jax.shard_map(local, mesh=self.data.mesh, in_specs=(P(), spec, spec, spec, spec),
-                                               out_specs=(P(), P()), axis_names={ROWS})
-
-            @jax.custom_vjp
-            def mean_link(phi, XC, y, w, a):
-                return value_and_grad(phi, XC, y, w, a)[0] / n
-
-            def fwd(phi, XC, y, w, a):
-                v, g = value_and_grad(phi, XC, y, w, a)
-                return v / n, g / n
-
-            def bwd(g, ct):
-                return ct * g, None, None, None, None
-
-            mean_link.defvjp(fwd, bwd)
+            mean_link = row_mean(self.data, jax.value_and_grad(local_sum), 4)
 
             def V(phi, XC, y, w, a):
-                return b * mean_link(phi, XC, y, w, a) + data_free(Cj @ phi)
+                theta = Cj @ phi
+                u = b * mean_link(phi, XC, y, w, a) + prior(theta)
+                # the loss's L2 term, unclipped (the same for every row), as clipped_potential adds it
+                return u + 0.5 * loss.l2 * b * jnp.sum(theta * theta) if loss.l2 else u
 
         object.__setattr__(self, "_V", V)
         object.__setattr__(self, "_args", args)
@@ -176,14 +149,12 @@ class ShardedMetricPotential:
         return self.data.n
 
     def chain_method(self, num_chains: int, requested: str) -> str:
-        """As :meth:`ShardedPotential.chain_method` ('parallel' would pmap over the rows' devices)."""
-        return ShardedPotential(self.loss, self.data, float(self.beta)).chain_method(num_chains, requested)
+        """:meth:`ShardedRows.chain_method` of the data ('parallel' would pmap over the rows' devices)."""
+        return self.data.chain_method(num_chains, requested)
 
     def place_chains(self, init):
-        """Initial points (chains, dim) split along the mesh's ``"chains"`` axis."""
-        if self.data.chain_shards == 1 or jnp.ndim(init) < 2:
-            return init
-        return jax.device_put(init, NamedSharding(self.data.mesh, P(CHAINS, None)))
+        """:meth:`ShardedRows.place_chains` of the data."""
+        return self.data.place_chains(init)
 
     def describe(self) -> dict:
         """``description`` (what the target is, from the caller) and the data's placement."""

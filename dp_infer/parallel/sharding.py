@@ -43,7 +43,7 @@ from .precision import DATA_DTYPES, ROUNDINGS, cast_rows, check_cast_rows, stora
 from ..losses.row_blocks import blocked_loss_sum_and_grad
 
 __all__ = ["ROWS", "CHAINS", "DEFAULT_BLOCK_ROWS", "data_mesh", "row_shard_range", "ShardedRows",
-           "shard_rows", "ShardedPotential", "same_key_on_all_processes"]
+           "shard_rows", "ShardedPotential", "row_mean", "same_key_on_all_processes"]
 
 ROWS, CHAINS = "rows", "chains"
 #: rows per block of the per-device evaluation (memory O(block x d))
@@ -113,6 +113,24 @@ class ShardedRows:
 
     def args(self) -> tuple[jax.Array, jax.Array, jax.Array]:
         return self.X, self.y, self.weight
+
+    def chain_method(self, num_chains: int, requested: str = "vectorized") -> str:
+        """NumPyro chain method on this mesh: ``"vectorized"`` (chains batched; split along the mesh's
+        ``"chains"`` axis when it has one, see :meth:`place_chains`) or ``"sequential"``."""
+        if requested not in ("vectorized", "sequential"):
+            raise ValueError("chain_method must be 'vectorized' or 'sequential' with a mesh "
+                             f"('parallel' would pmap over the devices that hold the rows), got {requested!r}")
+        c = self.chain_shards
+        if requested == "vectorized" and c > 1 and num_chains % c:
+            raise ValueError(f"num_chains must be a multiple of the mesh's chain shards ({c}), got {num_chains}")
+        return requested
+
+    def place_chains(self, init):
+        """Initial points (chains, dim) split along the mesh's ``"chains"`` axis (replicated over
+        ``"rows"``); the compiler propagates that layout to the chains' states."""
+        if self.chain_shards == 1 or jnp.ndim(init) < 2:
+            return init
+        return jax.device_put(init, NamedSharding(self.mesh, P(CHAINS, None)))
 
     def describe(self) -> dict:
         return {"devices": int(self.mesh.devices.size), "processes": int(jax.process_count()),
@@ -248,6 +266,41 @@ def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: s
     return ShardedRows(Xg, yg, wg, n, mesh, block_rows, dtype, rounding)
 
 
+def row_mean(data: ShardedRows, local_sum_and_grad, num_args: int):
+    """``mean(theta, *args)``: ``(1/n) sum_i`` over the placed rows, from ``local_sum_and_grad(theta,
+    *args) -> (value, gradient)`` summed over one device's rows (``args``: ``num_args`` arrays
+    row-sharded like the data). One ``psum`` over ``"rows"`` per evaluation (none on a mesh that
+    splits chains only: every device holds all the rows, and XLA's partitioner refuses a manual psum
+    over an axis of size 1 under chain-sharded vmap); the gradient comes from the same pass through a
+    ``custom_vjp``, so reverse mode never goes through the collective."""
+    n = data.n
+    if data.row_shards == 1:
+        summed = local_sum_and_grad
+    else:
+        def local(theta, *args):
+            # theta as a per-device value: the gradient is this device's sum only (taken of a
+            # replicated theta, autodiff would already psum it across "rows")
+            v, g = local_sum_and_grad(lax.pcast(theta, (ROWS,), to="varying"), *args)
+            return lax.psum(v, ROWS), lax.psum(g, ROWS)
+
+        summed = jax.shard_map(local, mesh=data.mesh, in_specs=(P(),) + (P(ROWS),) * num_args,
+                               out_specs=(P(), P()), axis_names={ROWS})
+
+    @jax.custom_vjp
+    def mean(theta, *args):
+        return summed(theta, *args)[0] / n
+
+    def fwd(theta, *args):
+        v, g = summed(theta, *args)
+        return v / n, g / n
+
+    def bwd(g, ct):
+        return (ct * g,) + (None,) * num_args
+
+    mean.defvjp(fwd, bwd)
+    return mean
+
+
 @dataclass(frozen=True)
 class ShardedPotential:
     """``U(theta, X, y, w)`` on row-sharded data (see the module docstring); the data are
@@ -265,38 +318,12 @@ class ShardedPotential:
             raise ValueError(f"data must be a dp_infer.parallel.sharding.ShardedRows, got {type(self.data).__name__}")
         check_positive("beta", self.beta)
         check_nonnegative("lam", self.lam)
-        mesh, loss, B = self.data.mesh, self.loss, self.data.block_rows
+        loss, B = self.loss, self.data.block_rows
 
-        def local(theta, X, y, w):
-            # theta as a per-device value: the gradient below is this device's sum only (taken
-            # of a replicated theta, autodiff would already psum it across "rows")
-            theta = lax.pcast(theta, (ROWS,), to="varying")
-            v, g = blocked_loss_sum_and_grad(loss.example, theta, X, y, w, block_rows=B, clip_norm=loss.clip_norm)
-            return lax.psum(v, ROWS), lax.psum(g, ROWS)
+        def local_sum_and_grad(theta, X, y, w):
+            return blocked_loss_sum_and_grad(loss.example, theta, X, y, w, block_rows=B, clip_norm=loss.clip_norm)
 
-        spec = P(ROWS)
-        if self.data.row_shards == 1:
-            # every device holds all the rows (the mesh splits chains only): no collective to place;
-            # XLA's partitioner refuses a manual psum over an axis of size 1 under chain-sharded vmap
-            def value_and_grad(theta, X, y, w):
-                return blocked_loss_sum_and_grad(loss.example, theta, X, y, w, block_rows=B, clip_norm=loss.clip_norm)
-        else:
-            value_and_grad = jax.shard_map(local, mesh=mesh, in_specs=(P(), spec, spec, spec), out_specs=(P(), P()),
-                                           axis_names={ROWS})
-        n = self.data.n
-
-        @jax.custom_vjp
-        def mean_loss(theta, X, y, w):
-            return value_and_grad(theta, X, y, w)[0] / n
-
-        def fwd(theta, X, y, w):
-            v, g = value_and_grad(theta, X, y, w)
-            return v / n, g / n
-
-        def bwd(g, ct):
-            return ct * g, None, None, None
-
-        mean_loss.defvjp(fwd, bwd)
+        mean_loss = row_mean(self.data, local_sum_and_grad, 3)
         object.__setattr__(self, "_mean_loss", mean_loss)
 
     @property
@@ -329,22 +356,12 @@ class ShardedPotential:
         return self.beta * self.loss_sensitivity()
 
     def chain_method(self, num_chains: int, requested: str = "vectorized") -> str:
-        """NumPyro chain method on a mesh: ``"vectorized"`` (chains batched; split along the mesh's
-        ``"chains"`` axis when it has one, see :meth:`place_chains`) or ``"sequential"``."""
-        if requested not in ("vectorized", "sequential"):
-            raise ValueError("chain_method must be 'vectorized' or 'sequential' with a mesh "
-                             f"('parallel' would pmap over the devices that hold the rows), got {requested!r}")
-        c = self.data.chain_shards
-        if requested == "vectorized" and c > 1 and num_chains % c:
-            raise ValueError(f"num_chains must be a multiple of the mesh's chain shards ({c}), got {num_chains}")
-        return requested
+        """:meth:`ShardedRows.chain_method` of the data."""
+        return self.data.chain_method(num_chains, requested)
 
     def place_chains(self, init):
-        """Initial points (chains, dim) split along the mesh's ``"chains"`` axis (replicated over
-        ``"rows"``); the compiler propagates that layout to the chains' states."""
-        if self.data.chain_shards == 1 or jnp.ndim(init) < 2:
-            return init
-        return jax.device_put(init, NamedSharding(self.data.mesh, P(CHAINS, None)))
+        """:meth:`ShardedRows.place_chains` of the data."""
+        return self.data.place_chains(init)
 
     def describe(self) -> dict:
         return {"kind": "gibbs", "beta": self.beta, "lam": self.lam, "psi": None, "n": self.n, "dim": self.dim,
