@@ -293,20 +293,14 @@ def rhat_floor(dim: int = 108, chains: int = 4, draws: int = 1000, reps: int = 2
     return out
 
 
-def numpyro_adult_cost(eps_list, log=print):
-    """The same Adult logistic model written in NumPyro (``fit(model=..., target="posterior")``):
-    its plan at each eps (prior N(0, 1/0.17), clip_norm 1 in the prior-whitened metric, curvature
-    bound ``0.25 s^2 max ||x||^2`` over the admissible rows, kinetic kernel, ESS 400) and the
-    measured cost of one gradient of its potential (4 chains, jitted, best of 3 blocks of 10): the
-    chains' expected wall time on this machine. No chain is run (see docs/results.md)."""
-    import jax
-    import jax.numpy as jnp
+def _numpyro_adult():
+    """``(adult_model, data, model loss, smoothness)``: the Adult logistic model written in NumPyro
+    (prior N(0, 1/0.17)) and its per-example curvature bound ``0.25 s^2 max ||x||^2`` in the
+    prior-whitened coordinates over the admissible rows."""
     import numpyro
     import numpyro.distributions as dist
 
     from dp_infer.infer.fit_model import prepare_model
-    from dp_infer.infer.model_posterior import plan_model_posterior
-    from dp_infer.potentials import GibbsPotential
 
     prior_sd = 1.0 / math.sqrt(PRIOR_PRECISION)
 
@@ -316,9 +310,25 @@ def numpyro_adult_cost(eps_list, log=print):
             numpyro.sample("y", dist.Bernoulli(logits=X @ w), obs=y)
 
     a = load_adult_natural()
-    X, y = a.X_train, a.y_train
     smooth = 0.25 * prior_sd ** 2 * a.rows.max_norm() ** 2
-    ml, *_ = prepare_model(adult_model, X, y, 1.0, smooth, None, None, None, "X", "y", None, None)
+    ml, *_ = prepare_model(adult_model, a.X_train, a.y_train, 1.0, smooth, None, None, None, "X", "y", None, None)
+    return adult_model, a, ml, smooth
+
+
+def numpyro_adult_cost(eps_list, log=print):
+    """The same Adult logistic model written in NumPyro (``fit(model=..., target="posterior")``):
+    its plan at each eps (prior N(0, 1/0.17), clip_norm 1 in the prior-whitened metric, curvature
+    bound ``0.25 s^2 max ||x||^2`` over the admissible rows, kinetic kernel, ESS 400) and the
+    measured cost of one gradient of its potential (4 chains, jitted, best of 3 blocks of 10): the
+    chains' expected wall time on this machine. No chain is run (see docs/results.md)."""
+    import jax
+    import jax.numpy as jnp
+
+    from dp_infer.infer.model_posterior import plan_model_posterior
+    from dp_infer.potentials import GibbsPotential
+
+    _, a, ml, smooth = _numpyro_adult()
+    X, y = a.X_train, a.y_train
     out, grad_s = [], None
     for eps in eps_list:
         plan, scales, loss = plan_model_posterior(ml, X.shape[0], eps=eps, delta=DELTA, clip_norm=1.0, ess=400,
@@ -341,6 +351,44 @@ def numpyro_adult_cost(eps_list, log=print):
         r = {"eps": eps, "beta_over_n": plan.beta / X.shape[0], "steps": plan.num_steps, "gradient_seconds": grad_s,
              "expected_hours": plan.num_steps * grad_s / 3600, "smoothness": smooth,
              "prior_sd_ratio_floor": plan.posterior["prior_sd_ratio_floor"]}
+        log(json.dumps(r))
+        out.append(r)
+    return out
+
+
+def numpyro_adult_runs(eps_list, log=print, seed_offset=0):
+    """The same Adult logistic model written in NumPyro, run through ``fit(model=..., target="posterior",
+    preconditioner="fisher")``: the scores' second moment at the origin released with 10% of mu^2, the
+    chains in the metric it gives (kinetic kernel, clip_norm 1 in the prior-whitened metric, ESS 400),
+    with the built-in rows' metrics (width ratio against the untempered Laplace sd, accuracy, log loss,
+    R-hat, ESS, steps, wall time)."""
+    import dp_infer
+    from dp_infer.infer.model_posterior import plan_model_posterior
+
+    adult_model, a, ml, smooth = _numpyro_adult()
+    X, y = a.X_train, a.y_train
+    _, C0 = map_laplace(X, y, PRIOR_PRECISION)
+    sd0 = np.sqrt(np.diag(C0))
+    out = []
+    for eps in eps_list:
+        prior_plan, _, _ = plan_model_posterior(ml, X.shape[0], eps=eps, delta=DELTA, clip_norm=1.0, ess=400,
+                                                kernel="underdamped", smoothness=smooth)
+        t0 = time.perf_counter()
+        run = dp_infer.fit(model=adult_model, X=X, y=y, target="posterior", eps=eps, delta=DELTA, clip_norm=1.0,
+                           smoothness=smooth, preconditioner="fisher", kernel="underdamped", ess=400,
+                           seed=int(10 * eps) + 1 + seed_offset, progress_bar=False)
+        draws = run.draws()
+        secs = time.perf_counter() - t0
+        post = run.report()["posterior"]
+        flat = draws.reshape(-1, X.shape[1])
+        r = {"eps": eps, "preconditioner": "fisher", "beta_over_n": run.plan.beta / X.shape[0],
+             "width_ratio_median": float(np.median(flat.std(axis=0) / sd0)),
+             "width_ratio_q90": float(np.quantile(flat.std(axis=0) / sd0, 0.9)),
+             "max_rhat": post["achieved"]["max_rhat"], "min_ess_bulk": post["achieved"]["min_ess_bulk"],
+             "num_steps": run.plan.num_steps, "step_size": run.plan.step_size, "seconds": secs,
+             "prior_metric_steps": prior_plan.num_steps, "prior_metric_beta_over_n": prior_plan.beta / X.shape[0],
+             "divergences": int(np.sum(run.diverging)) if getattr(run, "diverging", None) is not None else None}
+        r.update(posterior_summary(draws, a.X_test, a.y_test))
         log(json.dumps(r))
         out.append(r)
     return out
@@ -429,6 +477,22 @@ def markdown(res) -> str:
         for r in res["numpyro_cost"]:
             L.append(f"| {r['eps']:g} | {r['beta_over_n']:.3g} | {r['steps']} | {1e3 * r['gradient_seconds']:.1f} | "
                      f"{r['expected_hours']:.1f} | {r['prior_sd_ratio_floor']:.3f} |")
+    if res.get("numpyro_runs"):
+        L.append("\nThe same Adult model written in NumPyro, run: `fit(model=adult_model, target=\"posterior\", "
+                 "preconditioner=\"fisher\", clip_norm=1, kernel=\"underdamped\", ess=400)` (the scores' second "
+                 "moment at the origin released with 10% of mu^2; prior N(0, 1/0.17)); width ratio as above "
+                 "(NON-PRIVATE Laplace reference); the last two columns are the plan the prior's metric alone "
+                 "would have made.\n")
+        L.append("| eps | beta / n | width ratio (median) | width ratio (q90) | accuracy (post. mean) | pred. log loss "
+                 "| max R-hat | min bulk ESS | divergences | steps | seconds | prior metric: beta / n | prior metric: "
+                 "steps |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in res["numpyro_runs"]:
+            L.append(f"| {r['eps']:g} | {r['beta_over_n']:.3g} | {r['width_ratio_median']:.2f} | "
+                     f"{r['width_ratio_q90']:.2f} | {r['accuracy_posterior_mean']:.4f} | "
+                     f"{r['predictive_log_loss']:.4f} | {r['max_rhat']:.3f} | {r['min_ess_bulk']:.0f} | "
+                     f"{r['divergences']} | {r['num_steps']} | {r['seconds']:.0f} | "
+                     f"{r['prior_metric_beta_over_n']:.3g} | {r['prior_metric_steps']} |")
     return "\n".join(L) + "\n"
 
 
@@ -475,6 +539,8 @@ def main(argv=None):
                    help="the chains' kernel (default underdamped: the demo's)")
     p.add_argument("--numpyro-cost", action="store_true",
                    help="the Adult model written in NumPyro: plans at every eps and the measured gradient cost")
+    p.add_argument("--numpyro-runs", type=float, nargs="+", default=None, metavar="EPS",
+                   help="the Adult model written in NumPyro: chains with preconditioner='fisher' at these eps")
     p.add_argument("--rhat-floor", action="store_true",
                    help="max R-hat over 108 coordinates of perfect (stationary AR(1)) chains at each bulk ESS")
     p.add_argument("--no-adapt", action="store_true", help="keep the planned metric (the metric clip without adaptation)")
@@ -494,6 +560,8 @@ def main(argv=None):
         res["rhat_floor"] = rhat_floor()
     if a.numpyro_cost:
         res["numpyro_cost"] = numpyro_adult_cost(a.eps or [0.5, 1.0, 2.0, 4.0, 8.0])
+    if a.numpyro_runs:
+        res["numpyro_runs"] = numpyro_adult_runs(a.numpyro_runs)
     if a.sweep:
         res["sweep"] = clip_sweep()
     if a.json:

@@ -63,12 +63,11 @@ class PosteriorRun(PrivateRun):
         return d
 
     def released_segment(self, mcmc) -> tuple[np.ndarray, np.ndarray | None]:
-        """The kernel ran on ``phi``: the released draws are ``theta = C phi`` (post-processing), or
-        ``theta = phi * phi_scale`` for a model run whitened by its prior's scales."""
+        """The kernel ran on ``phi``: the released draws are ``theta = C phi`` (post-processing; for a
+        model run ``C`` includes its prior's scales)."""
         phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
         div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
-        scale = getattr(self, "phi_scale", None)
-        theta = phi * scale if scale is not None else phi @ preconditioner_chol(self.plan).T
+        theta = phi @ preconditioner_chol(self.plan).T
         return theta, None if div is None else np.asarray(div, dtype=bool)
 
 

@@ -3,7 +3,9 @@
 * :mod:`~dp_infer.model.bridge`: the model's log-likelihood as a clipped per-example loss
   (:func:`loss_from_model`) and its data-independent prior;
 * :mod:`~dp_infer.model.initial`: which NumPyro init strategies are allowed (none reads the data)
-  and the prior's curvature.
+  and the prior's curvature;
+* :mod:`~dp_infer.model.fisher`: the scores' second moment at a public point (the posterior mode's
+  data preconditioner, released privately by the caller).
 """
 
 from .bridge import ModelLoss, SiteLayout, loss_from_model

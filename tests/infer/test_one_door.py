@@ -146,7 +146,7 @@ def _python_entry_points(X, y):
                            progress_bar=False, ledger=led)
         return run.report()["eps_spent"]
 
-    def model_posterior(led):
+    def model_posterior(led, preconditioner="prior"):
         import numpyro
         import numpyro.distributions as dist
 
@@ -156,7 +156,7 @@ def _python_entry_points(X, y):
                 numpyro.sample("y", dist.Bernoulli(logits=X @ w), obs=y)
 
         run = dp_infer.fit(model=logreg, X=X, y=y, eps=1.0, delta=DELTA, clip_norm=1.0, seed=1, ess=50,
-                           target="posterior", progress_bar=False, ledger=led)
+                           target="posterior", progress_bar=False, ledger=led, preconditioner=preconditioner)
         run.extend(num_steps=run.plan.thinning * 10, ledger=led)  # the continuation is charged too
         assert np.all(np.isfinite(run.theta))
         return run.report()["eps_spent"]
@@ -168,13 +168,14 @@ def _python_entry_points(X, y):
                                                  seed=1, ledger=led).report()["eps_spent"],
         "fit model": model,
         "fit model posterior": model_posterior,
+        "fit model posterior, fisher": lambda led: model_posterior(led, "fisher"),
         "estimator": estimator,
         "rashomon": rashomon,
     }
 
 
-@pytest.mark.parametrize("entry", ["fit estimate", "fit proximal", "fit model", "fit model posterior", "estimator",
-                                   "rashomon"])
+@pytest.mark.parametrize("entry", ["fit estimate", "fit proximal", "fit model", "fit model posterior",
+                                   "fit model posterior, fisher", "estimator", "rashomon"])
 def test_every_python_entry_point_charges_what_it_reports(tmp_path, data, entry):
     X, y = data
     led = _ledger(tmp_path)
