@@ -69,7 +69,7 @@ from ..losses import PerExampleLoss, clipped_loss
 from ..model.bridge import ModelLoss
 from ..model.initial import describe_strategy, initial_positions, prior_curvature
 from ..model.initial import prior_scales as model_prior_scales
-from ..routes.plan import KERNELS, SamplingPlan
+from ..routes.plan import KERNELS, SamplingPlan, step_schedule
 from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
 from ..potentials import GibbsPotential
 from ..randomness import secret_key
@@ -165,6 +165,16 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     floor = 1.0 / math.sqrt(1.0 + plan.beta * kappa)
     close = floor >= CLOSE_TO_PRIOR
     post = dict(plan.posterior)
+    forecast_steps = None
+    if second_moment is not None and second_moment.matrix is None:
+        # before the release: the run's metric (beta kappa_P F + c I)^-1 and step matrix
+        # beta kappa (F + e I) + c I give M_phi <= max(1, kappa / kappa_P) + beta kappa e / c whatever F is
+        ratio = fisher_curvature / post["preconditioner_curvature"]
+        M = max(1.0, ratio) + plan.beta * fisher_curvature * second_moment.noise_norm_bound / max(1.0, c_prior)
+        _, forecast_steps, _ = step_schedule(M, horizon=plan.horizon, num_draws=plan.num_draws, friction=plan.friction,
+                                             safety=plan_kwargs.get("step_safety", 0.25), min_steps=200)
+        forecast_steps = int(forecast_steps)
+    post["forecast_num_steps"] = forecast_steps
     post.update({
         "prior": "the model's own prior, untempered (only the likelihood is tempered)",
         "preconditioner_source": (f"prior scales per unconstrained coordinate: {source}" if second_moment is None
@@ -197,7 +207,11 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
         (f"forecast: every posterior sd will be at least {floor:.3g} x the prior's (curvature <= {kappa:g} "
          f"per example in whitened coordinates{'' if smoothness is not None else ', a default'}): at this n and "
          f"eps the draws will be within {100 * (1 - CLOSE_TO_PRIOR):.0f}% of the prior" if close else
-         f"forecast: posterior sds can shrink to {floor:.3g} x the prior's at most (curvature <= {kappa:g})"),)
+         f"forecast: posterior sds can shrink to {floor:.3g} x the prior's at most (curvature <= {kappa:g})"),) + (
+        () if forecast_steps is None else
+        (f"forecast: about {forecast_steps} steps per chain once the scores' second moment is released (the bound "
+         "on the metric's curvature from the release's noise alone; this plan, made before it, steps for "
+         "the isotropic bound)",))
     D = np.diag(scales)
     P = D @ np.asarray(plan.preconditioner, dtype=np.float64) @ D  # theta = s * phi: the metric in theta
     plan = dataclasses.replace(plan, assumptions=assumptions, notes=notes, posterior=post,
