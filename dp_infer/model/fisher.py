@@ -21,8 +21,6 @@ assumption the plan states; it sets the step size only (accuracy, never the priv
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -53,7 +51,7 @@ def score_gram(example_fn, X, y, *, dim: int, clip_norm: float, block_rows: int 
     block_rows = check_positive_int("block_rows", block_rows)
     X, y = jnp.asarray(X), jnp.asarray(y)
     n = int(X.shape[0])
-    step = jnp.full((dim,), ORIGIN_OFFSET, dtype=jnp.result_type(float))
+    step = jnp.full((dim,), ORIGIN_OFFSET)  # the default float dtype (float64 under x64)
     grad = jax.grad(example_fn)
     scores = jax.jit(jax.vmap(lambda x, yy: 0.5 * (grad(step, x, yy) + grad(-step, x, yy))))
     gram = np.zeros((dim, dim))
@@ -62,11 +60,8 @@ def score_gram(example_fn, X, y, *, dim: int, clip_norm: float, block_rows: int 
         g = np.asarray(scores(X[lo:lo + block_rows], y[lo:lo + block_rows]), dtype=np.float64)
         g = np.where(np.all(np.isfinite(g), axis=1, keepdims=True), g, 0.0)
         norm = np.linalg.norm(g, axis=1, keepdims=True)
+        # the factor 1 - 1e-12 absorbs float64 rounding: every row's norm ends below C, not at C (1 + 1e-16)
         g = g * np.minimum(1.0, C * (1.0 - 1e-12) / np.maximum(norm, 1e-300))
         gram += g.T @ g
-        top = max(top, float(np.max(np.sum(g * g, axis=1), initial=0.0)))
-    if not top <= C * C:  # pragma: no cover - the rescaling above keeps every row inside
-        raise AssertionError("a clipped score exceeds the clip")
-    if not math.isfinite(float(np.sum(gram))):  # pragma: no cover - finite rows of bounded norm
-        raise AssertionError("the scores' gram is not finite")
+        top = max(top, float(np.max(np.sum(g * g, axis=1))))  # a block is never empty
     return gram, top
