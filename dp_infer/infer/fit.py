@@ -222,12 +222,14 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
 
     ``num_chains`` defaults to 1 for the estimate and 4 for the posterior; ``kernel`` to
     ``"langevin"``, except for a loss's posterior mode (``"underdamped"``,
-    :data:`dp_infer.routes.posterior.DEFAULT_POSTERIOR_KERNEL`).
+    :data:`dp_infer.routes.posterior.DEFAULT_POSTERIOR_KERNEL`; a model's keeps ``"langevin"``, whose
+    smaller step survives curvature the model's declared bounds miss, e.g. a centred hierarchy's funnel).
     ``target="posterior"`` plans for a number of effective draws of ``prior x exp(-beta L)``
     instead (:func:`dp_infer.infer.posterior.fit_posterior`: pass ``prior_precision`` and
     optionally ``ess``, ``preconditioner``, ``rows``, ...; with ``model=...``,
     :func:`dp_infer.infer.model_posterior.fit_model_posterior`: the model's own prior, ``ess``,
-    ``clip_norm``, ``model_kwargs``, ...); ``"estimate"`` (default) optimises the excess-risk
+    ``clip_norm``, ``model_kwargs``, ``preconditioner="fisher"`` for the scores' private second
+    moment as the metric, ...); ``"estimate"`` (default) optimises the excess-risk
     bound of the route's target (its draws are an estimate path, not a posterior).
 
     ``mesh`` (a :func:`dp_infer.parallel.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given

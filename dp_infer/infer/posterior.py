@@ -44,10 +44,33 @@ __all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS
 PRECONDITIONERS = ("private", "public", "prior")
 
 
+def warn_if_diverged(theta, diverging) -> None:
+    """Say so, loudly, when a chain diverged (a non-finite draw, or the kernel's theta-only flag): its
+    draws are not a sample of the target and the mixing figures (R-hat, ESS) come out NaN. Only the
+    released draws are read (post-processing)."""
+    if theta is None:
+        return
+    bad = ~np.all(np.isfinite(np.asarray(theta, dtype=np.float64)), axis=-1)
+    if diverging is not None and np.shape(diverging) == bad.shape:
+        bad = bad | np.asarray(diverging, dtype=bool)
+    chains = int(np.sum(np.any(bad, axis=-1)))
+    if chains:
+        import warnings
+
+        warnings.warn(f"{chains} of {bad.shape[0]} chains diverged ({100 * bad.mean():.0f}% of the draws are flagged): "
+                      "their draws are not a sample of the target and R-hat / ESS are NaN. The step was planned for a "
+                      "curvature the target exceeds: declare a larger smoothness (a smaller step), or use "
+                      "kernel='langevin' (a step of order 1 / M instead of 1 / sqrt(M))", RuntimeWarning, stacklevel=3)
+
+
+@dataclasses.dataclass(eq=False)
 class PosteriorRun(PrivateRun):
     """A posterior-mode run: the kernel ran on ``phi``; the released draws are ``theta = C phi``
     (post-processing, held in ``theta``). The report adds the achieved bulk ESS and R-hat beside
     the predicted ones."""
+
+    def __post_init__(self):
+        warn_if_diverged(self.theta, self.diverging)
 
     def achieved_mixing(self) -> dict:
         """ArviZ bulk ESS (min) and R-hat (max) of the released draws after burn-in (free)."""

@@ -67,6 +67,7 @@ def test_conjugate_model_matches_ulas_exact_law_with_the_prior_untempered():
     y = np.clip(rng.normal(0.5, 1.0, n), -2.0, 2.0)
     run = dp_infer.fit(model=gauss, X=np.zeros((n, 1)), y=y, target="posterior", eps=2.0, delta=1e-5,
                        clip_norm=C, smoothness=4.0, prior_scales=2.0, mixing_rate=1.0, ess=1000, seed=11,
+                       kernel="langevin",
                        progress_bar=False)
     p = run.plan
     assert p.target == "posterior" and p.sensitivity == pytest.approx(2 * C / n, rel=1e-12)
@@ -260,3 +261,48 @@ def test_the_prior_keeps_the_log_jacobian_of_constrained_latents():
     got = np.array([float(ml.prior_potential(jnp.array([u]))) for u in us])
     want = np.exp(2 * us) / 2 - us
     np.testing.assert_allclose(got - got[2], want - want[2], rtol=1e-5, atol=1e-5)
+
+
+
+def test_diverged_chains_are_reported_not_silently_nan():
+    """warn_if_diverged: a non-finite draw or the kernel's flag in any chain warns with the count and
+    the remedy; clean draws (and a run without draws) stay silent."""
+    import warnings
+
+    from dp_infer.infer.posterior import warn_if_diverged
+
+    theta = np.zeros((4, 10, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warn_if_diverged(theta, np.zeros((4, 10), dtype=bool))
+        warn_if_diverged(None, None)
+    nan = theta.copy()
+    nan[2, 5:, 0] = np.nan
+    with pytest.warns(RuntimeWarning, match=r"^1 of 4 chains diverged \(12% of the draws"):
+        warn_if_diverged(nan, None)
+    flag = np.zeros((4, 10), dtype=bool)
+    flag[0, 9] = flag[3, 1:] = True
+    with pytest.warns(RuntimeWarning, match=r"^2 of 4 chains diverged .* kernel='langevin'"):
+        warn_if_diverged(theta, flag)
+
+
+@pytest.mark.slow
+def test_the_kinetic_kernel_on_a_centred_hierarchy_diverges_and_says_so():
+    """Why a model's posterior mode keeps the overdamped kernel by default: on a centred 8-group
+    hierarchy (tau ~ HalfNormal(1), the funnel's neck far stiffer than the prior's curvature at the
+    plan's fixed points) the kinetic step, of order 1 / sqrt(M), sends a chain to non-finite values;
+    the run says so. The default (overdamped) run of the same model stays finite."""
+    import warnings
+
+    from benchmarks.model_posterior import G_HIER, hier_centred, hier_data
+
+    X, y, g = hier_data()
+    kw = dict(model=hier_centred, X=X, y=y, model_kwargs={"group": g}, index_ranges={"group": G_HIER},
+              target="posterior", eps=1.0, delta=1e-5, clip_norm=2.0, ess=400, seed=0, progress_bar=False)
+    with pytest.warns(RuntimeWarning, match="chains diverged"):
+        bad = dp_infer.fit(kernel="underdamped", **kw)
+    assert not np.all(np.isfinite(bad.theta))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        good = dp_infer.fit(**kw)
+    assert np.all(np.isfinite(good.theta)) and good.plan.kernel == "langevin"
