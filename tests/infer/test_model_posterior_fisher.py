@@ -80,6 +80,7 @@ def test_bad_options_are_refused_before_anything_is_charged(tmp_path, kw, match)
     assert led.history("default") == []
 
 
+@pytest.mark.slow
 def test_the_fisher_metric_needs_fewer_steps_than_the_prior_alone():
     """The point of the lever: with columns of scales 1, 0.5 and 0.2 the prior's isotropic metric
     steps for the stiffest direction everywhere; the released scores' metric does not (both plans at
