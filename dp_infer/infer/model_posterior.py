@@ -67,7 +67,7 @@ from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment, private_second_moment_of_gram
 from .fit_model import prepare_model
-from .posterior import PosteriorRun
+from .posterior import PosteriorRun, released_draws
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss, clipped_loss
 from ..model.bridge import ModelLoss
@@ -101,13 +101,6 @@ def whitened_loss(ml: ModelLoss, scales, clip_norm: float, smoothness: float | N
 
     loss = clipped_loss(nll_phi, clip_norm, name="model_nll_whitened", smoothness=smoothness)
     return dataclasses.replace(loss, num_params_fn=ml.loss.num_params_fn)
-
-
-def _released(mcmc, C_theta: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """The kernel's states ``psi`` mapped to ``theta = C_theta psi`` (post-processing), and the divergences."""
-    psi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
-    div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
-    return psi @ C_theta.T, None if div is None else np.asarray(div, dtype=bool)
 
 
 def _check_scales(scales, dim: int) -> np.ndarray:
@@ -316,7 +309,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
             mcmc = MCMC(kern, num_warmup=0, num_samples=plan.num_steps, num_chains=plan.num_chains,
                         thinning=plan.thinning, chain_method=chain_method, progress_bar=progress_bar)
             mcmc.run(key_run, init_params={"phi": psi0 if plan.num_chains > 1 else psi0[0]})
-            run = keeper.keep(PosteriorRun(plan, *_released(mcmc, C_theta), source, potential.describe(),
+            run = keeper.keep(PosteriorRun(plan, *released_draws(mcmc, plan), source, potential.describe(),
                                            _mcmc=mcmc, _potential=potential))
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         desc = ml.describe()

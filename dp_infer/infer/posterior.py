@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Any
 
 import jax
@@ -39,15 +40,14 @@ from ..randomness import secret_key
 from ..parallel.sharding import ShardedRows, same_key_on_all_processes, shard_rows
 from ..parallel.sharded_posterior import ShardedMetricPotential, sharded_second_moment
 
-__all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS"]
+__all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS", "released_draws", "warn_if_diverged"]
 
 PRECONDITIONERS = ("private", "public", "prior")
 
 
 def warn_if_diverged(theta, diverging) -> None:
-    """Say so, loudly, when a chain diverged (a non-finite draw, or the kernel's theta-only flag): its
-    draws are not a sample of the target and the mixing figures (R-hat, ESS) come out NaN. Only the
-    released draws are read (post-processing)."""
+    """Say so, loudly, when a chain diverged (a non-finite draw, or the kernel's theta-only flag): its draws
+    are not a sample of the target and R-hat / ESS come out NaN. Reads the released draws only."""
     if theta is None:
         return
     bad = ~np.all(np.isfinite(np.asarray(theta, dtype=np.float64)), axis=-1)
@@ -55,19 +55,23 @@ def warn_if_diverged(theta, diverging) -> None:
         bad = bad | np.asarray(diverging, dtype=bool)
     chains = int(np.sum(np.any(bad, axis=-1)))
     if chains:
-        import warnings
-
         warnings.warn(f"{chains} of {bad.shape[0]} chains diverged ({100 * bad.mean():.0f}% of the draws are flagged): "
                       "their draws are not a sample of the target and R-hat / ESS are NaN. The step was planned for a "
                       "curvature the target exceeds: declare a larger smoothness (a smaller step), or use "
                       "kernel='langevin' (a step of order 1 / M instead of 1 / sqrt(M))", RuntimeWarning, stacklevel=3)
 
 
+def released_draws(mcmc, plan: SamplingPlan) -> tuple[np.ndarray, np.ndarray | None]:
+    """``theta = C phi`` (post-processing; C includes a model run's prior scales) and the divergences."""
+    phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
+    div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
+    return phi @ preconditioner_chol(plan).T, None if div is None else np.asarray(div, dtype=bool)
+
+
 @dataclasses.dataclass(eq=False)
 class PosteriorRun(PrivateRun):
-    """A posterior-mode run: the kernel ran on ``phi``; the released draws are ``theta = C phi``
-    (post-processing, held in ``theta``). The report adds the achieved bulk ESS and R-hat beside
-    the predicted ones."""
+    """A posterior-mode run: the kernel ran on ``phi``; the released draws are ``theta = C phi`` (held in
+    ``theta``). The report adds the achieved bulk ESS and R-hat beside the predicted ones."""
 
     def __post_init__(self):
         warn_if_diverged(self.theta, self.diverging)
@@ -86,12 +90,8 @@ class PosteriorRun(PrivateRun):
         return d
 
     def released_segment(self, mcmc) -> tuple[np.ndarray, np.ndarray | None]:
-        """The kernel ran on ``phi``: the released draws are ``theta = C phi`` (post-processing; for a
-        model run ``C`` includes its prior's scales)."""
-        phi = np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
-        div = (mcmc.get_extra_fields(group_by_chain=True) or {}).get("diverging")
-        theta = phi @ preconditioner_chol(self.plan).T
-        return theta, None if div is None else np.asarray(div, dtype=bool)
+        """The kernel ran on ``phi``: :func:`released_draws` of this run's plan."""
+        return released_draws(mcmc, self.plan)
 
 
 class ClippedPotential:
