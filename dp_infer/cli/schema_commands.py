@@ -22,7 +22,8 @@ FEATURES_ATTR = "dp_infer_feature_names"
 
 _read_options = [
     click.option("--delimiter", default=None,
-                 help="field delimiter of a CSV (default: the schema's read.delimiter, else ',')"),
+                 help="field delimiter of a CSV (default: the schema's read.delimiter, else sniffed among "
+                      "',' ';' TAB '|'; an ambiguous file asks for it)"),
     click.option("--no-header", is_flag=True, default=False,
                  help="the CSV has no header row (give --names)"),
     click.option("--names", default=None, help="comma-separated column names for --no-header"),
@@ -163,10 +164,21 @@ def schema_group() -> None:
               help="SQLite privacy ledger: a --private draft is charged before any statistic is computed")
 @click.option("--dataset-id", default="default", show_default=True, help="dataset name in the ledger")
 @click.option("--budget", type=(float, float), default=None, help="register the dataset's (eps, delta) budget")
+@click.option("--other-level", is_flag=True, default=False,
+              help="give every categorical column the extra level 'other' (unknown: other) for values not "
+                   "seen; by default only a column truncated to its 50 most frequent levels gets it (a "
+                   "--private draft always does: levels below its threshold may exist)")
+@click.option("--linear", is_flag=True, default=False,
+              help="non-private draft: keep every numeric column linear over its observed range (default: "
+                   "a clearly skewed column is proposed on a log scale with quantile bounds, the reason in a comment)")
 @with_read_options
-def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id, budget, delimiter,
-          no_header, names):
-    """Draft a schema from DATA_FILE for review (non-private unless --private)."""
+def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id, budget, other_level, linear,
+          delimiter, no_header, names):
+    """Draft a schema from DATA_FILE for review (non-private unless --private).
+
+    A --private draft states what it can resolve at this n and eps before the charge; entries the
+    noise made meaningless are written commented out (with the reason), listed under ignore, and
+    the command exits with status 4 after writing the file."""
     from ..schema import save_schema
     from ..schema.draft import draft_nonprivate, draft_private
 
@@ -189,8 +201,12 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
         from .common import open_cli_ledger
 
         led = open_cli_ledger(ledger, dataset_id, budget)
+        if linear:
+            raise ValueError("linear: --linear applies to a non-private draft only (a --private draft's "
+                             "numeric columns are linear)")
         res = draft_private(data_file, target, eps=eps, delta=delta, ledger=led,
-                            dataset_id=dataset_id if led is not None else None, kinds=kind_map, **kw)
+                            dataset_id=dataset_id if led is not None else None, kinds=kind_map,
+                            on_plan=click.echo, **kw)
         if res.receipt is not None:
             click.echo(f"ledger {ledger}: charged (eps = {eps:g}, delta = {delta:g}) before drafting; dataset "
                        f"{dataset_id!r} has spent eps = {res.receipt.eps_spent:.4g} of {res.receipt.eps_budget:g}")
@@ -203,17 +219,34 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
         if eps is not None or kind_map or ledger is not None:
             raise ValueError("eps: --eps, --kind and --ledger apply to a --private draft only (a non-private "
                              "draft has no finite privacy cost to charge)")
-        res = draft_nonprivate(data_file, target, **kw)
+        res = draft_nonprivate(data_file, target, other_level=other_level, log_skewed=not linear, **kw)
         click.echo(f"NON-PRIVATE DRAFT: bounds and levels were read from {data_file}. Review them; do not "
                    "use this schema for a private fit of the same private data.")
     try:
-        path = save_schema(res.schema, out, header=res.header)
+        path = save_schema(res, out)
     except (Exception, KeyboardInterrupt) as e:
         if not private:
             raise
         _keep_private_draft(res, out, ledger, e)
+    read = (res.schema.read or {}).get("delimiter")
     click.echo(f"wrote {path}: {len(res.schema.columns)} feature column(s), target "
-               f"{res.schema.target.name + ' (' + res.schema.target.kind + ')' if res.schema.target else 'none'}")
+               f"{res.schema.target.name + ' (' + res.schema.target.kind + ')' if res.schema.target else 'none'}"
+               + (f"; delimiter {read!r} recorded under read:" if read else ""))
+    for name, lines in res.comments.items():
+        click.echo(f"  {name}: {lines[0] if isinstance(lines, (list, tuple)) else lines}")
+    if res.advice is not None:
+        click.echo(res.advice.text())
+    if res.unresolved:
+        raise UnresolvedDraft(
+            f"private draft: {len(res.unresolved)} entr{'y' if len(res.unresolved) == 1 else 'ies'} unresolved at "
+            f"this n and eps ({'; '.join(f'{c}: {w}' for c, w in res.unresolved.items())}); {path} was written "
+            "with them commented out and listed under ignore: declare them by hand, or raise --eps")
+
+
+class UnresolvedDraft(click.ClickException):
+    """A private draft was written, but some entries were unresolved (exit status 4)."""
+
+    exit_code = 4
 
 
 def _keep_private_draft(res, out, ledger, error):
@@ -223,11 +256,8 @@ def _keep_private_draft(res, out, ledger, error):
     from pathlib import Path
 
     from ..infer.fallback import DrawsKeptError, new_fallback_file
-    from ..schema.io import schema_to_yaml
-
     suffix = ".json" if Path(out).suffix.lower() == ".json" else ".yaml"
-    text = (json.dumps(res.schema.to_dict(), indent=2) + "\n") if suffix == ".json" else schema_to_yaml(res.schema,
-                                                                                                      res.header)
+    text = (json.dumps(res.schema.to_dict(), indent=2) + "\n") if suffix == ".json" else res.yaml()
     try:
         kept = new_fallback_file(lambda f: f.write(text.encode()), out=out, ledger=ledger, label="draft", suffix=suffix)
     except Exception as e2:  # noqa: BLE001 - the original error matters more
@@ -253,6 +283,10 @@ def check(data_file, schema_file, delimiter, no_header, names):
                f"{', ...' if fmap.dim > 8 else ''}); row-norm bound {adm.max_norm():g} "
                f"({'exact' if adm.exact else 'an upper bound: some features share a data column'})")
     click.echo(enc.report.format())
+    if fmap.schema.target is not None:
+        from ..schema.advice import suggest_prior_precision
+
+        click.echo(suggest_prior_precision(fmap.schema).text())
 
 
 def encode_with_stored_schema(run_file, data_file, delimiter=None, no_header=False, names=None):

@@ -6,6 +6,16 @@ Non-private draft (:func:`draft_nonprivate`)
     your own data before it is shared); using it to fit a private model on the *same* private
     data would leak through the bounds and levels. The file header says so.
 
+    * a categorical column gets the extra level ``other`` (``unknown: other``) only when its level
+      set was truncated to ``max_levels`` (some values are mapped to ``other``) or when asked
+      (``other_level=True``): otherwise ``other`` is a coefficient no training row can move;
+    * a clearly right-skewed numeric column (sample skewness > 2 and an upper tail more than 3x
+      the lower one, see :func:`skew_proposal`) is proposed on a log scale with robust bounds:
+      ``log`` (values > 0) or ``log1p`` (counts, or values >= 0 with zeros) between the 0.5% and
+      99.5% quantiles (lower bound: the smallest value for ``log1p``), or, with negative values,
+      linear between those quantiles.
+      The reason is written as a YAML comment above the column (:attr:`DraftResult.comments`).
+
 Private draft (:func:`draft_private`, OpenDP)
     Each column receives an equal share ``eps / k`` of the budget (k = number of columns drafted)
     and ``delta / k``:
@@ -21,9 +31,19 @@ Private draft (:func:`draft_private`, OpenDP)
       was tried: the many empty candidates outside the data's range nearly tie with the best);
     * categorical: levels from a thresholded Laplace histogram over an unknown domain (OpenDP
       ``make_count_by`` + ``make_laplace_threshold``; this is where ``delta`` is spent), most
-      frequent first; ``unknown: other`` so unseen levels are handled;
+      frequent first; always ``unknown: other``: levels below the threshold may exist and the
+      release cannot tell (an undeclared level would otherwise stop the private fit);
     * binary target: the two most frequent released labels (the less frequent one is declared
       positive: review it).
+
+    What it can resolve is stated BEFORE the charge (:func:`private_draft_plan`: the noise of the
+    kind test, the rows a histogram bin and a level need to pass the threshold, at this n and eps).
+    After the release, an entry the noise made meaningless is NOT written as if it were data:
+    no bin passed the threshold, the bins that passed hold less than half of the n rows, the
+    kind test's margin is within twice its noise sd, or no level was released. Such columns are
+    listed in :attr:`DraftResult.unresolved` with the reason, written commented out (with the
+    reason) and listed under ``ignore`` so the file still loads; ``dp-infer schema draft``
+    then exits with status 4 after writing the file.
 
     Neighbouring datasets differ in one row replaced (the library's adjacency), i.e. OpenDP's
     symmetric distance 2; every OpenDP privacy map is evaluated at ``d_in = 2`` and the per-column
@@ -44,10 +64,11 @@ from .._validation import check_delta, check_epsilon
 from ..privacy.events import ApproxDpEvent
 from ..privacy.ledger import charged
 from .feature_map import as_level_strings, missing_mask
-from .readers import read_table
-from .spec import DEFAULT_NA_VALUES, Column, Schema, Target
+from .readers import delimiter_hint, read_table
+from .spec import DEFAULT_NA_VALUES, OTHER_LEVEL, Column, Schema, Target
 
-__all__ = ["draft_nonprivate", "draft_private", "default_candidates", "NONPRIVATE_HEADER", "DraftResult"]
+__all__ = ["draft_nonprivate", "draft_private", "default_candidates", "NONPRIVATE_HEADER", "DraftResult",
+           "skew_proposal", "private_draft_plan"]
 
 NONPRIVATE_HEADER = (
     "NON-PRIVATE DRAFT: bounds and levels below were READ FROM THE DATA ({source}).\n"
@@ -60,10 +81,34 @@ PRIVATE_HEADER = (
 
 
 class DraftResult:
-    """A drafted :class:`Schema` plus its file header and, for a private draft, the privacy spent."""
+    """A drafted :class:`Schema` plus its file header and, for a private draft, the privacy spent.
 
-    def __init__(self, schema: Schema, header: str, spent: dict | None = None, receipt=None):
+    ``comments``: ``{column name: [lines]}`` written as YAML comments above the column's entry.
+    ``unresolved``: ``{column name: reason}`` (private draft) for entries the noise made
+    meaningless; ``commented_out``: their would-be entries, written commented out.
+    ``plan``: the pre-charge statement of what a private draft can resolve.
+    ``advice``: the suggested ``--prior-precision`` (:class:`~dp_infer.schema.advice.PriorAdvice`).
+    """
+
+    def __init__(self, schema: Schema, header: str, spent: dict | None = None, receipt=None, *,
+                 comments: dict | None = None, unresolved: dict | None = None,
+                 commented_out: list | None = None, plan: str = ""):
         self.schema, self.header, self.spent, self.receipt = schema, header, spent, receipt
+        self.comments = dict(comments or {})
+        self.unresolved = dict(unresolved or {})
+        self.commented_out = list(commented_out or [])
+        self.plan = plan
+        from .advice import suggest_prior_precision
+
+        self.advice = suggest_prior_precision(schema) if schema.target is not None else None
+
+    def yaml(self) -> str:
+        """The schema file's text: header, the prior-precision advice, per-column comments, the
+        unresolved entries commented out."""
+        from .io import schema_to_yaml
+
+        head = self.header + (f"\n{self.advice.text()}" if self.advice is not None else "")
+        return schema_to_yaml(self.schema, head, comments=self.comments, commented_out=self.commented_out)
 
 
 def default_candidates() -> np.ndarray:
@@ -89,11 +134,14 @@ def _nice_floor(x: float) -> float:
     return float(x) if float(x).is_integer() else math.floor(x * 1000) / 1000
 
 
-def _dialect(data: Any, read_kwargs: dict) -> dict | None:
-    """The CSV options used to read a file, kept in the draft so the schema reads it the same way."""
+def _dialect(data: Any, read_kwargs: dict, df: pd.DataFrame | None = None) -> dict | None:
+    """The CSV options used to read a file (the sniffed delimiter included), kept in the draft so
+    every later reader of the file (check, sample, predict) reads it the same way."""
     if not (isinstance(data, (str, bytes)) or hasattr(data, "__fspath__")):
         return None
     d = {k: (list(v) if k == "names" else v) for k, v in read_kwargs.items() if v is not None}
+    if "delimiter" not in d and df is not None and df.attrs.get("delimiter"):
+        d["delimiter"] = df.attrs["delimiter"]
     if d.get("delimiter") == ",":
         d.pop("delimiter")
     if d.get("header") is True:
@@ -103,7 +151,8 @@ def _dialect(data: Any, read_kwargs: dict) -> dict | None:
 
 def _check_target(df: pd.DataFrame, target: str | None) -> None:
     if target is not None and target not in df.columns:
-        raise ValueError(f"target: column {target!r} is not in the data (columns: {list(df.columns)})")
+        raise ValueError(f"target: column {target!r} is not in the data (columns: {list(df.columns)})"
+                         + delimiter_hint(df.columns))
 
 
 def _target_from_levels(name: str, levels: Sequence[str], note: str) -> Target:
@@ -119,13 +168,73 @@ def _target_from_levels(name: str, levels: Sequence[str], note: str) -> Target:
 # non-private
 # ---------------------------------------------------------------------------------------------
 
+def _sig_ceil(x: float, digits: int = 3) -> float:
+    """``x`` rounded UP to ``digits`` significant digits (a bound that still covers ``x``)."""
+    if x == 0 or not math.isfinite(x):
+        return float(x)
+    e = math.floor(math.log10(abs(x))) - digits + 1
+    return float(f"{math.ceil(x / 10.0 ** e)}e{e}")
+
+
+def _sig_floor(x: float, digits: int = 3) -> float:
+    return -_sig_ceil(-x, digits)
+
+
+def skew_proposal(vals: np.ndarray, *, q: tuple[float, float] = (0.005, 0.995)) -> dict | None:
+    """A log-scale proposal for a clearly right-skewed numeric column, or None.
+
+    Skewed means: sample skewness > 2 (an exponential has 2, a normal 0) and an upper tail
+    ``q99 - median`` more than 3x the lower one ``median - q1``. The proposal: ``log`` when every
+    value is > 0, ``log1p`` for counts and values >= 0 with zeros (lower bound: the smallest
+    value), else linear; bounds at the ``q`` quantiles (rounded outwards to 3 significant digits). Returns ``{transform, bounds,
+    reason}``. NON-PRIVATE: reads the values.
+    """
+    v = np.asarray(vals, dtype=float)
+    if v.size < 20 or np.unique(v).size < 10:
+        return None
+    sd = v.std()
+    if sd <= 0:
+        return None
+    skew = float(np.mean(((v - v.mean()) / sd) ** 3))
+    q1, med, q99 = np.quantile(v, [0.01, 0.5, 0.99])
+    if not (skew > 2 and (q99 - med) > 3 * (med - q1)):
+        return None
+    lo_q, hi_q = (float(x) for x in np.quantile(v, q))
+    vmin = float(v.min())
+    integral = bool(np.all(v == np.floor(v)))
+    if vmin >= 0 and (integral or vmin == 0):
+        tf, lo = "log1p", vmin  # counts (and amounts with zeros): log1p from the smallest value
+    elif vmin > 0:
+        tf, lo = "log", _sig_floor(lo_q)
+        lo = lo if lo > 0 else lo_q
+    else:
+        tf, lo = "none", _sig_floor(lo_q)
+    hi = _sig_ceil(hi_q)
+    if not hi > lo:
+        return None
+    n_out = int(((v < lo) | (v > hi)).sum())
+    how = {"log": "log scale (all values > 0)", "log1p": "log1p scale (integer values >= 0, or values >= 0 with zeros)",
+           "none": "linear (negative values: no log transform applies)"}[tf]
+    reason = (f"skewed (skewness {skew:.1f}; observed range [{vmin:g}, {float(v.max()):g}], median {med:g}): "
+              f"proposed {how}, bounds = the {q[0]:g}/{q[1]:g} quantiles; {n_out} of {v.size} rows are "
+              "clipped to them. Review; for the full range, set bounds to the observed min/max")
+    return {"transform": tf, "bounds": (lo, hi), "reason": reason}
+
+
 def draft_nonprivate(data: Any, target: str | None = None, *, na_values: Sequence[str] = DEFAULT_NA_VALUES,
-                     max_levels: int = 50, **read_kwargs) -> DraftResult:
-    """A schema drafted by READING the data (see the module docstring). Not private."""
+                     max_levels: int = 50, other_level: bool = False, log_skewed: bool = True,
+                     **read_kwargs) -> DraftResult:
+    """A schema drafted by READING the data (see the module docstring). Not private.
+
+    ``other_level``: give every categorical column the extra level ``other`` (``unknown: other``);
+    by default only columns with more than ``max_levels`` levels get it (the rarer ones map to it).
+    ``log_skewed``: propose a log scale with quantile bounds for clearly skewed numeric columns
+    (:func:`skew_proposal`); False: every numeric column linear over its observed range.
+    """
     df = read_table(data, **read_kwargs)
     _check_target(df, target)
     na = tuple(str(v) for v in na_values)
-    cols, tgt = [], None
+    cols, tgt, comments = [], None, {}
     for name in df.columns:
         s = df[name]
         v, isnum = _numbers(s, na)
@@ -151,23 +260,37 @@ def draft_nonprivate(data: Any, target: str | None = None, *, na_values: Sequenc
             lo, hi = float(v[isnum].min()), float(v[isnum].max())
             if lo == hi:
                 hi = lo + 1.0
+            prop = skew_proposal(v[isnum]) if log_skewed else None
+            if prop is not None:
+                comments[name] = [prop["reason"]]
+                cols.append(Column(name, "numeric", bounds=prop["bounds"], transform=prop["transform"],
+                                   note="; ".join(x for x in ("skewed: see the comment above", miss_note) if x)))
+                continue
             cols.append(Column(name, "numeric", bounds=(lo, hi),
                                note="; ".join(x for x in ("bounds = observed min/max", miss_note) if x)))
         elif len(levels) == 2:
             cols.append(Column(name, "binary", levels=tuple(sorted(levels)), note=miss_note))
         elif len(levels) >= 2:
+            truncated = len(levels) > max_levels
             keep = levels[:max_levels]
-            unk = "other" if len(levels) > max_levels or "other" not in keep else "error"
-            keep = [lv for lv in keep if not (unk == "other" and lv == "other")]
+            # 'other' only where a row can reach it (a truncated level set) or where asked
+            if truncated or (other_level and OTHER_LEVEL not in keep):
+                unk = OTHER_LEVEL
+            else:
+                unk = "error"
+            keep = [lv for lv in keep if not (unk == OTHER_LEVEL and lv == OTHER_LEVEL)]
             note = f"{len(levels)} levels seen, most frequent first" + (
-                f"; only the {max_levels} most frequent kept" if len(levels) > max_levels else "")
+                f"; only the {max_levels} most frequent kept, the others map to 'other'" if truncated else "")
+            if len(keep) + (unk == OTHER_LEVEL) < 2:
+                continue
             cols.append(Column(name, "categorical", levels=tuple(keep), unknown=unk,
                                note="; ".join(x for x in (note, miss_note) if x)))
     if not cols:
-        raise ValueError("data: no column could be drafted (every column is empty or constant)")
+        raise ValueError("data: no column could be drafted (every column is empty or constant)"
+                         + delimiter_hint(df.columns))
     src = str(data) if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else type(data).__name__
-    schema = Schema(columns=tuple(cols), target=tgt, na_values=na, read=_dialect(data, read_kwargs))
-    return DraftResult(schema, NONPRIVATE_HEADER.format(source=src))
+    schema = Schema(columns=tuple(cols), target=tgt, na_values=na, read=_dialect(data, read_kwargs, df))
+    return DraftResult(schema, NONPRIVATE_HEADER.format(source=src), comments=comments)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,23 +362,79 @@ def _histogram_measure(dp, eps: float, delta: float):
         else:
             lo = mid + 1
     thr = lo
-    return counts >> dp.m.then_laplace_threshold(scale=scale, threshold=thr)
+    m = counts >> dp.m.then_laplace_threshold(scale=scale, threshold=thr)
+    m.dp_infer_threshold, m.dp_infer_scale = thr, scale  # public facts for the pre-charge statement
+    return m
 
 
 def _as_eps_delta(v) -> tuple[float, float]:
     return (float(v[0]), float(v[1])) if isinstance(v, tuple) else (float(v), 0.0)
 
 
+def _threshold(eps: float, n_bins: int) -> float:
+    """Noisy bin counts below this are zeroed (:func:`_bounds_from_noisy_histogram`)."""
+    return (2.0 / eps) * math.log(20.0 * n_bins)
+
+
+def private_draft_plan(n: int, names: Sequence[str], kinds: Mapping[str, str], *, eps: float, delta: float,
+                       n_bins: int, level_threshold: float | None = None) -> tuple[str, dict]:
+    """What a private draft can resolve at ``n`` rows (public) and ``(eps, delta)``, before any charge.
+
+    Returns ``(text, facts)``: the kind test's noise sd on its margin (numbers minus text cells:
+    two Laplace counts of scale 2/eps_kind, sd 4/eps_kind; reliable when n > 3 sd), the rows a
+    histogram bin must hold to pass the threshold, and the rows a level needs to be released.
+    ``facts['hopeless']``: no column can be resolved (each has an unreliable kind test, or
+    thresholds at or above n); :func:`draft_private` then refuses before charging.
+    """
+    k = len(names)
+    eps_col = eps / k
+    undeclared = [c for c in names if c not in kinds]
+    e_kind = 0.1 * eps_col
+    kind_sd = 4.0 / e_kind
+    kind_ok = n > 3 * kind_sd
+    t_num_u, t_num_d = _threshold(eps_col - e_kind, n_bins), _threshold(eps_col, n_bins)
+    t_lvl = level_threshold
+    lines = [f"private draft plan (before any charge): n = {n} rows (public), {k} column(s), "
+             f"eps = {eps_col:.3g} and delta = {delta / k:.2g} per column"]
+    if undeclared:
+        verdict = "reliable" if kind_ok else ("UNRELIABLE at this n: declare kinds with --kind NAME=numeric|"
+                                              "categorical")
+        lines.append(f"  kind test (numbers vs text) of {len(undeclared)} undeclared column(s): noise sd "
+                     f"{kind_sd:.3g} rows on its margin -> {verdict}")
+    t_num = t_num_u if undeclared else t_num_d
+    frac = t_num / n
+    num_v = ("bounds resolve only for a column whose rows fill bins of that size (half of the rows must "
+             "lie in such bins)" if frac < 0.5 else "expect UNRESOLVED bounds (too few rows per bin)")
+    lines.append(f"  numeric bounds: a bin of the fixed grid must hold >= {t_num:.0f} noisy rows "
+                 f"({100 * frac:.0f}% of n) to count -> {num_v}")
+    if t_lvl is not None:
+        lines.append(f"  categorical levels: a level needs about >= {t_lvl:.0f} rows to be released"
+                     + (" -> expect NO level released" if t_lvl >= n else ""))
+    resolvable = []
+    for c in names:
+        tn = t_num_d if c in kinds else t_num_u
+        if (c in kinds or kind_ok) and min(tn, t_lvl if t_lvl is not None else math.inf) < n:
+            resolvable.append(c)
+    hopeless = not resolvable
+    if hopeless:
+        lines.append("  -> NOTHING can be resolved at this n and eps: refused before the charge")
+    return "\n".join(lines), {"kind_sd": kind_sd if undeclared else 0.0, "bin_threshold": t_num,
+                              "level_threshold": t_lvl, "resolvable": resolvable, "hopeless": hopeless}
+
+
 def draft_private(data: Any, target: str | None = None, *, eps: float, delta: float,
                   ledger=None, dataset_id: str | None = None, kinds: Mapping[str, str] | None = None,
                   quantiles: tuple[float, float] = (0.02, 0.98), candidates: Any = None,
                   na_values: Sequence[str] = DEFAULT_NA_VALUES, max_levels: int = 50,
-                  **read_kwargs) -> DraftResult:
+                  on_plan=None, **read_kwargs) -> DraftResult:
     """A schema drafted with differential privacy (OpenDP); see the module docstring.
 
     ``kinds``: optional ``{column: "numeric" | "categorical"}`` declared by the user (skips the
     private kind test for those columns). ``ledger`` (a path or a Ledger) + ``dataset_id``:
     ``(eps, delta)`` is charged before any statistic is computed (refused if over budget).
+    ``on_plan``: called with the pre-charge statement of what the draft can resolve
+    (:func:`private_draft_plan`) before the charge; it is also in :attr:`DraftResult.plan`.
+    Entries the noise made meaningless are in :attr:`DraftResult.unresolved` (not in the schema).
     """
     eps = check_epsilon(eps)
     delta = check_delta(delta)
@@ -280,9 +459,11 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
     dp = _dp()
     names = list(df.columns)
     k = len(names)
+    n = int(df.shape[0])  # public (replace-one adjacency)
     eps_col, delta_col = eps / k, delta / k
     # build every measurement first (data independent) and check the total before charging
     plan, total_eps, total_delta = {}, 0.0, 0.0
+    lvl_thr = None
     for name in names:
         declared = kinds.get(name)
         e_kind = 0.0 if declared else 0.1 * eps_col
@@ -290,15 +471,25 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
         m_kind = _kind_measure(dp, e_kind) if e_kind else None
         m_num = _binned_measure(dp, cand.size - 1, e_rest)
         m_cat = _histogram_measure(dp, e_rest, delta_col)
+        lvl_thr = max(lvl_thr or 0, m_cat.dp_infer_threshold)
         ek = _as_eps_delta(m_kind.map(_D_IN))[0] if m_kind else 0.0
         en = _as_eps_delta(m_num.map(_D_IN))[0]
         ec, dc = _as_eps_delta(m_cat.map(_D_IN))
         total_eps += ek + max(en, ec)
         total_delta += dc
-        plan[name] = (declared, m_kind, m_num, m_cat)
+        plan[name] = (declared, m_kind, m_num, m_cat, e_kind, e_rest)
     if total_eps > eps * (1 + 1e-9) or total_delta > delta * (1 + 1e-9):
         raise RuntimeError(f"internal: the draft's composed privacy ({total_eps}, {total_delta}) exceeds "
                            f"the target ({eps}, {delta})")  # pragma: no cover
+    plan_text, _facts = private_draft_plan(n, names, kinds, eps=eps, delta=delta, n_bins=cand.size - 1,
+                                           level_threshold=lvl_thr)
+    if on_plan is not None:
+        on_plan(plan_text)
+    if _facts["hopeless"]:
+        hint = (" declare the kinds with --kind NAME=numeric|categorical (kinds=...)," if len(kinds) < k else "")
+        raise ValueError(f"eps: a private draft at n = {n} rows and eps = {eps:g} over {k} column(s) can resolve "
+                         f"nothing (see the plan above); nothing was charged:{hint} raise eps, draft fewer "
+                         "columns, or declare the schema by hand")
     event = ApproxDpEvent(epsilon=eps, delta=delta, label="schema_draft",
                           assumptions=("replace-one adjacency on rows (OpenDP symmetric distance 2)",
                                        "row count and column names public",
@@ -306,50 +497,105 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
                           metadata={"columns": k, "eps_per_column": eps_col, "delta_per_column": delta_col})
     with charged(ledger, dataset_id, event, "dp-infer schema draft --private") as receipt:
         cols, tgt, skipped = [], None, []
+        unresolved, commented = {}, []
         for name in names:
-            declared, m_kind, m_num, m_cat = plan[name]
+            declared, m_kind, m_num, m_cat, e_kind, e_rest = plan[name]
             s = df[name]
             v, isnum = _numbers(s, na)
             present = ~missing_mask(s, na)
+            kind_doubt = ""
             if declared:
                 kind = declared
             else:
                 tags = np.where(isnum, "number", "text")[present].tolist()
                 noisy = m_kind(tags)
                 kind = "numeric" if noisy[0] > noisy[1] else "categorical"
+                margin, sd = abs(float(noisy[0]) - float(noisy[1])), 4.0 / e_kind
+                if margin < 2 * sd:
+                    kind_doubt = (f"kind {kind!r} decided within the noise (margin {margin:.0f} rows, noise sd "
+                                  f"{sd:.0f}): declare it with --kind {name}=numeric|categorical")
             how = "declared" if declared else "DP count of numeric cells"
             if kind == "numeric":
                 x = np.clip(v[isnum], cand[0], cand[-1])  # row-wise: the bin of each number
                 bins = np.clip(np.searchsorted(cand, x, side="right") - 1, 0, cand.size - 2)
                 noisy = np.asarray(m_num([str(b) for b in bins]), dtype=float)
                 lo, hi = _bounds_from_noisy_histogram(noisy, cand, q_lo, q_hi, e_rest)
+                why = _bounds_meaningless(noisy, e_rest, n)
                 note = f"kind: {how}; bounds: {q_lo:g}/{q_hi:g} quantiles of a DP histogram on fixed bins (OpenDP)"
-                if name == target:
-                    tgt = Target(name, "numeric", bounds=(lo, hi), note=note)
+                entry = (Target(name, "numeric", bounds=(lo, hi), note=note) if name == target
+                         else Column(name, "numeric", bounds=(lo, hi), note=note))
+                why = "; ".join(x for x in (kind_doubt, why) if x)
+                if why:
+                    unresolved[name] = why
+                    commented.append((entry.to_dict(), why, name == target))
+                elif name == target:
+                    tgt = entry
                 else:
-                    cols.append(Column(name, "numeric", bounds=(lo, hi), note=note))
+                    cols.append(entry)
             else:
                 lv = as_level_strings(s[present]).tolist()
                 hist = m_cat(lv)
                 levels = [str(a) for a, _ in sorted(hist.items(), key=lambda kv: -kv[1])][:max_levels]
-                note = f"kind: {how}; levels: DP thresholded histogram (OpenDP), noisy-most frequent first"
+                note = (f"kind: {how}; levels: DP thresholded histogram (OpenDP), noisy-most frequent first; "
+                        "unknown: other (levels below the threshold may exist)")
                 if name == target:
-                    tgt = _target_from_levels(name, levels, note)
+                    try:
+                        entry = _target_from_levels(name, levels, note)
+                    except ValueError:
+                        unresolved[name] = "; ".join(x for x in (kind_doubt, f"fewer than 2 labels released "
+                                                                             f"(a label needs about {m_cat.dp_infer_threshold} rows)") if x)
+                        continue
+                    if kind_doubt:
+                        unresolved[name] = kind_doubt
+                        commented.append((entry.to_dict(), kind_doubt, True))
+                    else:
+                        tgt = entry
                     continue
-                levels = [x for x in levels if x != "other"]
+                levels = [x for x in levels if x != OTHER_LEVEL]
                 if not levels:
                     skipped.append(name)  # nothing released: cannot be declared from the data privately
+                    unresolved[name] = "; ".join(x for x in (
+                        f"no level passed the DP threshold (a level needs about {m_cat.dp_infer_threshold} rows "
+                        f"at this eps; n = {n})", kind_doubt or (
+                            "" if declared else f"if it is numeric, declare --kind {name}=numeric")) if x)
                     continue
-                cols.append(Column(name, "categorical", levels=tuple(levels), unknown="other", note=note))
+                entry = Column(name, "categorical", levels=tuple(levels), unknown=OTHER_LEVEL, note=note)
+                if kind_doubt:
+                    unresolved[name] = kind_doubt
+                    commented.append((entry.to_dict(), kind_doubt, False))
+                else:
+                    cols.append(entry)
+        ignore = tuple(c for c in names if c in unresolved)  # the file still loads; the data's columns are known
         if not cols:
-            raise ValueError("data: no feature column could be drafted privately (nothing released); "
-                             "declare the schema by hand or raise eps")
+            detail = "; ".join(f"{c}: {w}" for c, w in unresolved.items())
+            raise ValueError("data: no feature column could be drafted privately at "
+                             f"n = {n}, eps = {eps:g}, and the privacy is spent ({detail}); declare the schema "
+                             "by hand or raise eps")
         src = str(data) if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else type(data).__name__
         charged_note = f"; charged to ledger {receipt.ledger_path} as dataset {dataset_id!r}" if receipt else ""
         header = PRIVATE_HEADER.format(source=src, eps=eps, delta=delta, charged=charged_note)
         if skipped:
             header += (f"\nIGNORED (no level passed the DP threshold; declare them by hand): {', '.join(skipped)}")
-        schema = Schema(columns=tuple(cols), target=tgt, na_values=na, read=_dialect(data, read_kwargs),
-                        ignore=tuple(skipped))
+        if unresolved:
+            header += (f"\nUNRESOLVED at n = {n}, eps = {eps:g} (the noise made them meaningless; commented out "
+                       f"below, listed under ignore; declare them by hand): {', '.join(unresolved)}")
+        schema = Schema(columns=tuple(cols), target=tgt, na_values=na, read=_dialect(data, read_kwargs, df),
+                        ignore=ignore)
     return DraftResult(schema, header, {"eps": eps, "delta": delta, "eps_composed": total_eps,
-                                        "delta_composed": total_delta}, receipt)
+                                        "delta_composed": total_delta}, receipt,
+                       unresolved=unresolved, commented_out=[(d, w) for d, w, _t in commented], plan=plan_text)
+
+
+def _bounds_meaningless(noisy: np.ndarray, eps: float, n: int) -> str:
+    """Why bounds from this noisy histogram say nothing about the data ('' when they do): no bin
+    passed the threshold, or the bins that passed hold less than half of the n rows (public n),
+    so the quantiles are those of noise or of a minority. Post-processing of the release."""
+    T = _threshold(eps, noisy.size)
+    kept = noisy[noisy >= T]
+    if kept.size == 0:
+        return (f"no bin of the DP histogram passed the noise threshold ({T:.0f} rows per bin at this eps; "
+                f"n = {n}): the bounds would be pure noise")
+    if kept.sum() < 0.5 * n:
+        return (f"the bins that passed the noise threshold hold {kept.sum():.0f} of the n = {n} rows: "
+                "the bounds would describe noise or a minority of the rows")
+    return ""

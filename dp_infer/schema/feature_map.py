@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .admissible import AdmissibleRows, Block, ConstantBlock, IntervalBlock, OneOfBlock, UnionBlock
-from .readers import read_table
+from .readers import delimiter_hint, read_table
 from .report import DataReport
 from .spec import OTHER_LEVEL, Column, Schema
 
@@ -214,7 +214,7 @@ class FeatureMap:
         missing_cols = [c for c in sch.source_columns if c not in cols]
         if missing_cols:
             raise ValueError(f"data: column(s) {missing_cols} declared in the schema are missing from "
-                             f"{where} (columns: {cols})")
+                             f"{where} (columns: {cols})" + delimiter_hint(cols))
         tname = sch.target.name if sch.target is not None else None
         use_target = tname is not None and target != "ignore" and (target == "required" or tname in cols)
         if use_target and tname not in cols:
