@@ -23,6 +23,14 @@ Lipschitz bound is finite at any admissible row, and the zero row used for paddi
 
 Accumulation: every block sum and the running total are in the dtype of ``theta`` (float32 by
 default) whatever the dtype of X (bfloat16 rows are promoted block by block).
+
+Block size (:func:`default_row_block`): the result does not depend on it (to float rounding), only
+the speed and the memory beyond X do. On a CPU a block of a few thousand rows stays in the cache
+while its value and gradient are taken (:data:`CPU_BLOCK_ROWS`); on a GPU or TPU each block is a
+sequential step of the scan, i.e. at least one kernel launch and a pass too small to fill the
+device, so the default there is all rows in one block whenever X and one block's temporaries fit in
+:data:`DEVICE_MEMORY_FRACTION` of the device's memory (measured on an H200, n = 2e6, d = 100:
+8.9 ms per step in blocks of 4096 rows, 0.90 ms in one block).
 """
 
 from __future__ import annotations
@@ -37,7 +45,21 @@ from jax.flatten_util import ravel_pytree
 
 from .._validation import check_positive_int
 
-__all__ = ["clip_tree", "clipped_mean", "blocked_loss_sum", "blocked_loss_sum_and_grad", "block_layout"]
+__all__ = ["clip_tree", "clipped_mean", "blocked_loss_sum", "blocked_loss_sum_and_grad", "block_layout",
+           "default_row_block", "row_block_rule", "CPU_BLOCK_ROWS", "DEVICE_MEMORY_FRACTION", "ASSUMED_DEVICE_BYTES"]
+
+#: rows per block on a CPU (a float32 block at d = 100 is 1.6 MB: about the L2 cache of one core)
+CPU_BLOCK_ROWS = 4096
+#: fraction of an accelerator's memory that X plus one block's temporaries may take for the
+#: default to be "all rows in one block" (the rest is left to the chains' states, XLA's own
+#: buffers and other programs)
+DEVICE_MEMORY_FRACTION = 0.5
+#: an accelerator's memory when ``device.memory_stats()`` does not say (the smallest current
+#: data-centre GPU memory, 16 GiB: an underestimate only makes the default block smaller)
+ASSUMED_DEVICE_BYTES = 16 * 2**30
+#: the smallest default block on an accelerator when all rows do not fit in one
+MIN_DEVICE_BLOCK_ROWS = 65536
+_ACCELERATORS = ("gpu", "cuda", "rocm", "tpu", "metal")
 
 
 def clip_tree(g, clip_norm):
@@ -76,6 +98,69 @@ def block_layout(n: int, block_rows: int) -> tuple[int, int, int]:
     n = check_positive_int("n", n)
     b = min(check_positive_int("block_rows", block_rows), n)
     return b, n // b, n % b
+
+
+def _device_bytes(device) -> tuple[int, str]:
+    """``(bytes, source)``: the device's memory limit from ``memory_stats()["bytes_limit"]`` where
+    the backend reports it, else :data:`ASSUMED_DEVICE_BYTES`."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # noqa: BLE001 - backends without memory statistics raise or return None
+        stats = None
+    limit = (stats or {}).get("bytes_limit")
+    if limit:
+        return int(limit), "memory_stats"
+    return ASSUMED_DEVICE_BYTES, "assumed"
+
+
+def row_block_rule(n: int, d: int, dtype="float32", device=None, *,
+                   memory_fraction: float = DEVICE_MEMORY_FRACTION) -> dict:
+    """The default block of :func:`default_row_block` with the reason for it (for a run's
+    description): ``{"block_rows", "platform", "rule", ...}``."""
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    if not 0 < float(memory_fraction) <= 1:
+        raise ValueError(f"memory_fraction must be in (0, 1], got {memory_fraction!r}")
+    device = jax.devices()[0] if device is None else device
+    platform = str(getattr(device, "platform", "cpu")).lower()
+    if platform not in _ACCELERATORS:
+        b = min(CPU_BLOCK_ROWS, n)
+        return {"block_rows": b, "platform": platform,
+                "rule": f"cpu: blocks of {CPU_BLOCK_ROWS} rows (cache-sized)"}
+    limit, source = _device_bytes(device)
+    budget = float(memory_fraction) * limit
+    x_bytes = n * d * int(jnp.dtype(dtype).itemsize)
+    # one block of B rows: a float32 (B, d) temporary (the promoted block, or the per-example
+    # gradients when the loss clips) and a few float32 vectors of length B
+    per_row = 4 * d + 8 * 4
+    info = {"platform": platform, "device_bytes": limit, "device_bytes_source": source,
+            "memory_fraction": float(memory_fraction), "x_bytes": x_bytes}
+    if x_bytes + n * per_row <= budget:
+        return {"block_rows": n, **info,
+                "rule": f"{platform}: all rows in one block (X + one block's temporaries fit in "
+                        f"{memory_fraction:g} of the device's memory, {source})"}
+    fit = int((budget - x_bytes) // per_row)
+    b = min(n, max(MIN_DEVICE_BLOCK_ROWS, fit // CPU_BLOCK_ROWS * CPU_BLOCK_ROWS))
+    return {"block_rows": b, **info,
+            "rule": f"{platform}: blocks of {b} rows (all rows do not fit in {memory_fraction:g} "
+                    f"of the device's memory, {source})"}
+
+
+def default_row_block(n: int, d: int, dtype="float32", device=None, *,
+                      memory_fraction: float = DEVICE_MEMORY_FRACTION) -> int:
+    """Default rows per block for ``n`` rows of ``d`` features stored as ``dtype`` on ``device``
+    (default: JAX's first device).
+
+    * CPU: :data:`CPU_BLOCK_ROWS` (capped at n), a cache-sized block.
+    * GPU / TPU: ``n`` (all rows in one block) when X plus one block's temporaries (a float32
+      (n, d) array and a few float32 vectors of length n) take at most ``memory_fraction`` of the
+      device's memory (``memory_stats()["bytes_limit"]``, else :data:`ASSUMED_DEVICE_BYTES`);
+      otherwise the largest multiple of :data:`CPU_BLOCK_ROWS` that fits, at least
+      :data:`MIN_DEVICE_BLOCK_ROWS`.
+
+    Only speed and memory depend on the block, never the result (beyond float rounding) nor any
+    privacy constant. Pass ``block_rows`` explicitly to override it."""
+    return int(row_block_rule(n, d, dtype, device, memory_fraction=memory_fraction)["block_rows"])
 
 
 def _block_values(example_fn, theta, Xb, yb, wb):

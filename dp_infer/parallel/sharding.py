@@ -27,7 +27,7 @@ global ``n``; a failed check on any host stops all of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import jax
@@ -40,14 +40,15 @@ from jax.sharding import PartitionSpec as P
 from .._validation import check_nonnegative, check_positive, check_positive_int
 from ..losses import PerExampleLoss
 from .precision import DATA_DTYPES, ROUNDINGS, cast_rows, check_cast_rows, storage_dtype
-from ..losses.row_blocks import blocked_loss_sum_and_grad
+from ..losses.row_blocks import CPU_BLOCK_ROWS, blocked_loss_sum_and_grad, row_block_rule
 
 __all__ = ["ROWS", "CHAINS", "DEFAULT_BLOCK_ROWS", "data_mesh", "row_shard_range", "ShardedRows",
-           "shard_rows", "ShardedPotential", "row_mean", "same_key_on_all_processes"]
+           "shard_rows", "check_placed_rows", "ShardedPotential", "row_mean", "same_key_on_all_processes"]
 
 ROWS, CHAINS = "rows", "chains"
-#: rows per block of the per-device evaluation (memory O(block x d))
-DEFAULT_BLOCK_ROWS = 4096
+#: rows per block of the per-device evaluation on a CPU (memory O(block x d)); on a GPU or TPU the
+#: default is all of a shard's rows when they fit (:func:`dp_infer.losses.row_blocks.default_row_block`)
+DEFAULT_BLOCK_ROWS = CPU_BLOCK_ROWS
 #: rows per host chunk while placing the data
 INGEST_ROWS = 65536
 
@@ -85,6 +86,21 @@ def row_shard_range(n: int, mesh: Mesh, shard: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class _RowChecks:
+    """What :func:`shard_rows` checked the placed rows against (made there only): the loss's name,
+    declared row norm and label check."""
+
+    loss_name: str
+    row_norm: float
+    label_check: object
+
+
+#: the one-line refusal of rows that did not go through shard_rows' checks (issue 40)
+_UNCHECKED = ("ShardedRows: make it with dp_infer.parallel.sharding.shard_rows, which checks every row's label and "
+              "norm against the loss before placing it; a hand-built one is refused")
+
+
+@dataclass(frozen=True)
 class ShardedRows:
     """Rows placed on a mesh: global arrays ``X`` (n_pad, d), ``y`` (n_pad,), ``weight`` (n_pad,)
     row-sharded along ``"rows"``; ``n`` real rows (the rest is weight-0 padding). Data
@@ -98,6 +114,14 @@ class ShardedRows:
     block_rows: int
     dtype: str
     rounding: str
+    block_rule: str = "given by the caller"
+    checked: _RowChecks | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        # the privacy plan rests on the loss's declared label and row bounds: only shard_rows, which checks
+        # them, makes a ShardedRows (a hand-built one with labels {1, 5} ran the logistic loss at 4.5x its bound)
+        if not isinstance(self.checked, _RowChecks):
+            raise ValueError(_UNCHECKED)
 
     @property
     def num_features(self) -> int:
@@ -136,7 +160,7 @@ class ShardedRows:
         return {"devices": int(self.mesh.devices.size), "processes": int(jax.process_count()),
                 "row_shards": self.row_shards, "chain_shards": self.chain_shards,
                 "rows_per_shard": int(self.X.shape[0]) // self.row_shards, "padding_rows": int(self.X.shape[0]) - self.n,
-                "block_rows": self.block_rows, "data_dtype": self.dtype,
+                "block_rows": self.block_rows, "block_rows_rule": self.block_rule, "data_dtype": self.dtype,
                 "rounding": self.rounding if self.dtype != "float32" else None, "accumulation": "float32"}
 
 
@@ -188,15 +212,41 @@ def _agree(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def check_placed_rows(loss: PerExampleLoss, data: ShardedRows) -> None:
+    """Refuse (one line, on every process) placed rows that ``loss``'s declared bounds do not cover: rows
+    not made by :func:`shard_rows`, rows placed for a larger row norm, or labels ``loss`` refuses (the
+    placed labels are re-read when the rows were checked with another label check). Reads the labels
+    only, never releases them; called before anything is charged."""
+    c = data.checked if isinstance(data, ShardedRows) else None
+    if not isinstance(c, _RowChecks):
+        raise ValueError(_UNCHECKED)
+    if float(loss.row_norm) < c.row_norm:
+        raise ValueError(f"X: the rows were placed for row_norm={c.row_norm:g} ({c.loss_name}); the loss declares "
+                         f"row_norm={float(loss.row_norm):g}: place them with shard_rows for this loss")
+    if loss.label_check is None or loss.label_check is c.label_check:
+        return
+    message = ""
+    try:
+        for ys, ws in zip(data.y.addressable_shards, data.weight.addressable_shards):
+            y = np.asarray(ys.data, dtype=np.float64)
+            loss.label_check(y[np.asarray(ws.data) > 0])  # the real rows only (padding has weight 0)
+    except ValueError as e:
+        message = str(e)
+    _agree(not message, message)
+
+
 def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: str = "float32",
-               rounding: str = "toward_zero", block_rows: int = DEFAULT_BLOCK_ROWS, n: int | None = None,
+               rounding: str = "toward_zero", block_rows: int | None = None, n: int | None = None,
                row_offset: int = 0) -> ShardedRows:
     """Check ``X, y`` against ``loss``'s declared bounds and place them row-sharded on ``mesh``.
 
     :param mesh: a mesh from :func:`data_mesh` (default: all devices, rows only).
     :param dtype: storage dtype of X, ``"float32"`` or ``"bfloat16"`` (rows rechecked after the
         cast: :mod:`dp_infer.parallel.precision`); the loss is accumulated in float32 either way.
-    :param block_rows: rows per block of the per-device evaluation.
+    :param block_rows: rows per block of the per-device evaluation; default
+        :func:`~dp_infer.losses.row_blocks.default_row_block` of a shard's rows on the mesh's devices
+        (CPU: 4096; GPU/TPU: all of a shard's rows when they fit in half the device's memory). The
+        block used and why: ``describe()["block_rows"]``, ``["block_rows_rule"]``.
     :param n: global number of rows (default ``len(X)``). With several processes each passes
         only its rows ``X = rows[row_offset : row_offset + len(X)]``, which must cover the row
         shards of its devices (:func:`dp_infer.parallel.distributed.process_row_range`).
@@ -209,7 +259,8 @@ def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: s
         raise ValueError(f"dtype must be one of {DATA_DTYPES}, got {dtype!r}")
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
-    block_rows = check_positive_int("block_rows", block_rows)
+    if block_rows is not None:
+        block_rows = check_positive_int("block_rows", block_rows)
     if y is None:
         raise ValueError("y must be given (a 1-D array of labels, one per row of X)")
     local_rows = len(X)
@@ -227,6 +278,11 @@ def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: s
     m = -(-n // R)
     sharding = NamedSharding(mesh, P(ROWS, None))
     store = storage_dtype(dtype)
+    if block_rows is None:
+        rule = row_block_rule(m, d, store, mesh.devices.flat[0])
+        block_rows, block_rule = int(rule["block_rows"]), "default: " + rule["rule"]
+    else:
+        block_rule = "given by the caller"
 
     placed: dict[int, tuple] = {}
     message = ""
@@ -263,7 +319,8 @@ def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: s
     Xg = jax.make_array_from_single_device_arrays((m * R, d), sharding, bufs["X"])
     yg = jax.make_array_from_single_device_arrays((m * R,), rows_sharding, bufs["y"])
     wg = jax.make_array_from_single_device_arrays((m * R,), rows_sharding, bufs["w"])
-    return ShardedRows(Xg, yg, wg, n, mesh, block_rows, dtype, rounding)
+    return ShardedRows(Xg, yg, wg, n, mesh, block_rows, dtype, rounding, block_rule,
+                       checked=_RowChecks(str(loss.name), float(loss.row_norm), loss.label_check))
 
 
 def row_mean(data: ShardedRows, local_sum_and_grad, num_args: int):
@@ -316,6 +373,7 @@ class ShardedPotential:
     def __post_init__(self):
         if not isinstance(self.data, ShardedRows):
             raise ValueError(f"data must be a dp_infer.parallel.sharding.ShardedRows, got {type(self.data).__name__}")
+        check_placed_rows(self.loss, self.data)
         check_positive("beta", self.beta)
         check_nonnegative("lam", self.lam)
         loss, B = self.loss, self.data.block_rows
