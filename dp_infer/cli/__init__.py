@@ -2,7 +2,10 @@
 
 One module per group of commands (:mod:`.fit_commands`, :mod:`.files`, :mod:`.schema_commands`, and the Rashomon command
 in :mod:`dp_infer.cli.rashomon`); :mod:`.common` holds the options and helpers they share.
-:func:`run` is the console entry point: any error is one line, never a traceback.
+:func:`run` is the console entry point: any error is one line, never a traceback. It turns on
+JAX's persistent compilation cache first (:func:`dp_infer.compilation.enable_persistent_cache`;
+``DP_INFER_JAX_CACHE=off`` turns it off): a program an earlier run compiled (same shapes and
+constants) is loaded, not compiled again.
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ for _command in (demo, sample, report, predict_command, budget, rashomon_command
 def run() -> None:
     """Console entry point: any error prints one line, never a traceback (set
     ``DP_INFER_DEBUG=1`` to see the traceback of an unexpected error)."""
+    from ..compilation import enable_persistent_cache
     from ..infer.fallback import DrawsKeptError
     from ..privacy.ledger import BudgetExceededError
 
+    enable_persistent_cache()  # before anything compiles; a directory it cannot create only warns
     try:
         main(standalone_mode=False)
     except DrawsKeptError as e:  # the run is paid for and its draws are safe: say where, in one line

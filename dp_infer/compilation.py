@@ -1,0 +1,79 @@
+"""JAX configuration of dp_infer: the persistent compilation cache, so compilation is paid once.
+
+A sampler's jitted chain takes seconds to compile (every run of ``dp-infer demo`` compiled the
+same programs again). :func:`enable_persistent_cache` points JAX's persistent compilation cache
+at a directory of the user's cache, so a second process with the same programs (same shapes,
+dtypes, JAX version and device) loads them instead of compiling them:
+
+* directory: ``path`` if given, else ``$DP_INFER_JAX_CACHE``, else
+  ``$XDG_CACHE_HOME/dp_infer/jax`` (``~/.cache/dp_infer/jax`` when ``XDG_CACHE_HOME`` is unset);
+* ``DP_INFER_JAX_CACHE=off`` (or ``0``, ``false``, ``no``, ``none``) turns it off;
+* programs that took at least :data:`MIN_COMPILE_SECS` to compile are stored (JAX's default, 1 s,
+  skips some of the chains' programs on a fast machine).
+
+The command line (:func:`dp_infer.cli.run`) calls it at start; a library user calls it once,
+before the first fit. The cache holds compiled programs only (no data: a program receives the
+rows as arguments), but JAX trusts what it loads from it: the directory is created private to the
+user (mode 0700) and must not be writable by anyone else.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+__all__ = ["ENV_VAR", "MIN_COMPILE_SECS", "OFF_VALUES", "cache_dir", "enable_persistent_cache"]
+
+#: environment variable naming the cache directory (or ``off``)
+ENV_VAR = "DP_INFER_JAX_CACHE"
+#: values of :data:`ENV_VAR` that turn the cache off
+OFF_VALUES = ("off", "0", "false", "no", "none")
+#: programs that compiled in less time than this are not stored (JAX's default is 1 s)
+MIN_COMPILE_SECS = 0.5
+
+
+def cache_dir(path: str | os.PathLike | None = None) -> str | None:
+    """The directory :func:`enable_persistent_cache` would use, or ``None`` when turned off."""
+    if path is None:
+        env = os.environ.get(ENV_VAR, "").strip()
+        if env.lower() in OFF_VALUES:
+            return None
+        if env:
+            path = env
+        else:
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+            path = os.path.join(base, "dp_infer", "jax")
+    elif str(path).strip().lower() in OFF_VALUES:
+        return None
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
+def enable_persistent_cache(path: str | os.PathLike | None = None, *,
+                            min_compile_time_secs: float = MIN_COMPILE_SECS) -> str | None:
+    """Turn on JAX's persistent compilation cache in ``path`` (default: see the module docstring).
+
+    Returns the directory used, or ``None`` when the cache is turned off (``path`` or
+    ``$DP_INFER_JAX_CACHE`` is ``off``) or the directory cannot be created (a warning says why;
+    nothing else changes: programs are then compiled in every process, as without the cache).
+    Call it before the first compilation you want cached; calling it again with another
+    directory switches to that one."""
+    import jax
+
+    d = cache_dir(path)
+    if d is None:
+        return None
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+    except OSError as e:
+        warnings.warn(f"dp_infer: the JAX compilation cache is off ({d}: {e.strerror or e}); "
+                      f"set {ENV_VAR} to a writable directory, or to 'off' to silence this", stacklevel=2)
+        return None
+    previous = jax.config.jax_compilation_cache_dir
+    jax.config.update("jax_compilation_cache_dir", d)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_secs))
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    if previous and os.path.abspath(previous) != d:  # JAX opened the old directory already: reopen
+        from jax.experimental.compilation_cache import compilation_cache
+
+        compilation_cache.reset_cache()
+    return d
