@@ -25,7 +25,7 @@ def _yaml_error(e: yaml.YAMLError, where: str) -> ValueError:
     problem = getattr(e, "problem", None) or (str(e).strip().splitlines() or [type(e).__name__])[0]
     ctx = getattr(e, "context", None)
     msg = f"{place}: not valid YAML: {problem}" + (f" ({ctx})" if ctx else "")
-    if "mapping values are not allowed" in str(problem):
+    if "mapping values are not allowed" in str(problem) or "but got ':'" in str(problem):
         msg += "; a text value holding ': ' (a note, a level) must be quoted: note: \"a: b\""
     return ValueError(msg)
 

@@ -154,3 +154,58 @@ def test_bad_input_one_line_and_nothing_charged(tmp_path, case, needle):
     err = proc.stderr.strip()
     assert err.startswith("error: ") and "\n" not in err and needle in err, err
     assert not led.exists() or Ledger(led).history("default") == []
+
+
+# issue 41: a first try on a user's own CSV ---------------------------------------------------------
+
+def test_draft_sniffs_a_semicolon_file_and_check_reads_it_the_same_way(tmp_path):
+    data = _write_csv(tmp_path / "d.csv", n=300, delimiter=";")
+    res = CliRunner().invoke(main, ["schema", "draft", str(data), "-o", str(tmp_path / "s.yaml"), "--target", "label"])
+    assert res.exit_code == 0, res.output
+    assert "delimiter ';' recorded under read:" in res.output
+    assert "suggested --prior-precision" in res.output and "row scale" in res.output
+    text = (tmp_path / "s.yaml").read_text()
+    assert "delimiter: ;" in text and "unknown: other" not in text  # colour: 3 levels, none truncated
+    chk = CliRunner().invoke(main, ["schema", "check", str(data), "--schema", str(tmp_path / "s.yaml")])
+    assert chk.exit_code == 0, chk.output
+    assert "300 rows read" in chk.output and "suggested --prior-precision" in chk.output
+    res = CliRunner().invoke(main, ["schema", "draft", str(data), "-o", str(tmp_path / "o.yaml"), "--target", "label",
+                                    "--other-level"])
+    assert res.exit_code == 0 and "unknown: other" in (tmp_path / "o.yaml").read_text()
+
+
+def test_ambiguous_delimiter_and_broken_yaml_are_one_line_errors(tmp_path):
+    (tmp_path / "amb.csv").write_text("a;b,c\n1;2,3\n4;5,6\n")
+    proc = _run_cli(["schema", "draft", "amb.csv", "-o", "s.yaml"], tmp_path)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in err and "ambiguous" in err and "--delimiter" in err, err
+    data = _write_csv(tmp_path / "d.csv", n=30)
+    (tmp_path / "bad.yaml").write_text(SCHEMA.replace("bounds: [18, 80]}", "bounds: [18, 80], note: age: in years}"))
+    proc = _run_cli(["schema", "check", str(data), "--schema", "bad.yaml"], tmp_path)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in err and "Traceback" not in proc.stderr, proc.stderr
+    assert err.startswith("error: schema bad.yaml, line 5, column ") and "must be quoted" in err, err
+
+
+def test_private_draft_at_n100_eps1_says_what_it_resolves_and_exits_4(tmp_path):
+    pytest.importorskip("opendp")
+    rng = np.random.default_rng(5)
+    x1 = [f"{v:.4f}" for v in rng.normal(size=100)]
+    x1[3] = "NaN"
+    lines = ["x1,x2"] + [f"{a},{b:.3f}" for a, b in zip(x1, rng.uniform(1.0, 1.4, 100))]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    led = tmp_path / "l.sqlite"
+    base = ["schema", "draft", "d.csv", "-o", "s.yaml", "--private", "--eps", "1", "--ledger", str(led),
+            "--budget", "5", "1e-5"]
+    # the kind test alone is noise at n = 100: refused before the charge
+    proc = _run_cli(base, tmp_path)
+    assert proc.returncode == 2 and "private draft plan (before any charge): n = 100" in proc.stdout
+    assert "nothing was charged" in proc.stderr and Ledger(led).history("default") == []
+    proc = _run_cli(base + ["--kind", "x1=numeric", "--kind", "x2=numeric"], tmp_path)
+    err = proc.stderr.strip()
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "\n" not in err and err.startswith("error: private draft: 1 entry unresolved") and "x1: no bin" in err
+    assert proc.stdout.index("private draft plan") < proc.stdout.index("charged (eps = 1")
+    text = (tmp_path / "s.yaml").read_text()
+    assert "# - name: x1" in text and "ignore: [x1]" in text and "bounds: [1.0, 1.5]" in text
+    assert len(Ledger(led).history("default")) == 1
