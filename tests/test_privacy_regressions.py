@@ -126,3 +126,193 @@ def test_events_beyond_float_range_of_e_to_the_eps_are_accounted_not_a_crash():
     # a huge Gaussian part composed with a pure event: finite, and at least the Gaussian part's eps
     e = Accountant([GdpEvent(1e5), PureDpEvent(1.0)]).get_epsilon(delta)
     assert C.gdp_epsilon(1e5, delta) <= e < math.inf
+
+
+# --- issue 40: an outside audit's findings, each refused before anything is charged --------------
+
+_DELTA40 = 1e-5
+
+
+def _ledger40(tmp_path):
+    from dp_infer.privacy.ledger import Ledger
+
+    led = Ledger(tmp_path / "ledger.sqlite")
+    led.register_dataset("default", 1000.0, _DELTA40)
+    return led
+
+
+def _logistic_rows(n=200, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-X @ np.array([1.0, -1.0, 0.5])[:d]))).astype(float)
+    return X, y
+
+
+def _logreg(X, y=None):
+    import numpyro
+    import numpyro.distributions as dist
+
+    w = numpyro.sample("w", dist.Normal(0.0, 1.0).expand([X.shape[1]]).to_event(1))
+    with numpyro.plate("rows", X.shape[0]):
+        numpyro.sample("y", dist.Bernoulli(logits=X @ w), obs=y)
+
+
+def test_sample_refuses_a_posterior_mode_plan(tmp_path):
+    # issue 40 (1): dp_infer.sample ran a posterior plan as an estimate-mode plan (no metric, no clip,
+    # no prior: eps ~ 6.7 spent where the plan's event said 1)
+    import dp_infer
+    from dp_infer.routes.posterior import plan_posterior
+
+    X, y = _logistic_rows()
+    loss = losses.logistic(row_norm=1.0)
+    led = _ledger40(tmp_path)
+    plan = plan_posterior(loss, len(y), X.shape[1], eps=1.0, delta=_DELTA40, prior_precision=1.0, ess=50)
+    with pytest.raises(ValueError, match=r"plan: .*target='posterior'.*sample_posterior") as e:
+        dp_infer.sample(loss, X, y, plan, seed=0, progress_bar=False)
+    assert "\n" not in str(e.value)
+    assert led.history("default") == []
+
+
+def test_sample_model_refuses_a_model_posterior_plan(tmp_path):
+    # issue 40 (1): the same through sample(model=..., plan=<fit(model=..., target='posterior') plan>)
+    import dp_infer
+    from dp_infer.infer.fit_model import prepare_model
+    from dp_infer.infer.model_posterior import plan_model_posterior
+
+    X, y = _logistic_rows()
+    led = _ledger40(tmp_path)
+    ml = prepare_model(_logreg, X, y, 1.0, None, None, None, None, "X", "y")[0]
+    plan, _, _ = plan_model_posterior(ml, len(y), eps=1.0, delta=_DELTA40, clip_norm=1.0, ess=50)
+    assert plan.target == "posterior"
+    with pytest.raises(ValueError, match=r"plan: .*target='posterior'") as e:
+        dp_infer.sample(model=_logreg, X=X, y=y, plan=plan, clip_norm=1.0, seed=0, progress_bar=False)
+    assert "\n" not in str(e.value)
+    assert led.history("default") == []
+
+
+def test_extend_a_model_run_keeps_the_clipped_row_count_in_its_report(tmp_path):
+    # issue 40 (2): extend() after fit(model=...) dropped the charged clipped-row count from the event
+    # (report eps 1.0 -> 0.9749 while the ledger had 1.0026)
+    import dp_infer
+
+    X, y = _logistic_rows()
+    led = _ledger40(tmp_path)
+    run = dp_infer.fit(model=_logreg, X=X, y=y, eps=1.0, delta=_DELTA40, clip_norm=1.0, seed=1,
+                       progress_bar=False, ledger=led)
+    assert "clipped_row_count" in run.plan.event.label
+    run.extend(num_steps=run.plan.thinning * 10, ledger=led)
+    spent = led.spent("default")["eps"]
+    reported = run.report()["eps_spent"]
+    assert reported >= spent - 1e-6  # never under-reported
+    assert reported == pytest.approx(spent, rel=1e-6)
+
+
+def test_model_posterior_refuses_a_plan_beyond_the_step_counter_before_charging(tmp_path):
+    # issue 40 (3): fit(model=..., target='posterior', ess=1e11) charged, then NumPyro overflowed
+    import dp_infer
+
+    X, y = _logistic_rows()
+    led = _ledger40(tmp_path)
+    with pytest.raises(ValueError, match=r"horizon/ess: the plan needs .* steps per chain") as e:
+        dp_infer.fit(model=_logreg, X=X, y=y, eps=1.0, delta=_DELTA40, clip_norm=1.0, seed=1, ess=int(1e11),
+                     target="posterior", progress_bar=False, ledger=led)
+    assert "\n" not in str(e.value)
+    assert led.history("default") == []
+
+
+def _hand_built_rows(labels):
+    import jax.numpy as jnp
+
+    from dp_infer.parallel.sharding import ShardedRows, data_mesh
+
+    X, _ = _logistic_rows(n=200)
+    y = np.resize(np.asarray(labels, dtype=np.float32), len(X))
+    mesh = data_mesh()
+    return ShardedRows(jnp.asarray(X, jnp.float32), jnp.asarray(y), jnp.ones(len(X), jnp.float32), len(X),
+                       mesh, 4096, "float32", "toward_zero")
+
+
+def test_a_hand_built_sharded_rows_is_refused_before_charging(tmp_path):
+    # issue 40 (4): a ShardedRows built by hand skipped the label and row checks (labels {1, 5} for the
+    # logistic loss: eps = 1 reported, the worst pair at 4.5x the bound)
+    from dp_infer.infer.posterior import fit_posterior
+
+    led = _ledger40(tmp_path)
+    loss = losses.logistic(row_norm=1.0)
+    with pytest.raises(ValueError, match=r"ShardedRows: .*shard_rows") as e:
+        fit_posterior(loss, _hand_built_rows([1.0, 5.0]), None, eps=1.0, delta=_DELTA40, prior_precision=1.0,
+                      ess=50, seed=0, progress_bar=False, ledger=led)
+    assert "\n" not in str(e.value)
+    assert led.history("default") == []
+
+
+def test_rows_placed_for_another_loss_are_rechecked_before_charging(tmp_path):
+    # issue 40 (4): rows checked for a squared loss (labels in [-5, 5]) reach fit() with the logistic loss
+    import dp_infer
+    from dp_infer.parallel.sharding import shard_rows
+
+    X, _ = _logistic_rows(n=200)
+    y = np.resize(np.array([1.0, 5.0]), len(X))
+    led = _ledger40(tmp_path)
+    rows = shard_rows(losses.squared(5.0, L2Ball(3, radius=2.0)), X, y)
+    with pytest.raises(ValueError, match=r"y must contain only 0/1 labels") as e:
+        dp_infer.fit(losses.logistic(row_norm=1.0), rows, None, eps=1.0, delta=_DELTA40, seed=0,
+                     progress_bar=False, ledger=led)
+    assert "\n" not in str(e.value)
+    assert led.history("default") == []
+    wider = shard_rows(losses.squared(5.0, L2Ball(3, radius=2.0), row_norm=2.0), 2.0 * X, y)
+    with pytest.raises(ValueError, match=r"row_norm"):
+        dp_infer.fit(losses.squared(5.0, L2Ball(3, radius=2.0)), wider, None, eps=1.0, delta=_DELTA40, seed=0,
+                     progress_bar=False, ledger=led)
+    assert led.history("default") == []
+
+
+@pytest.mark.parametrize("bad", [2.5, 0.5, 3.000001])
+def test_poisson_refuses_non_integer_counts_before_charging(tmp_path, bad):
+    # issue 40 (5): counts of 2.5 were fitted and charged while -3 was refused "(integers)"
+    from dp_infer.infer.estimators import PrivatePoissonRegression
+
+    X, _ = _logistic_rows(n=50)
+    y = np.resize(np.array([0.0, 1.0, 3.0]), len(X))
+    y[7] = bad
+    led = _ledger40(tmp_path)
+    est = PrivatePoissonRegression(max_count=10, eps=1.0, horizon=0.2, num_chains=1, random_state=0, ledger=led,
+                                   dataset_id="default")
+    with pytest.raises(ValueError, match=r"y must be integer counts in \{0, 1, \.\.\., 10\}") as e:
+        est.fit(X, y)
+    assert "\n" not in str(e.value)
+    assert led.history("default") == []
+    with pytest.raises(ValueError, match=r"y must be integer counts"):
+        losses.poisson(10.0, L2Ball(3, 2.0)).check_data(X, y)
+
+
+def test_cli_says_when_the_route_does_not_use_the_requested_horizon(tmp_path, monkeypatch, capsys):
+    # issue 40 (5): `dp-infer sample --horizon 1e12` ran route last_iterate at horizon 490.5, silently
+    import pandas as pd
+
+    from tests.support.cli import run_cli
+
+    X, y = _logistic_rows(n=300)
+    csv = tmp_path / "train.csv"
+    pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "label": y}).to_csv(csv, index=False)
+    ledger = tmp_path / "ledger.sqlite"
+    base = ["sample", csv, "--target", "label", "--no-progress", "--ledger", ledger, "--budget", "5", "1e-5"]
+    # forced onto a route that sets its own horizon: refused, nothing charged
+    code, out, err = run_cli(monkeypatch, capsys, base + ["--route", "last_iterate", "--horizon", "1e12"],
+                             expect_exit=True)
+    assert code != 0 and "--horizon" in err and "last_iterate" in err
+    assert not ledger.exists() or _ledger_history(ledger) == []
+    # route auto: one line says what replaced the request, before the charge
+    code, out, err = run_cli(monkeypatch, capsys, base + ["--horizon", "1e12", "--chains", "1"])
+    assert code == 0, err
+    lines = [ln for ln in out.splitlines() if "--horizon 1e+12" in ln]
+    assert len(lines) == 1 and "last_iterate" in lines[0], out
+    assert out.index(lines[0]) < out.index(f"ledger {ledger}:")
+
+
+def _ledger_history(path):
+    from dp_infer.privacy.ledger import Ledger
+
+    led = Ledger(path)
+    return [h for d in led.datasets() for h in led.history(d["dataset_id"])]

@@ -25,16 +25,34 @@ from .posterior import check_clip_radius, check_mode_options, run_and_report_pos
 from .demo import DEFAULT_PLOTS, DEMO_PRIOR_PRECISION, FULL_ESS, QUICK_ESS, run_demo_posterior  # noqa: F401
 
 
+#: the estimate routes that run the --horizon asked for (the others set their own from their target)
+HORIZON_ROUTES = ("trajectory", "pure")
+
+
+def check_horizon_request(horizon_asked, route, loss) -> None:
+    """An explicit --horizon that no route would run is refused before anything is charged (issue 40:
+    it was replaced silently); with --route auto the replacement is said in one line after planning."""
+    if horizon_asked is None:
+        return
+    if loss.constants.smoothness is None:
+        raise ValueError(f"--horizon: the {loss.name} loss has no smoothness and runs the proximal sampler, which "
+                         "plans its own steps; --horizon applies to the Langevin routes")
+    if route not in ("auto",) + HORIZON_ROUTES:
+        raise ValueError(f"--horizon: route {route!r} sets its own horizon from its target; --horizon applies to "
+                         f"--route auto, {' or '.join(HORIZON_ROUTES)}")
+
+
 def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, chains, kernel,
                     friction, lam_rel, radius, seed, key_impl, progress, ledger, dataset_id, budget,
                     X_test=None, y_test=None, out=None, nonprivate=False, feature_names=None,
-                    extra_attrs=None):
+                    extra_attrs=None, horizon_asked=None):
     from ..infer import nonprivate as np_ref
     from .._validation import check_delta
     from ..routes.calibrate import calibrate
     from ..domains import L2Ball
     from ..infer.fit import sample
 
+    check_horizon_request(horizon_asked, route, loss)
     if loss.constants.smoothness is None:  # hinge / quantile: the proximal route (seed 002)
         from .proximal import run_and_report_proximal
 
@@ -58,6 +76,9 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
                      friction=friction, lam_rel=lam_rel)
     click.echo("Routes considered (data independent: n, dimension and the loss's declared constants)")
     click.echo(plan.explain())
+    if horizon_asked is not None and plan.route not in HORIZON_ROUTES:  # said before the charge
+        click.echo(f"note: --horizon {horizon_asked:g} was not used: route 'auto' chose {plan.route}, which sets its "
+                   f"own horizon ({plan.horizon:.4g}); --route trajectory runs the horizon asked for")
     click.echo("")
     check_plan_resources(plan, prefix="--")  # steps and memory, before the charge
     with keep_draws(out=out, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
@@ -126,6 +147,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
         raise ValueError("--full and --plots apply to --mode posterior only")
 
     preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
+    horizon_asked = horizon
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
@@ -165,7 +187,8 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
                     delta=delta, pure=pure, route=route, horizon=horizon, chains=chains,
                     kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
                     key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
-                    budget=budget, X_test=data.X_test, y_test=data.y_test, out=out, nonprivate=nonprivate)
+                    budget=budget, X_test=data.X_test, y_test=data.y_test, out=out, nonprivate=nonprivate,
+                    horizon_asked=horizon_asked)
 
 
 @click.command()
@@ -200,6 +223,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     from ..losses import nonsmooth as losses_nonsmooth
 
     preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
+    horizon_asked = horizon
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
                                          precond_share=precond_share)
@@ -229,7 +253,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
                         kernel=kernel, friction=friction, lam_rel=lam_rel, radius=radius, seed=seed,
                         key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
                         budget=budget, X_test=d.X_test, y_test=d.y_test, out=out, nonprivate=nonprivate,
-                        extra_attrs=d.attrs, feature_names=d.feature_names)
+                        extra_attrs=d.attrs, feature_names=d.feature_names, horizon_asked=horizon_asked)
         return
     if target is None or split is not None:
         raise ValueError("target: --target is required without --schema (and --split needs --schema)")
@@ -257,5 +281,5 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
                     horizon=horizon, chains=chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                     radius=radius, seed=seed, key_impl=key_impl, progress=progress, ledger=ledger,
                     dataset_id=dataset_id, budget=budget, X_test=Xt, y_test=yt, out=out,
-                    nonprivate=nonprivate, feature_names=names)
+                    nonprivate=nonprivate, feature_names=names, horizon_asked=horizon_asked)
 

@@ -1,7 +1,7 @@
 """scikit-learn-style private Bayesian GLMs and the schema transformer (``pip install 'dp_infer[sklearn]'``).
 
 * :class:`PrivateLogisticRegression` -- binary classifier (logistic loss);
-* :class:`PrivatePoissonRegression` -- counts in [0, ``max_count``], log link, on an L2 ball;
+* :class:`PrivatePoissonRegression` -- integer counts in 0 .. ``max_count``, log link, on an L2 ball;
 * :class:`PrivateHuberRegression` -- robust linear regression (Huber loss);
 * :class:`SchemaTransformer` -- a :class:`~dp_infer.schema.Schema`'s feature map as a transformer.
 
@@ -253,8 +253,9 @@ class PrivateHuberRegression(RegressorMixin, _PrivateGLM):
 
 
 class PrivatePoissonRegression(RegressorMixin, _PrivateGLM):
-    """Private Poisson regression (log link), counts in [0, ``max_count``], theta in the L2 ball
-    of ``radius`` (both declared: they set the loss constants, see :mod:`dp_infer.losses.count`)."""
+    """Private Poisson regression (log link), integer counts in 0 .. ``max_count`` (others are refused),
+    theta in the L2 ball of ``radius`` (both declared: they set the loss constants, see
+    :mod:`dp_infer.losses.count`)."""
 
     def __init__(self, *, max_count=100.0, radius=2.0, eps=1.0, delta=1e-5, route="auto",
                  horizon=1.0, num_chains=2, kernel="langevin", lam_rel=None, row_norm=1.0,

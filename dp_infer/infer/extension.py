@@ -42,10 +42,14 @@ def extended_plan(plan: SamplingPlan, steps: int) -> SamplingPlan:
     event = path_privacy.path_event(plan.beta, plan.sensitivity, warmup + total * plan.step_size, plan.friction,
                                     plan.num_chains)
     parts = list(plan.event.metadata.get("parts") or ())
-    if plan.target == "posterior" and parts:
-        # the posterior mode's event composes the path with the releases made before it (the private
-        # second moment): GDP composes as mu^2 = mu_path^2 + sum mu_release^2; keep every release
+    if parts:
+        # a composed event (the path first, then the releases charged with it: the posterior mode's private
+        # second moment, a model run's clipped-row count) keeps every release: GDP composes as
+        # mu^2 = mu_path^2 + sum mu_release^2 (issue 40: dropping the count under-reported the run)
         others = [event_from_dict(p) for p in parts[1:]]
+        if not all(isinstance(e, GdpEvent) for e in others):
+            raise ValueError("plan: its event composes a release that is not Gaussian DP; the continuation "
+                             "cannot be accounted in closed form")
         event = GdpEvent(mu=math.sqrt(float(event.mu) ** 2 + sum(float(e.mu) ** 2 for e in others)),
                          label=plan.event.label, assumptions=plan.event.assumptions,
                          metadata={**dict(plan.event.metadata), "parts": [event.to_dict()] + parts[1:]})

@@ -30,7 +30,8 @@ from .preflight import check_plan_resources, check_sampling_options
 from .run import PrivateRun
 from ..privacy.ledger import charged
 from .fallback import keep_draws
-from ..parallel.sharding import ShardedPotential, ShardedRows, same_key_on_all_processes, shard_rows
+from ..parallel.sharding import (ShardedPotential, ShardedRows, check_placed_rows, same_key_on_all_processes,
+                                 shard_rows)
 
 __all__ = ["PrivateRun", "sample", "fit", "TARGETS"]
 
@@ -91,6 +92,18 @@ def _initial_points(plan: SamplingPlan, domain: Domain | None, key) -> jax.Array
     return jnp.broadcast_to(x0, (plan.num_chains, plan.dim))
 
 
+def check_estimate_plan(plan) -> None:
+    """Refuse (one line, before anything runs) a plan :func:`sample` cannot run: a posterior-mode plan
+    (``plan.target == "posterior"``) needs its metric, clip and prior, which only
+    :func:`dp_infer.infer.posterior.sample_posterior` / ``fit(..., target="posterior")`` apply; run here
+    it would spend far more than its event says (issue 40)."""
+    target = getattr(plan, "target", "estimate")
+    if isinstance(plan, SamplingPlan) and target != "estimate":
+        raise ValueError(f"plan: a target={target!r} plan is run by fit(..., target='posterior') or "
+                         "dp_infer.infer.posterior.sample_posterior (a model's by fit(model=..., target='posterior')); "
+                         "dp_infer.sample runs target='estimate' plans only")
+
+
 def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPlan | None = None, *,
            model=None, domain: Domain | None = None, seed: int | None = None, key_impl: str = "threefry2x32",
            progress_bar: bool = True, chain_method: str = "vectorized", theta0=None, prior_potential=None,
@@ -113,6 +126,7 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     tolerance for the same key.
     """
     check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method)
+    check_estimate_plan(plan)
     sharded = mesh is not None or isinstance(X, ShardedRows)
     if sharded and (model is not None or prior_potential is not None):
         raise ValueError("mesh must be None with model=... or prior_potential (sharded data run a per-example loss)")
@@ -299,7 +313,10 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                             **calibrate_kwargs)
     names = X.columns if hasattr(X, "columns") else None
     if sharded:  # checked chunk by chunk while placed; n and d are all the plan sees
-        X = X if isinstance(X, ShardedRows) else shard_rows(loss, X, y, None if mesh == "auto" else mesh)
+        if isinstance(X, ShardedRows):
+            check_placed_rows(loss, X)  # placed by shard_rows, for this loss's labels and row norm
+        else:
+            X = shard_rows(loss, X, y, None if mesh == "auto" else mesh)
         n, d = X.n, X.num_features
     else:
         X, y = loss.check_data(X, y)

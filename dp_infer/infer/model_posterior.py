@@ -67,6 +67,7 @@ from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment, private_second_moment_of_gram
 from .fit_model import prepare_model
+from .preflight import check_plan_resources
 from .posterior import PosteriorRun, released_draws
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss, clipped_loss
@@ -275,6 +276,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     # run is validated and its composed event charged before any private computation
     pending = pending_second_moment(n, ml.dim, max_sq_norm=clip_norm ** 2, mu=mu_sm) if fisher else None
     plan, scales, loss = plan_model_posterior(ml, n, second_moment=pending, **plan_kw)
+    check_plan_resources(plan)  # steps and memory, before the charge (issue 40: ess=1e11 overflowed after it)
     rows, y = loss.check_data(rows, y)
     # charged: the plan's event, or with the release the whole (eps, delta) target (the re-plan spends at most that)
     charge = plan.event if not fisher else GdpEvent(

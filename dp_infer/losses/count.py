@@ -2,7 +2,7 @@
 
 Per example ``ell(theta; x, y) = exp(z) - y z`` with ``z = <theta, x>`` (the Poisson negative
 log-likelihood up to the data-only term ``log y!``), log link. Declared bounds: ``||x|| <= R``,
-``0 <= y <= Y`` (``max_count``) and a bounded parameter domain with ``sup ||theta|| = r``, so
+``y`` an integer count in ``0 .. Y`` (``max_count``) and a bounded parameter domain with ``sup ||theta|| = r``, so
 ``|z| <= r R``. Then, with ``c = max(e^(rR), Y - e^(-rR))`` the largest ``|d ell / dz| = |e^z - y|``:
 
 * Lipschitz ``L = R c`` (``grad = (e^z - y) x``);
@@ -69,10 +69,13 @@ def poisson(max_count: float, domain: Domain, row_norm: float = 1.0, l2: float =
     r = max_param_norm(domain)
     k = poisson_constants(Y, r, R)
 
+    top = int(math.floor(Y))
+
     def labels(y):
-        bad = int(np.sum((y < 0) | (y > Y)))
+        # integers only: a count of 2.5 is no Poisson observation (refused, never rounded: issue 40)
+        bad = int(np.sum((y < 0) | (y > Y) | (y != np.floor(y))))
         if bad:
-            raise ValueError(f"y must be counts in [0, max_count={Y:g}] (integers); a label is not")
+            raise ValueError(f"y must be integer counts in {{0, 1, ..., {top}}} (max_count={Y:g}); a label is not")
 
     consts = constants_with_l2(k["lipschitz"], k["grad_diff"], k["smoothness"], 0.0, domain,
                       lambda rr: k["value_range"], convex=True)

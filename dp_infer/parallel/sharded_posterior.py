@@ -36,7 +36,7 @@ from jax.sharding import PartitionSpec as P
 from .._validation import check_finite_array, check_positive
 from ..losses import PerExampleLoss
 from ..losses.metric_clip import clip_levels, clipped_link
-from .sharding import ROWS, ShardedPotential, ShardedRows, row_mean
+from .sharding import ROWS, ShardedPotential, ShardedRows, check_placed_rows, row_mean
 
 __all__ = ["ShardedMetricPotential", "sharded_second_moment"]
 
@@ -90,6 +90,7 @@ class ShardedMetricPotential:
     def __post_init__(self):
         if not isinstance(self.data, ShardedRows):
             raise ValueError(f"data must be a dp_infer.parallel.sharding.ShardedRows, got {type(self.data).__name__}")
+        check_placed_rows(self.loss, self.data)  # placed by shard_rows, for this loss's labels and row norm
         check_positive("beta", self.beta)
         d = self.loss.num_params(self.data.num_features)
         C = check_finite_array("C", self.C, ndim=2)

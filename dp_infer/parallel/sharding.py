@@ -27,7 +27,7 @@ global ``n``; a failed check on any host stops all of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import jax
@@ -43,7 +43,7 @@ from .precision import DATA_DTYPES, ROUNDINGS, cast_rows, check_cast_rows, stora
 from ..losses.row_blocks import CPU_BLOCK_ROWS, blocked_loss_sum_and_grad, row_block_rule
 
 __all__ = ["ROWS", "CHAINS", "DEFAULT_BLOCK_ROWS", "data_mesh", "row_shard_range", "ShardedRows",
-           "shard_rows", "ShardedPotential", "row_mean", "same_key_on_all_processes"]
+           "shard_rows", "check_placed_rows", "ShardedPotential", "row_mean", "same_key_on_all_processes"]
 
 ROWS, CHAINS = "rows", "chains"
 #: rows per block of the per-device evaluation on a CPU (memory O(block x d)); on a GPU or TPU the
@@ -86,6 +86,21 @@ def row_shard_range(n: int, mesh: Mesh, shard: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class _RowChecks:
+    """What :func:`shard_rows` checked the placed rows against (made there only): the loss's name,
+    declared row norm and label check."""
+
+    loss_name: str
+    row_norm: float
+    label_check: object
+
+
+#: the one-line refusal of rows that did not go through shard_rows' checks (issue 40)
+_UNCHECKED = ("ShardedRows: make it with dp_infer.parallel.sharding.shard_rows, which checks every row's label and "
+              "norm against the loss before placing it; a hand-built one is refused")
+
+
+@dataclass(frozen=True)
 class ShardedRows:
     """Rows placed on a mesh: global arrays ``X`` (n_pad, d), ``y`` (n_pad,), ``weight`` (n_pad,)
     row-sharded along ``"rows"``; ``n`` real rows (the rest is weight-0 padding). Data
@@ -100,6 +115,13 @@ class ShardedRows:
     dtype: str
     rounding: str
     block_rule: str = "given by the caller"
+    checked: _RowChecks | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        # the privacy plan rests on the loss's declared label and row bounds: only shard_rows, which checks
+        # them, makes a ShardedRows (a hand-built one with labels {1, 5} ran the logistic loss at 4.5x its bound)
+        if not isinstance(self.checked, _RowChecks):
+            raise ValueError(_UNCHECKED)
 
     @property
     def num_features(self) -> int:
@@ -190,6 +212,29 @@ def _agree(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def check_placed_rows(loss: PerExampleLoss, data: ShardedRows) -> None:
+    """Refuse (one line, on every process) placed rows that ``loss``'s declared bounds do not cover: rows
+    not made by :func:`shard_rows`, rows placed for a larger row norm, or labels ``loss`` refuses (the
+    placed labels are re-read when the rows were checked with another label check). Reads the labels
+    only, never releases them; called before anything is charged."""
+    c = data.checked if isinstance(data, ShardedRows) else None
+    if not isinstance(c, _RowChecks):
+        raise ValueError(_UNCHECKED)
+    if float(loss.row_norm) < c.row_norm:
+        raise ValueError(f"X: the rows were placed for row_norm={c.row_norm:g} ({c.loss_name}); the loss declares "
+                         f"row_norm={float(loss.row_norm):g}: place them with shard_rows for this loss")
+    if loss.label_check is None or loss.label_check is c.label_check:
+        return
+    message = ""
+    try:
+        for ys, ws in zip(data.y.addressable_shards, data.weight.addressable_shards):
+            y = np.asarray(ys.data, dtype=np.float64)
+            loss.label_check(y[np.asarray(ws.data) > 0])  # the real rows only (padding has weight 0)
+    except ValueError as e:
+        message = str(e)
+    _agree(not message, message)
+
+
 def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: str = "float32",
                rounding: str = "toward_zero", block_rows: int | None = None, n: int | None = None,
                row_offset: int = 0) -> ShardedRows:
@@ -274,7 +319,8 @@ def shard_rows(loss: PerExampleLoss, X, y, mesh: Mesh | None = None, *, dtype: s
     Xg = jax.make_array_from_single_device_arrays((m * R, d), sharding, bufs["X"])
     yg = jax.make_array_from_single_device_arrays((m * R,), rows_sharding, bufs["y"])
     wg = jax.make_array_from_single_device_arrays((m * R,), rows_sharding, bufs["w"])
-    return ShardedRows(Xg, yg, wg, n, mesh, block_rows, dtype, rounding, block_rule)
+    return ShardedRows(Xg, yg, wg, n, mesh, block_rows, dtype, rounding, block_rule,
+                       checked=_RowChecks(str(loss.name), float(loss.row_norm), loss.label_check))
 
 
 def row_mean(data: ShardedRows, local_sum_and_grad, num_args: int):
@@ -327,6 +373,7 @@ class ShardedPotential:
     def __post_init__(self):
         if not isinstance(self.data, ShardedRows):
             raise ValueError(f"data must be a dp_infer.parallel.sharding.ShardedRows, got {type(self.data).__name__}")
+        check_placed_rows(self.loss, self.data)
         check_positive("beta", self.beta)
         check_nonnegative("lam", self.lam)
         loss, B = self.loss, self.data.block_rows

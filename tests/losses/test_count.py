@@ -59,5 +59,5 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="max_count"):
         poisson(-1.0, L2Ball(2, 1.0))
     loss = poisson(5.0, L2Ball(2, 1.0))
-    with pytest.raises(ValueError, match=r"counts in \[0, max_count=5\]"):
+    with pytest.raises(ValueError, match=r"y must be integer counts in \{0, 1, \.\.\., 5\} \(max_count=5\)"):
         loss.check_data(np.zeros((2, 2)), np.array([1.0, 6.0]))
