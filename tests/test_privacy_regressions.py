@@ -316,3 +316,19 @@ def _ledger_history(path):
 
     led = Ledger(path)
     return [h for d in led.datasets() for h in led.history(d["dataset_id"])]
+
+
+def test_rows_placed_for_another_loss_are_refused_by_fit_posterior_before_charging(tmp_path):
+    # issue 40 (4), the posterior mode: rows checked for a squared loss (labels in [-5, 5]) reach
+    # fit_posterior with the logistic loss; refused before the charge (was: after, when the potential was built)
+    from dp_infer.infer.posterior import fit_posterior
+    from dp_infer.parallel.sharding import shard_rows
+
+    X, _ = _logistic_rows(n=200)
+    y = np.resize(np.array([1.0, 5.0]), len(X))
+    led = _ledger40(tmp_path)
+    rows = shard_rows(losses.squared(5.0, L2Ball(3, radius=2.0)), X, y)
+    with pytest.raises(ValueError, match=r"y must contain only 0/1 labels"):
+        fit_posterior(losses.logistic(row_norm=1.0), rows, None, eps=1.0, delta=_DELTA40, prior_precision=1.0,
+                      seed=0, progress_bar=False, ledger=led)
+    assert led.history("default") == []

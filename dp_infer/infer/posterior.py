@@ -37,7 +37,7 @@ from ..routes.preconditioning import (
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..randomness import secret_key
-from ..parallel.sharding import ShardedRows, same_key_on_all_processes, shard_rows
+from ..parallel.sharding import ShardedRows, check_placed_rows, same_key_on_all_processes, shard_rows
 from ..parallel.sharded_posterior import ShardedMetricPotential, sharded_second_moment
 
 __all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS", "released_draws", "warn_if_diverged"]
@@ -332,6 +332,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         if rows is not None:
             raise ValueError("rows: the admissible-rows check needs the raw rows; pass X as an array with mesh= "
                              "(the rows are checked, then placed)")
+        check_placed_rows(loss, X)  # rows placed for another loss (row norm, labels): refused before the charge
     elif sharded:  # checked chunk by chunk while placed (shard_rows), before anything is charged
         X, y = shard_rows(loss, X, y, None if mesh == "auto" else mesh), None
     else:
