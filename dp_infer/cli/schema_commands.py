@@ -198,12 +198,12 @@ def draft(data_file, out, target, private, eps, delta, kinds, ledger, dataset_id
     if private:
         if eps is None:
             raise ValueError("eps: a --private draft needs --eps (its privacy budget)")
-        from .common import open_cli_ledger
-
-        led = open_cli_ledger(ledger, dataset_id, budget)
         if linear:
             raise ValueError("linear: --linear applies to a non-private draft only (a --private draft's "
                              "numeric columns are linear)")
+        from .common import open_cli_ledger
+
+        led = open_cli_ledger(ledger, dataset_id, budget)
         res = draft_private(data_file, target, eps=eps, delta=delta, ledger=led,
                             dataset_id=dataset_id if led is not None else None, kinds=kind_map,
                             on_plan=click.echo, **kw)

@@ -39,8 +39,9 @@ Private draft (:func:`draft_private`, OpenDP)
     What it can resolve is stated BEFORE the charge (:func:`private_draft_plan`: the noise of the
     kind test, the rows a histogram bin and a level need to pass the threshold, at this n and eps).
     After the release, an entry the noise made meaningless is NOT written as if it were data:
-    no bin passed the threshold, the bins that passed hold less than half of the n rows, the
-    kind test's margin is within twice its noise sd, or no level was released. Such columns are
+    no bin passed the threshold, the bins that passed hold less than half of the n rows, a bound
+    rests on an isolated bin whose count is within the noise of the threshold, the kind test's
+    margin is within twice its noise sd, or no level was released. Such columns are
     listed in :attr:`DraftResult.unresolved` with the reason, written commented out (with the
     reason) and listed under ``ignore`` so the file still loads; ``dp-infer schema draft``
     then exits with status 4 after writing the file.
@@ -520,14 +521,15 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
                 bins = np.clip(np.searchsorted(cand, x, side="right") - 1, 0, cand.size - 2)
                 noisy = np.asarray(m_num([str(b) for b in bins]), dtype=float)
                 lo, hi = _bounds_from_noisy_histogram(noisy, cand, q_lo, q_hi, e_rest)
-                why = _bounds_meaningless(noisy, e_rest, n)
+                why = _bounds_meaningless(noisy, e_rest, n, q_lo, q_hi)
                 note = f"kind: {how}; bounds: {q_lo:g}/{q_hi:g} quantiles of a DP histogram on fixed bins (OpenDP)"
                 entry = (Target(name, "numeric", bounds=(lo, hi), note=note) if name == target
                          else Column(name, "numeric", bounds=(lo, hi), note=note))
                 why = "; ".join(x for x in (kind_doubt, why) if x)
                 if why:
                     unresolved[name] = why
-                    commented.append((entry.to_dict(), why, name == target))
+                    commented.append((entry.to_dict(), why + (" (the TARGET: declare it under target:)"
+                                                              if name == target else ""), name == target))
                 elif name == target:
                     tgt = entry
                 else:
@@ -547,7 +549,7 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
                         continue
                     if kind_doubt:
                         unresolved[name] = kind_doubt
-                        commented.append((entry.to_dict(), kind_doubt, True))
+                        commented.append((entry.to_dict(), kind_doubt + " (the TARGET: declare it under target:)", True))
                     else:
                         tgt = entry
                     continue
@@ -586,16 +588,31 @@ def draft_private(data: Any, target: str | None = None, *, eps: float, delta: fl
                        unresolved=unresolved, commented_out=[(d, w) for d, w, _t in commented], plan=plan_text)
 
 
-def _bounds_meaningless(noisy: np.ndarray, eps: float, n: int) -> str:
-    """Why bounds from this noisy histogram say nothing about the data ('' when they do): no bin
-    passed the threshold, or the bins that passed hold less than half of the n rows (public n),
-    so the quantiles are those of noise or of a minority. Post-processing of the release."""
+def _bounds_meaningless(noisy: np.ndarray, eps: float, n: int, q_lo: float = 0.02, q_hi: float = 0.98) -> str:
+    """Why bounds from this noisy histogram say nothing about the data ('' when they do).
+    Post-processing of the release and the public n:
+
+    * no bin passed the threshold ``T`` (the bounds would be one bin picked by noise);
+    * the bins that passed hold less than half of the n rows (noise, or a minority of the rows);
+    * a bound rests on an isolated bin (both neighbours zeroed) whose count is within 3 Laplace
+      scales of ``T``: an empty bin passes ``T`` with probability <= 5% over the grid, and such a
+      bin can stretch the interval by orders of magnitude (the noise larger than the range).
+    """
     T = _threshold(eps, noisy.size)
-    kept = noisy[noisy >= T]
-    if kept.size == 0:
+    b = 2.0 / eps  # Laplace scale of a count (L1 sensitivity 2 under replace-one)
+    c = np.where(noisy >= T, noisy, 0.0)
+    if not c.any():
         return (f"no bin of the DP histogram passed the noise threshold ({T:.0f} rows per bin at this eps; "
                 f"n = {n}): the bounds would be pure noise")
-    if kept.sum() < 0.5 * n:
-        return (f"the bins that passed the noise threshold hold {kept.sum():.0f} of the n = {n} rows: "
+    if c.sum() < 0.5 * n:
+        return (f"the bins that passed the noise threshold hold {c.sum():.0f} of the n = {n} rows: "
                 "the bounds would describe noise or a minority of the rows")
+    cdf = np.cumsum(c) / c.sum()
+    k = c.size
+    for side, q in (("lower", q_lo), ("upper", q_hi)):
+        j = min(int(np.searchsorted(cdf, q, side="left")), k - 1)
+        isolated = (j == 0 or c[j - 1] == 0) and (j == k - 1 or c[j + 1] == 0) and (c > 0).sum() > 1
+        if isolated and c[j] < T + 3 * b:
+            return (f"the {side} bound rests on one isolated bin of {c[j]:.0f} noisy rows, within the noise of "
+                    f"the threshold ({T:.0f} + 3 x {b:.1f}): it may be a noise bin far from the data")
     return ""

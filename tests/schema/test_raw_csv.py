@@ -217,3 +217,22 @@ def test_private_draft_that_can_resolve_nothing_is_refused_before_the_charge(tmp
         D.draft_private(_small(), None, eps=1.0, delta=1e-6, ledger=led, dataset_id="d", on_plan=said.append)
     assert "kind test" in said[0] and "UNRELIABLE" in said[0]
     assert led.history("d") == []
+
+
+def test_bounds_the_noise_made_meaningless_are_named():
+    k, eps, n = 200, 0.5, 1000
+    T = D._threshold(eps, k)
+    ok = np.zeros(k)
+    ok[100:105] = n / 5
+    assert D._bounds_meaningless(ok, eps, n) == ""
+    assert "no bin" in D._bounds_meaningless(np.full(k, T / 2), eps, n)
+    few = np.zeros(k)
+    few[100] = 0.3 * n  # the passing bins hold 30% of the rows
+    assert "hold 300 of the n = 1000" in D._bounds_meaningless(few, eps, n)
+    far = ok.copy()
+    far[190] = T + 1  # one isolated noise-sized bin, far out, above the 98% quantile mass (T+1 > 2% of n)
+    assert (T + 1) / (n + T + 1) > 0.02
+    assert "upper bound rests on one isolated bin" in D._bounds_meaningless(far, eps, n)
+    real = ok.copy()
+    real[190] = 0.2 * n  # a real, well-populated second mode is kept
+    assert D._bounds_meaningless(real, eps, n) == ""
