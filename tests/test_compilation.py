@@ -30,7 +30,7 @@ def test_cache_dir_default_env_and_off(monkeypatch, tmp_path):
         monkeypatch.setenv(ENV_VAR, off)
         assert cache_dir() is None
     assert cache_dir("off") is None
-    assert MIN_COMPILE_SECS <= 0.5
+    assert MIN_COMPILE_SECS <= 0.1  # the demo's chain programs compile in 0.3-0.9 s
 
 
 SCRIPT = textwrap.dedent("""

@@ -46,7 +46,8 @@ from jax.flatten_util import ravel_pytree
 from .._validation import check_positive_int
 
 __all__ = ["clip_tree", "clipped_mean", "blocked_loss_sum", "blocked_loss_sum_and_grad", "block_layout",
-           "default_row_block", "row_block_rule", "CPU_BLOCK_ROWS", "DEVICE_MEMORY_FRACTION", "ASSUMED_DEVICE_BYTES"]
+           "default_row_block", "row_block_rule", "CPU_BLOCK_ROWS", "DEVICE_MEMORY_FRACTION", "ASSUMED_DEVICE_BYTES",
+           "ASSUMED_CHAINS"]
 
 #: rows per block on a CPU (a float32 block at d = 100 is 1.6 MB: about the L2 cache of one core)
 CPU_BLOCK_ROWS = 4096
@@ -59,6 +60,9 @@ DEVICE_MEMORY_FRACTION = 0.5
 ASSUMED_DEVICE_BYTES = 16 * 2**30
 #: the smallest default block on an accelerator when all rows do not fit in one
 MIN_DEVICE_BLOCK_ROWS = 65536
+#: chains evaluated together (vectorised) that the default block allows temporaries for: they
+#: share X but each has its own per-block temporaries (the posterior mode runs 4 chains by default)
+ASSUMED_CHAINS = 4
 _ACCELERATORS = ("gpu", "cuda", "rocm", "tpu", "metal")
 
 
@@ -114,11 +118,12 @@ def _device_bytes(device) -> tuple[int, str]:
 
 
 def row_block_rule(n: int, d: int, dtype="float32", device=None, *,
-                   memory_fraction: float = DEVICE_MEMORY_FRACTION) -> dict:
+                   memory_fraction: float = DEVICE_MEMORY_FRACTION, chains: int = ASSUMED_CHAINS) -> dict:
     """The default block of :func:`default_row_block` with the reason for it (for a run's
     description): ``{"block_rows", "platform", "rule", ...}``."""
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
+    chains = check_positive_int("chains", chains)
     if not 0 < float(memory_fraction) <= 1:
         raise ValueError(f"memory_fraction must be in (0, 1], got {memory_fraction!r}")
     device = jax.devices()[0] if device is None else device
@@ -130,11 +135,11 @@ def row_block_rule(n: int, d: int, dtype="float32", device=None, *,
     limit, source = _device_bytes(device)
     budget = float(memory_fraction) * limit
     x_bytes = n * d * int(jnp.dtype(dtype).itemsize)
-    # one block of B rows: a float32 (B, d) temporary (the promoted block, or the per-example
-    # gradients when the loss clips) and a few float32 vectors of length B
-    per_row = 4 * d + 8 * 4
+    # one block of B rows, per chain: a float32 (B, d) temporary (the promoted block, or the
+    # per-example gradients when the loss clips) and a few float32 vectors of length B
+    per_row = chains * (4 * d + 8 * 4)
     info = {"platform": platform, "device_bytes": limit, "device_bytes_source": source,
-            "memory_fraction": float(memory_fraction), "x_bytes": x_bytes}
+            "memory_fraction": float(memory_fraction), "chains": chains, "x_bytes": x_bytes}
     if x_bytes + n * per_row <= budget:
         return {"block_rows": n, **info,
                 "rule": f"{platform}: all rows in one block (X + one block's temporaries fit in "
@@ -147,20 +152,20 @@ def row_block_rule(n: int, d: int, dtype="float32", device=None, *,
 
 
 def default_row_block(n: int, d: int, dtype="float32", device=None, *,
-                      memory_fraction: float = DEVICE_MEMORY_FRACTION) -> int:
+                      memory_fraction: float = DEVICE_MEMORY_FRACTION, chains: int = ASSUMED_CHAINS) -> int:
     """Default rows per block for ``n`` rows of ``d`` features stored as ``dtype`` on ``device``
     (default: JAX's first device).
 
     * CPU: :data:`CPU_BLOCK_ROWS` (capped at n), a cache-sized block.
-    * GPU / TPU: ``n`` (all rows in one block) when X plus one block's temporaries (a float32
-      (n, d) array and a few float32 vectors of length n) take at most ``memory_fraction`` of the
-      device's memory (``memory_stats()["bytes_limit"]``, else :data:`ASSUMED_DEVICE_BYTES`);
+    * GPU / TPU: ``n`` (all rows in one block) when X plus one block's temporaries for ``chains``
+      vectorised chains (per chain a float32 (n, d) array and a few float32 vectors of length n)
+      take at most ``memory_fraction`` of the device's memory (``memory_stats()["bytes_limit"]``, else :data:`ASSUMED_DEVICE_BYTES`);
       otherwise the largest multiple of :data:`CPU_BLOCK_ROWS` that fits, at least
       :data:`MIN_DEVICE_BLOCK_ROWS`.
 
     Only speed and memory depend on the block, never the result (beyond float rounding) nor any
     privacy constant. Pass ``block_rows`` explicitly to override it."""
-    return int(row_block_rule(n, d, dtype, device, memory_fraction=memory_fraction)["block_rows"])
+    return int(row_block_rule(n, d, dtype, device, memory_fraction=memory_fraction, chains=chains)["block_rows"])
 
 
 def _block_values(example_fn, theta, Xb, yb, wb):

@@ -14,7 +14,7 @@ import pytest
 
 from dp_infer.losses import clipped_loss, logistic
 from dp_infer.losses import row_blocks
-from dp_infer.losses.row_blocks import (ASSUMED_DEVICE_BYTES, CPU_BLOCK_ROWS, DEVICE_MEMORY_FRACTION,
+from dp_infer.losses.row_blocks import (ASSUMED_CHAINS, ASSUMED_DEVICE_BYTES, CPU_BLOCK_ROWS, DEVICE_MEMORY_FRACTION,
                                         MIN_DEVICE_BLOCK_ROWS, blocked_loss_sum_and_grad, default_row_block,
                                         row_block_rule)
 from dp_infer.parallel.sharding import ShardedPotential, data_mesh, shard_rows
@@ -53,7 +53,10 @@ def test_gpu_all_rows_when_they_fit():
     rule = row_block_rule(2_000_000, 100, "float32", h200)
     assert rule["device_bytes_source"] == "memory_stats" and "one block" in rule["rule"]
     assert rule["memory_fraction"] == DEVICE_MEMORY_FRACTION
-    assert default_row_block(10_000_000, 100, "bfloat16", FakeDevice("tpu", 32 * GiB)) == 10_000_000
+    assert default_row_block(10_000_000, 100, "bfloat16", FakeDevice("tpu", 96 * GiB)) == 10_000_000
+    # the temporaries of 4 vectorised chains (clipped per-example gradients) would not fit in 32 GiB
+    assert default_row_block(10_000_000, 100, "bfloat16", FakeDevice("tpu", 32 * GiB)) < 10_000_000
+    assert default_row_block(10_000_000, 100, "bfloat16", FakeDevice("tpu", 32 * GiB), chains=1) == 10_000_000
 
 
 def test_gpu_too_large_for_one_block():
@@ -65,9 +68,9 @@ def test_gpu_too_large_for_one_block():
     n = 15_000_000  # X = 6 GB, all-rows temporaries another 6.5 GB
     b = default_row_block(n, d, "float32", small)
     assert MIN_DEVICE_BLOCK_ROWS <= b < n and b % CPU_BLOCK_ROWS == 0
-    assert n * d * 4 + b * (4 * d + 32) <= DEVICE_MEMORY_FRACTION * 16 * GiB
-    # a larger fraction of the device lets all rows in
-    assert default_row_block(n, d, "float32", small, memory_fraction=1.0) == n
+    assert n * d * 4 + ASSUMED_CHAINS * b * (4 * d + 32) <= DEVICE_MEMORY_FRACTION * 16 * GiB
+    # all of the device for one chain lets all rows in
+    assert default_row_block(n, d, "float32", small, memory_fraction=1.0, chains=1) == n
 
 
 def test_gpu_without_memory_stats_uses_the_stated_assumption():
@@ -82,11 +85,12 @@ def test_default_device_is_jax_first(monkeypatch):
     assert default_row_block(2_000_000, 100) == 2_000_000
 
 
-@pytest.mark.parametrize("bad", [dict(n=0), dict(d=0), dict(memory_fraction=0.0), dict(memory_fraction=1.5)])
+@pytest.mark.parametrize("bad", [dict(n=0), dict(d=0), dict(memory_fraction=0.0), dict(memory_fraction=1.5),
+                                 dict(chains=0)])
 def test_rejects_bad_arguments(bad):
-    args = dict(n=10, d=3, memory_fraction=0.5) | bad
+    args = dict(n=10, d=3, memory_fraction=0.5, chains=1) | bad
     with pytest.raises(ValueError):
-        default_row_block(args["n"], args["d"], memory_fraction=args["memory_fraction"])
+        default_row_block(args["n"], args["d"], memory_fraction=args["memory_fraction"], chains=args["chains"])
 
 
 def _data(n=300, d=5, seed=0):
