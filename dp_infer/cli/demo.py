@@ -86,10 +86,12 @@ def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, row
 
     mu_sm = math.sqrt(precond_share) * gdp_mu(eps, delta)
     sm = _stand_in_second_moment(X_public, n, second_moment_row_bound(loss, rows), mu_sm)
+    from ..routes.newton_release import default_interval_share
+
     return plan_posterior(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                           num_chains=chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
                           num_draws=num_draws, clip_radius=resolve_clip_radius(clip_radius, loss, dim),
-                          adapt_metric=clip_radius is not None)
+                          adapt_metric=clip_radius is not None, interval_share=default_interval_share(loss, dim))
 
 
 def expected_seconds(plan) -> float:
@@ -279,7 +281,19 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
         click.echo("")
     z = (tab["mean"].abs() / tab["sd"]).sort_values(ascending=False)
     shown = tab.loc[z.index[:TABLE_ROWS]]
-    click.echo(f"coefficients (logistic, on the schema's scaled features): the {len(shown)} of {dim} with the largest "
+    iv = None
+    try:
+        from ..diagnostics.released_interval import format_intervals
+
+        iv = run.intervals(0.9)
+        click.echo(f"coefficients (logistic, on the schema's scaled features): 90% intervals for theta, what the data "
+                   f"say (the run's interval release; the {TABLE_ROWS} of {dim} with the largest |centre| / sd):")
+        click.echo(format_intervals(iv, a.feature_names, rows=TABLE_ROWS))
+        click.echo("")
+    except ValueError as e:
+        click.echo(f"intervals for theta: not available ({e})")
+    click.echo(f"the tempered draws (a private posterior at beta / n = {p['beta_over_n']:.3g}, "
+               f"{p['interval_inflation']:.3g}x wider than the data's own): the {len(shown)} of {dim} with the largest "
                "|mean| / sd; 90% credible intervals of the tempered posterior")
     fmt = {c: (lambda x: f"{x:.3g}") for c in ("mean", "sd", "5%", "95%")}
     fmt.update({"ess_bulk": lambda x: f"{x:.0f}", "r_hat": lambda x: f"{x:.3f}"})
@@ -299,6 +313,8 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
     draws = np.asarray(run.draws()).reshape(-1, dim)
     prob = loss_predictive("logistic", draws, a.X_test)["probs"]
     yt = np.asarray(a.y_test, dtype=float) > 0.5
+    if iv is not None:
+        click.echo(f"public test data: accuracy of the intervals' centre {np.mean(((a.X_test @ iv.centre) > 0) == yt):.4f}")
     click.echo(f"public test data: accuracy of the posterior mean {np.mean(((a.X_test @ draws.mean(axis=0)) > 0) == yt):.4f}; "
                f"posterior predictive accuracy {np.mean((prob > 0.5) == yt):.4f}, log loss {log_loss(prob, yt):.4f}, "
                f"calibration error (ECE) {expected_calibration_error(prob, yt):.4f}")

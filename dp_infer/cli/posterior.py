@@ -158,6 +158,19 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
         click.echo(f"ArviZ diagnostics of the released draws after the first {run.plan.burn_in} per chain "
                    "(post-processing: free; the same draws and checks as dp-infer report on --out)")
         mixing_block(dt, report)
+        keeper.step = "the intervals"
+        click.echo("")
+        try:
+            from ..diagnostics.released_interval import format_intervals
+
+            iv = run.intervals(0.9)
+            click.echo("coefficients: 90% intervals for theta, what the data say (the run's interval release; the "
+                       f"tempered draws above are {run.plan.posterior['interval_inflation']:.3g}x wider than the data's "
+                       "own posterior):")
+            click.echo(format_intervals(iv, run.feature_names if run.feature_names and
+                                        len(run.feature_names) == run.plan.dim else None))
+        except ValueError as e:
+            click.echo(f"intervals for theta: not available ({e})")
         if X_test is not None and loss.name == "logistic":
             keeper.step = "the predictions on the test data"
             draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)

@@ -35,6 +35,8 @@ from ..routes.preconditioning import (
     private_second_moment_of_gram, public_second_moment, second_moment_row_bound,
 )
 from ..privacy.conversions import gdp_mu
+from ..routes.newton_release import (default_interval_share, newton_releasable, release_newton_statistics,
+                                     weight_radius)
 from ..privacy.events import GdpEvent
 from ..randomness import secret_key
 from ..parallel.sharding import ShardedRows, check_placed_rows, same_key_on_all_processes, shard_rows
@@ -286,7 +288,7 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                   seed: int | None = None, key_impl: str = "threefry2x32", ledger=None,
                   dataset_id: str = "default", progress_bar: bool = True, chain_method: str = "vectorized",
                   clip_radius: float | str | None = "auto", adapt_metric: bool | None = None, mesh=None,
-                  **plan_kwargs) -> PrivateRun:
+                  interval_share: float | None = None, **plan_kwargs) -> PrivateRun:
     """Private draws of ``N(0, diag(1/prior_precision)) x exp(-beta L)`` planned for ``ess``
     effective draws over ``num_chains`` chains at (eps, delta) in total.
 
@@ -314,6 +316,12 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     data (:mod:`dp_infer.parallel.sharded_posterior`; the private second moment is summed on the
     devices that hold the rows). The rows are checked and placed before anything is charged;
     ``rows=`` needs the raw rows (pass X as an array with ``mesh=``).
+    ``interval_share``: the share of ``mu^2`` for the interval release made after sampling (the
+    loss's gradient at the draws' mean, :mod:`dp_infer.routes.newton_release`), from which
+    :meth:`~dp_infer.infer.run.PrivateRun.intervals` reads intervals for theta that say what the
+    data say; ``None`` (default): :data:`~dp_infer.routes.newton_release.DEFAULT_INTERVAL_SHARE`
+    for a generalised linear loss on one device, else 0 (no release: the run reports its tempered
+    draws only).
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -374,6 +382,12 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                    preconditioner_curvature=preconditioner_curvature,
                    clip_radius=resolve_clip_radius(clip_radius, loss, dim), **plan_kwargs)
     plan_kw["adapt_metric"] = (plan_kw["clip_radius"] is not None) if adapt_metric is None else adapt_metric
+    if interval_share is None:
+        interval_share = default_interval_share(loss, num_features, sharded=sharded)
+    elif interval_share and (sharded or not newton_releasable(loss, num_features)):
+        raise ValueError("interval_share: the interval release needs a generalised linear loss with one parameter "
+                         "per feature, on one device; pass interval_share=0")
+    plan_kw["interval_share"] = interval_share
     if preconditioner == "private":
         # the release is not made yet: plan with a stand-in that carries its event (no data), so the
         # whole run is validated and its composed event charged before any private computation
@@ -398,4 +412,38 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
             raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
         run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
                                chain_method=chain_method)
+        release_for_intervals(run, loss, X, y, jax.random.fold_in(key, 2))
     return run
+
+
+def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key) -> None:
+    """The interval release the run's plan reserved (``posterior["mu_interval"]``, charged with the
+    run): Newton statistics of a weighted data loss from the draws' mean, in the final metric, kept in
+    the run's report (:mod:`dp_infer.routes.newton_release`). Skipped (spending less than charged)
+    when the draws are not finite: a diverged run, which says so."""
+    post = run.plan.posterior or {}
+    mu = post.get("mu_interval") or 0.0
+    draws = run.draws().reshape(-1, run.plan.dim)
+    if mu <= 0 or not np.all(np.isfinite(draws)):
+        return
+    C = preconditioner_chol(run.plan)
+    psi = draws @ np.linalg.inv(C).T
+    cov = np.atleast_2d(np.cov(psi.T)) + 1e-12 * np.eye(run.plan.dim)
+    release = release_newton_statistics(loss, X, y, point=draws.mean(axis=0), chol=C,
+                                        rho=weight_radius(C, rows_second_moment(run.planned, loss)), mu=mu, key=key,
+                                        trust_covariance=cov)
+    run.report_extras["interval_release"] = release.to_dict()
+
+
+def rows_second_moment(plan: SamplingPlan, loss: PerExampleLoss) -> np.ndarray:
+    """The rows' second moment ``S`` a posterior plan was made with, recovered from its metric
+    (``P^-1 = beta kappa_P S + Lambda``; public), or ``(R^2 / d) I`` for a plan made from the prior
+    alone (no second moment)."""
+    P = np.asarray(plan.preconditioner, dtype=np.float64)
+    lam = np.diag(np.asarray(plan.prior_precision, dtype=np.float64))
+    S = (np.linalg.inv(0.5 * (P + P.T)) - lam) / (plan.beta * plan.posterior["preconditioner_curvature"])
+    w, V = np.linalg.eigh(0.5 * (S + S.T))
+    S = (V * np.maximum(w, 0.0)) @ V.T
+    if np.trace(S) <= 1e-9 * loss.row_norm ** 2:
+        return np.eye(plan.dim) * loss.row_norm ** 2 / plan.dim
+    return S

@@ -34,7 +34,8 @@ from .run_io import CLIPPED_ROWS_ATTR, MODEL_ATTR, plan_from_dict, run_from_fall
 __all__ = ["PrivateRun", "MODEL_ATTR"]
 
 _TRANSIENT = ("_mcmc", "_potential", "_constrain")
-_LONG_REPORT_KEYS = ("routes_considered", "event", "potential", "purification", "notes", "model", "assumptions")
+_LONG_REPORT_KEYS = ("routes_considered", "event", "potential", "purification", "notes", "model", "assumptions",
+                     "interval_release", "intervals")
 
 
 @dataclass(eq=False)
@@ -145,6 +146,16 @@ class PrivateRun:
 
         return run_noise_aware_interval(self, prob, **kw)
 
+    def intervals(self, prob: float = 0.9):
+        """``prob`` intervals for theta that say what the data say: the draws' information read out
+        with the run's charged interval release (a Newton step of the data's loss from the draws'
+        mean, its sandwich variance and the release's noise, combined with the prior; coordinates
+        the data do not determine are flagged one by one). Post-processing: free. Method,
+        estimand and assumptions: :mod:`dp_infer.diagnostics.released_interval`."""
+        from ..diagnostics.released_interval import run_intervals
+
+        return run_intervals(self, prob)
+
     def num_divergent(self) -> int:
         return 0 if self.diverging is None else int(np.asarray(self.diverging).sum())
 
@@ -192,6 +203,11 @@ class PrivateRun:
             d["extensions"] = list(self.extensions)
         for k, v in self.report_extras.items():  # e.g. the routes considered, kept by a run file
             d.setdefault(k, v)
+        if "interval_release" in self.report_extras and self.theta is not None:
+            try:
+                d["intervals"] = self.intervals().summary()
+            except ValueError as e:  # draws that cannot carry intervals (too few, non-finite): say why
+                d["intervals"] = {"error": str(e)}
         if self._mcmc is not None and self.plan.release == "trajectory":
             ran = int(np.max(np.asarray(self._mcmc.last_state.i)))
             if ran > self.plan.num_steps:
@@ -243,6 +259,17 @@ class PrivateRun:
 
         short = {k: v for k, v in self.report().items() if k not in _LONG_REPORT_KEYS + ("clipped_rows",)}
         text = summary(self.to_datatree(), short)
+        if getattr(self.plan, "target", "estimate") == "posterior" and self.theta is not None:
+            from ..diagnostics.released_interval import format_intervals
+
+            try:
+                iv = self.intervals()
+                text += ("\n\nIntervals for theta (what the data say; the table above is the tempered draws', "
+                         f"sqrt(n / beta) = {(self.plan.n / self.plan.beta) ** 0.5:.3g}x wider):\n"
+                         + format_intervals(iv, self.feature_names if self.feature_names and
+                                            len(self.feature_names) == self.plan.dim else None))
+            except ValueError as e:
+                text += f"\n\nIntervals for theta: not available ({e})"
         c = self.clipped_rows
         if c is not None:  # a released figure: charged with the run (report["clipped_rows"])
             text += (f"\nreleased (charged, Gaussian-DP mu = {c['mu']:.3g}): about {c['noisy_count']:.1f} of {c['n']} rows "

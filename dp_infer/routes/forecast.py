@@ -21,6 +21,7 @@ from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from .plan import step_schedule
 from ..losses.metric_clip import resolve_clip_radius
+from .newton_release import default_interval_share
 from .posterior import DEFAULT_ESS, DEFAULT_POSTERIOR_KERNEL, expected_steps, plan_posterior
 from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
 
@@ -164,6 +165,8 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     # as fit_posterior: the metric is adapted whenever the gradients are clipped, unless told otherwise
     if plan_kwargs.get("adapt_metric") is None:
         plan_kwargs["adapt_metric"] = clip_radius is not None
+    if plan_kwargs.get("interval_share") is None:  # as fit_posterior on one device
+        plan_kwargs["interval_share"] = default_interval_share(loss, dim)
     kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows,
               clip_radius=clip_radius, kernel=kernel, **plan_kwargs)
     plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **kw)

@@ -45,6 +45,7 @@ from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
 from ..losses.metric_clip import CLIPPED_CURVATURE_FACTOR, DEFAULT_CLIP_FACTOR, clipped_link
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
+from .newton_release import newton_event
 
 __all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expected_steps", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
            "DEFAULT_POSTERIOR_KERNEL",
@@ -98,7 +99,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    step_safety: float = 0.25, curvature: float | None = None,
                    preconditioner_curvature: float | None = None, num_draws: int = 1000,
                    clip_radius: float | None = None, adapt_metric: bool = False,
-                   adaptation_windows: tuple[float, ...] | str = "auto") -> SamplingPlan:
+                   adaptation_windows: tuple[float, ...] | str = "auto",
+                   interval_share: float = 0.0) -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -131,6 +133,10 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     released path (GDP composes adaptively). The plan's step and step count are those of the
     planned metric; the adapted phases choose their steps from the released second moment's
     curvature bound in the adapted metric (:func:`step_bound_matrix`).
+    ``interval_share``: the share of the target's ``mu^2`` reserved for the interval release made
+    after sampling (Newton steps of a weighted data loss from the draws' mean,
+    :mod:`dp_infer.routes.newton_release`); 0 (the planner's default): none. Its event is part of
+    the plan's event.
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -169,7 +175,13 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     if mu_sm >= mu_total:
         raise ValueError(f"the second moment already spends mu = {mu_sm:.4g} of the target's mu = {mu_total:.4g}: "
                          "release it with a smaller share of the budget")
-    mu_path = math.sqrt(mu_total ** 2 - mu_sm ** 2)
+    if isinstance(interval_share, bool) or not (0.0 <= float(interval_share) < 1.0):
+        raise ValueError(f"interval_share must lie in [0, 1), got {interval_share!r}")
+    mu_int = math.sqrt(float(interval_share)) * mu_total
+    if mu_sm ** 2 + mu_int ** 2 >= mu_total ** 2 * (1 - 1e-9):
+        raise ValueError(f"interval_share = {interval_share:g} and the second moment's mu = {mu_sm:.4g} leave no budget "
+                         f"for the path (target mu = {mu_total:.4g}): lower interval_share or precond_share")
+    mu_path = math.sqrt(mu_total ** 2 - mu_sm ** 2 - mu_int ** 2)
     # position IAT: 2 / c (overdamped), 2 gamma / c (kinetic, friction gamma); the privacy cost of
     # time t is sqrt(t) resp. sqrt(t / gamma), so k draws cost the same ~ sqrt(2 k / c) either way
     gamma = 1.0 if friction is None else friction
@@ -277,6 +289,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     if path_ev.mu > mu_path * (1 + 1e-12):
         raise AssertionError("posterior plan overspent the path budget")  # pragma: no cover
     parts = [path_ev] + ([sm.event] if sm.event is not None else [])
+    if mu_int > 0:
+        parts.append(newton_event(mu_int, n=n))
     mu = math.sqrt(sum(float(e.mu) ** 2 for e in parts))
     event = GdpEvent(mu=mu, label="posterior_mode",
                      assumptions=tuple(a for e in parts for a in e.assumptions),
@@ -300,13 +314,15 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     predicted = num_chains * mixing_rate * t_sample / (2.0 * gamma)
     # marginal privacy cost of one more effective draw at this beta and preconditioner
     t_next = t + t_sample / ess
-    mu_next = math.sqrt(path_privacy.path_mu(beta, delta_P, t_next, friction, num_chains) ** 2 + mu_sm ** 2)
+    mu_next = math.sqrt(path_privacy.path_mu(beta, delta_P, t_next, friction, num_chains) ** 2 + mu_sm ** 2
+                        + mu_int ** 2)
     posterior = {
         "ess_target": ess, "predicted_ess": predicted, "mixing_rate_declared": mixing_rate,
         "burn_in_time": burn_in_time, "sample_time": t_sample, "beta_over_n": beta / n,
         "interval_inflation": math.sqrt(n / beta), "curvature": kappa, "preconditioner_curvature": kappa_P,
         "step_curvature": kappa_step,
-        "mu_path": path_ev.mu, "mu_second_moment": mu_sm,
+        "mu_path": path_ev.mu, "mu_second_moment": mu_sm, "mu_interval": mu_int,
+        "interval_share": float(interval_share),
         "eps_per_extra_effective_draw": gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
         "step_bound_M_phi": M_phi, "second_moment": sm.describe(),
         "sensitivity_bound": ("per-example gradients clipped in the metric (2 tau / n)" if clip_radius is not None

@@ -237,7 +237,7 @@ def test_coverage_of_the_posterior_mode_in_simulation():
         y = (rng.uniform(size=n) < 1 / (1 + np.exp(-X @ theta_star))).astype(float)
         # the interval covers the unclipped Gibbs posterior (clipped runs are refused: below)
         run = dp_infer.fit(loss, X, y, target="posterior", eps=1.0, delta=1e-5, prior_precision=1.0, seed=600 + r,
-                           progress_bar=False, clip_radius=None, kernel="langevin")
+                           progress_bar=False, clip_radius=None, kernel="langevin", interval_share=0.0)
         lo, hi = run.noise_aware_interval(0.9)
         hits[r] = (lo <= theta_star) & (theta_star <= hi)
     cov = hits.mean(axis=0)

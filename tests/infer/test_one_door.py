@@ -81,14 +81,15 @@ def test_extend_a_posterior_run_composes_every_release(tmp_path, data):
                        prior_precision=1.0, ess=50, seed=3, progress_bar=False, ledger=led)
     plan0 = run.plan
     parts0 = [event_from_dict(p) for p in plan0.event.metadata["parts"]]
-    mu_sm = float(parts0[1].mu)  # the private second moment, released before the chains
+    # the releases charged with the chains: the private second moment before them, the interval release after
+    mu_sm = math.sqrt(sum(float(p.mu) ** 2 for p in parts0[1:]))
     draws0 = run.theta.shape[1]
     steps = plan0.thinning * 20
     run.extend(num_steps=steps, ledger=led)
     assert run.theta.shape[1] == draws0 + 20
     assert np.all(np.isfinite(run.theta))
     # oracle: the path of the whole horizon (closed form, mu = beta Delta sqrt(K t / 2)) composed
-    # in GDP with the second-moment release: mu^2 = mu_path(t_total)^2 + mu_sm^2; the default run
+    # in GDP with the releases: mu^2 = mu_path(t_total)^2 + mu_sm^2 + mu_interval^2; the default run
     # clips and adapts its metric, so the horizon starts with the burn-in and the windows; its
     # kinetic kernel (friction gamma) pays sqrt(t / gamma): mu = beta Delta sqrt(K t / (2 gamma))
     warmup = plan0.posterior["adaptation"]["warmup_time"]

@@ -1,0 +1,151 @@
+"""Intervals for theta from a posterior run's interval release (dp_infer.diagnostics.released_interval)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.stats import norm
+
+from dp_infer import losses
+from dp_infer.diagnostics.released_interval import format_intervals, released_interval
+from dp_infer.infer.posterior import fit_posterior
+
+
+def _release(H, J, g, *, C=None, last=None, sd_g=1e-3, sd_h=1e-9, sd_j=1e-9):
+    d = len(g)
+    C = np.eye(d) if C is None else C
+    last = np.zeros(d) if last is None else last
+    return {"path": [list(last)], "chol": C.tolist(), "gradient": list(g), "gradient_sd": sd_g,
+            "curvature": np.asarray(H).tolist(), "curvature_sd": sd_h, "score": np.asarray(J).tolist(),
+            "score_sd": sd_j, "rho": 1.0, "mu": 1.0, "n": 100, "loss": "logistic"}
+
+
+def test_the_interval_is_the_closed_form_noise_aware_laplace_posterior():
+    # an independent closed form: the centre c = C (psi_p - H^-1 g), V = C H^-1 (J/n + sd^2 I) H^-1 C', combined
+    # with the prior N(0, Lambda^-1) in theta: precision V^-1 + Lambda, mean (V^-1 + Lambda)^-1 V^-1 c
+    rng = np.random.default_rng(3)
+    d, n = 3, 2000
+    A = rng.normal(size=(d, d))
+    H = A @ A.T + d * np.eye(d)
+    B = rng.normal(size=(d, d))
+    J = B @ B.T + np.eye(d)
+    C = np.linalg.cholesky(np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 0.5]]))
+    g = rng.normal(size=d) * 0.1
+    last = np.array([0.5, -1.0, 2.0])
+    lam = np.array([0.5, 1.0, 2.0])
+    sd_g = 0.02
+    iv = released_interval(_release(H, J, g, C=C, last=last, sd_g=sd_g), n=n, prior_precision=lam, prob=0.9)
+    Hi = np.linalg.inv(H)
+    c = last - C @ Hi @ g
+    V = C @ Hi @ (J / n + sd_g ** 2 * np.eye(d)) @ Hi @ C.T
+    P = np.linalg.inv(V) + np.diag(lam)
+    mean = np.linalg.solve(P, np.linalg.solve(V, c))
+    sd = np.sqrt(np.diag(np.linalg.inv(P)))
+    np.testing.assert_allclose(iv.data_centre, c, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(iv.data_sd, np.sqrt(np.diag(V)), rtol=1e-9)
+    np.testing.assert_allclose(iv.centre, mean, rtol=1e-8)
+    np.testing.assert_allclose(iv.sd, sd, rtol=1e-8)
+    np.testing.assert_allclose(iv.upper - iv.lower, 2 * norm.ppf(0.95) * sd, rtol=1e-8)
+
+
+def test_directions_without_information_fall_back_to_the_prior_and_are_flagged():
+    # H's second eigenvalue sits inside its noise (2 sqrt(d) sd): that coordinate is the prior's, and flagged
+    H = np.diag([1.0, 1e-6, 1.0])
+    J = np.diag([1.0, 1.0, 1.0])
+    iv = released_interval(_release(H, J, np.zeros(3), sd_h=1e-3, sd_j=1e-3), n=1000, prior_precision=1.0)
+    assert iv.flags[1].startswith("prior")
+    assert iv.sd[1] == pytest.approx(1.0, rel=0.05)  # the prior's sd
+    assert iv.flags[0] == iv.flags[2] == ""
+    assert iv.sd[0] < 0.1
+    assert not iv.determined[1]
+    text = format_intervals(iv, ["a", "b", "c"])
+    assert "prior" in text and "1 mostly the prior's" in text
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.5])
+def test_prob_outside_the_open_interval_is_refused(bad):
+    with pytest.raises(ValueError, match="prob"):
+        released_interval(_release(np.eye(2), np.eye(2), np.zeros(2)), n=10, prior_precision=1.0, prob=bad)
+
+
+def _logistic(n, d, seed, theta):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-X @ theta))).astype(float)
+    return X, y
+
+
+def _laplace(X, y, prior):
+    def f(t):
+        z = X @ t
+        return np.sum(np.logaddexp(0, z) - y * z) + 0.5 * prior * t @ t
+
+    t = minimize(f, np.zeros(X.shape[1]), method="BFGS").x
+    s = 1 / (1 + np.exp(-X @ t))
+    return t, np.sqrt(np.diag(np.linalg.inv((X * (s * (1 - s))[:, None]).T @ X + prior * np.eye(X.shape[1]))))
+
+
+def test_a_default_posterior_run_reports_intervals_near_the_non_private_posterior():
+    # n = 4000, eps = 2: the run's intervals (the default clipped, adapted chain plus the interval release) against
+    # the non-private Laplace posterior under the same prior. Tolerances: centres within 4 combined sds (the
+    # interval's sd includes the privacy noise), widths between 1 and 4x; the tempered draws are >= 10x wider
+    theta = np.array([1.5, -1.0, 0.5])
+    X, y = _logistic(4000, 3, 0, theta)
+    run = fit_posterior(losses.logistic(row_norm=1.0), X, y, eps=2.0, delta=1e-5, prior_precision=0.01, seed=5,
+                        progress_bar=False)
+    iv = run.intervals(0.9)
+    mle, sd_np = _laplace(X, y, 0.01)
+    assert np.all(np.abs(iv.centre - mle) < 4 * np.hypot(iv.sd, sd_np))
+    assert np.all((iv.sd > sd_np) & (iv.sd < 4 * sd_np))
+    assert np.all(run.draws().reshape(-1, 3).std(axis=0) > 10 * sd_np)
+    assert int(np.sum(iv.determined)) == 3
+    rep = run.report()
+    assert rep["intervals"]["determined"] == 3
+    parts = [p["label"].split(" ")[0] for p in rep["event"]["metadata"]["parts"]]
+    assert "newton_release" in parts
+    assert "Intervals for theta" in run.summary()
+
+
+def test_a_run_without_the_release_says_why_it_has_no_intervals():
+    X, y = _logistic(500, 2, 1, np.array([1.0, -1.0]))
+    run = fit_posterior(losses.logistic(row_norm=1.0), X, y, eps=1.0, delta=1e-5, prior_precision=1.0, seed=1,
+                        progress_bar=False, ess=100, interval_share=0.0)
+    with pytest.raises(ValueError, match="no interval release"):
+        run.intervals()
+    assert "not available" in run.summary()
+
+
+def test_interval_share_for_a_loss_it_cannot_serve_is_refused_before_the_charge(tmp_path):
+    from dp_infer.privacy.ledger import Ledger
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = rng.integers(0, 3, size=200).astype(float)
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("default", 100.0, 1e-3)
+    with pytest.raises(ValueError, match="interval_share"):
+        fit_posterior(losses.multinomial_logistic(3, row_norm=1.0), X, y, eps=1.0, delta=1e-5, prior_precision=1.0,
+                      seed=0, progress_bar=False, interval_share=0.5, ledger=led, preconditioner="prior")
+    assert led.history("default") == []
+
+
+@pytest.mark.slow
+def test_coverage_of_the_truth_on_simulated_logistic_data():
+    # 20 datasets x 3 coordinates, n = 3000, eps = 1: coverage of the true parameter by the 90% intervals.
+    # Monte-Carlo se at 0.9: sqrt(0.09 / 60) = 0.039; the band [0.78, 0.98] is about 3 se either side
+    theta = np.array([1.5, -1.0, 0.5])
+    hits = []
+    for seed in range(20):
+        X, y = _logistic(3000, 3, 100 + seed, theta)
+        run = fit_posterior(losses.logistic(row_norm=1.0), X, y, eps=1.0, delta=1e-5, prior_precision=0.01,
+                            seed=seed, progress_bar=False, ess=200)
+        iv = run.intervals(0.9)
+        hits.extend(((iv.lower <= theta) & (theta <= iv.upper)).tolist())
+    cov = float(np.mean(hits))
+    assert 0.78 <= cov <= 0.98, cov
+    assert math.isfinite(cov)

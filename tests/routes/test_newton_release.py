@@ -1,0 +1,88 @@
+"""The interval release (dp_infer.routes.newton_release): its bounds, its noise and its event."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+import pytest
+
+from dp_infer import losses
+from dp_infer.privacy.conversions import gdp_mu
+from dp_infer.routes.newton_release import (
+    SCHEDULE, link_bounds, newton_event, newton_releasable, release_newton_statistics, weight_radius, weighted_rows,
+)
+from dp_infer.routes.posterior import plan_posterior
+
+
+def _rows(n=300, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-X @ np.array([1.0, -1.0, 0.5][:d])))).astype(float)
+    return X, y
+
+
+@pytest.mark.parametrize("loss", [losses.logistic(row_norm=1.0), losses.huber(1.0, row_norm=1.0)])
+def test_every_row_stays_inside_the_bounds_the_sensitivity_rests_on(loss):
+    # adversarial rows: tiny, aligned with the metric's widest direction, huge leverage, both labels / large residuals
+    G_link, kappa = link_bounds(loss)
+    C = np.diag([30.0, 1.0, 0.05])
+    X = np.array([[1.0, 0, 0], [0.999, 0.0447, 0], [0, 0, 1.0], [1e-6, 0, 0], [0.6, 0.8, 0], [0, 0, 0]])
+    y = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 0.0]) if loss.name == "logistic" else np.array([5, -5, 3, 0, -4, 1.0])
+    for rho in (0.01, 0.7, 5.0):
+        for theta in (np.zeros(3), np.array([50.0, -50.0, 50.0])):
+            G, W = weighted_rows(loss, X, y, theta, C, rho)
+            assert np.all(np.linalg.norm(G, axis=1) <= G_link * rho * (1 + 1e-9))
+            assert np.all(np.sum(W * W, axis=1) <= kappa * rho * rho * (1 + 1e-9))
+    # without the weights (rho = 1e9: all weights 1) the same rows break the rho = 0.7 bounds, so the test can fail
+    G, W = weighted_rows(loss, X, y, np.array([50.0, -50.0, 50.0]), C, 1e9)
+    assert np.linalg.norm(G, axis=1).max() > 10 * G_link * 0.7
+    G, W = weighted_rows(loss, X, np.zeros(6), np.zeros(3), C, 1e9)  # residuals 0: Huber curvature 1
+    assert np.sum(W * W, axis=1).max() > 10 * kappa * 0.7 ** 2
+
+
+def test_the_release_noise_has_the_stated_sd_and_the_event_the_planned_mu():
+    # the last gradient's noise over 200 keys against its stated sd (chi-square: sd of the sd estimate ~ 1/sqrt(2 N d))
+    X, y = _rows()
+    loss = losses.logistic(row_norm=1.0)
+    C = np.eye(3) * 2.0
+    rho = weight_radius(C, X.T @ X / len(X))
+    mu = 0.5
+    rel = [release_newton_statistics(loss, X, y, point=np.zeros(3), chol=C, rho=rho, mu=mu,
+                                     key=jax.random.PRNGKey(k), trust_covariance=np.eye(3) * 1e-12)
+           for k in range(200)]
+    # a trust covariance of 1e-12 keeps every point at the start: the last gradient is taken at 0 in every release
+    assert all(np.allclose(r.path[-1], 0.0, atol=1e-4) for r in rel)
+    G, _ = weighted_rows(loss, X, y, np.zeros(3), C, rho)
+    exact = G.mean(axis=0)
+    noise = np.array([r.gradient for r in rel]) - exact
+    sd = rel[0].gradient_sd
+    share = dict(SCHEDULE[-1])["gradient"]
+    assert sd == pytest.approx(2.0 * rho / (len(X) * math.sqrt(share) * mu), rel=1e-6)
+    assert float(np.std(noise)) == pytest.approx(sd, rel=4 / math.sqrt(2 * noise.size))
+    assert abs(float(np.mean(noise))) < 4 * sd / math.sqrt(noise.size)
+    ev = newton_event(mu, n=len(X))
+    assert math.sqrt(sum(p["mu"] ** 2 for p in ev.metadata["parts"])) == pytest.approx(mu, rel=1e-12)
+
+
+def test_the_plan_reserves_the_interval_share_and_composes_it():
+    loss = losses.logistic(row_norm=1.0)
+    mu = gdp_mu(1.0, 1e-5)
+    plain = plan_posterior(loss, 4000, 3, eps=1.0, delta=1e-5, prior_precision=1.0)
+    shared = plan_posterior(loss, 4000, 3, eps=1.0, delta=1e-5, prior_precision=1.0, interval_share=0.5)
+    parts = {p["label"].split(" ")[0]: p["mu"] for p in shared.event.metadata["parts"]}
+    assert parts["newton_release"] == pytest.approx(math.sqrt(0.5) * mu, rel=1e-9)
+    assert shared.event.mu <= mu * (1 + 1e-9)
+    assert shared.posterior["mu_path"] == pytest.approx(mu / math.sqrt(2), rel=1e-6)
+    assert shared.beta < plain.beta  # the path spends less
+    for bad in (1.0, -0.1, float("nan"), True):
+        with pytest.raises(ValueError, match="interval_share"):
+            plan_posterior(loss, 4000, 3, eps=1.0, delta=1e-5, prior_precision=1.0, interval_share=bad)
+
+
+def test_which_losses_the_release_serves():
+    assert newton_releasable(losses.logistic(row_norm=1.0), 3)
+    assert newton_releasable(losses.huber(1.0, row_norm=1.0), 3)
+    assert not newton_releasable(losses.multinomial_logistic(3, row_norm=1.0), 3)  # one parameter per class
