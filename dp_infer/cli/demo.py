@@ -91,7 +91,8 @@ def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, row
     return plan_posterior(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                           num_chains=chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
                           num_draws=num_draws, clip_radius=resolve_clip_radius(clip_radius, loss, dim),
-                          adapt_metric=clip_radius is not None, interval_share=default_interval_share(loss, dim))
+                          adapt_metric=clip_radius is not None,
+                          interval_share=default_interval_share(loss, dim, n=n, mu=gdp_mu(eps, delta))[0])
 
 
 def expected_seconds(plan) -> float:

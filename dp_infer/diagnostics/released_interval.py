@@ -82,7 +82,7 @@ class ParameterIntervals:
     price of privacy); ``prior_sd``; ``data_share``: ``1 - sd^2 / prior_sd^2``, the share of the
     coordinate's precision that the data give; ``newton_step``: the step's length in data sds;
     ``flags``: one reason per coordinate (``""`` where none); ``determined``: the interval
-    excludes 0 and is not flagged as the prior's."""
+    excludes 0 and the coordinate is not flagged."""
 
     lower: np.ndarray
     upper: np.ndarray
@@ -111,8 +111,10 @@ class ParameterIntervals:
 
     @property
     def determined(self) -> np.ndarray:
-        prior = np.array([f.startswith("prior") for f in self.flags])
-        return ((self.lower > 0) | (self.upper < 0)) & ~prior
+        """The interval excludes 0 and the coordinate is not flagged (neither the prior's nor a long last step,
+        whose centre may not have converged)."""
+        flagged = np.array([bool(f) for f in self.flags])
+        return ((self.lower > 0) | (self.upper < 0)) & ~flagged
 
     def to_dict(self) -> dict:
         out = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
@@ -152,26 +154,35 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
     h_floor = noise_floor(d, float(rel["curvature_sd"]))
     j_floor = noise_floor(d, float(rel["score_sd"]))
     h, U = np.linalg.eigh(0.5 * (H + H.T))
-    floored = h < h_floor
-    h = np.maximum(h, h_floor)
-    Hf = (U * h) @ U.T
-    Hi = (U / h) @ U.T
+    informative = h > h_floor  # below: no information about theta in that direction, the prior decides it
+    hs = np.where(informative, h, 1.0)
+    I = np.flatnonzero(informative)
+    UI = U[:, I]
     wj, Vj = np.linalg.eigh(0.5 * (J + J.T))
     Jf = (Vj * np.maximum(wj, j_floor)) @ Vj.T
-    W = Jf / n + sd_g ** 2 * np.eye(d)  # the centre's variance is H^-1 W H^-1 (sandwich + the release's noise)
-    Wi = np.linalg.inv(W)
+    # in the informative eigen-directions of H: the centre's variance H^-1 (J / n + sd_g^2 I) H^-1
+    WI = UI.T @ (Jf / n + sd_g ** 2 * np.eye(d)) @ UI
+    HIi = np.diag(1.0 / hs[I])
+    VI = HIi @ WI @ HIi
     last = np.linalg.solve(C, np.asarray(rel["path"][-1], dtype=np.float64))
-    omega = Hf @ Wi @ Hf
-    Q = omega + lam_psi
+    stepI = (UI.T @ g) / hs[I]
+    omega_I = np.linalg.inv(0.5 * (VI + VI.T)) if I.size else np.zeros((0, 0))
+    centre_I = UI.T @ last - stepI  # one more Newton step in the informative directions
+    Q = UI @ omega_I @ UI.T + lam_psi
     Qi = np.linalg.inv(0.5 * (Q + Q.T))
-    mean_theta = C @ (Qi @ (Hf @ Wi @ (Hf @ last - g)))
+    mean_theta = C @ (Qi @ (UI @ (omega_I @ centre_I)))
     sd = np.sqrt(np.diag(C @ Qi @ C.T))
-    data_sd = np.sqrt(np.diag(C @ Hi @ W @ Hi @ C.T))
-    step = C @ (Hi @ g)
-    data_centre = C @ last - step
-    newton_steps = np.abs(step) / data_sd
-    Q0 = Hf @ np.linalg.inv(Jf / n) @ Hf + lam_psi
+    CUI = C @ UI
+    quad = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", CUI, VI, CUI), 1e-300))
+    touches_void = np.any(np.abs(C @ U[:, ~informative]) > 1e-9 * np.abs(C).max(), axis=1)
+    data_sd = np.where(touches_void, np.inf, quad)
+    step = CUI @ stepI
+    data_centre = C @ (last - UI @ stepI)
+    newton_steps = np.abs(step) / quad
+    om0 = n * np.diag(hs[I]) @ np.linalg.inv(UI.T @ Jf @ UI) @ np.diag(hs[I]) if I.size else np.zeros((0, 0))
+    Q0 = UI @ om0 @ UI.T + lam_psi
     untempered_sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q0 + Q0.T)) @ C.T))
+    floored = ~informative
     prior_sd = 1.0 / np.sqrt(lam)
     share = 1.0 - (sd / prior_sd) ** 2
     flags = []
@@ -185,8 +196,8 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
         else:
             flags.append("")
     z = float(norm.ppf(0.5 * (1.0 + prob)))
-    notes = (f"{int(np.sum(floored))} of {d} curvature directions within the release's noise (no information beyond "
-             "the prior there)",
+    notes = (f"{int(np.sum(floored))} of {d} curvature directions within the release's noise (2 sqrt(d) sds): no "
+             "information beyond the prior there",
              f"last gradient released with noise sd {sd_g:.3g} per coordinate in the run's metric; rows weighted by "
              f"min(1, rho^2 / ||C^T x||^2), rho = {float(rel['rho']):.4g}")
     estimand = ESTIMANDS.get(rel.get("loss"), ESTIMANDS["default"])
@@ -207,8 +218,10 @@ def run_intervals(run, prob: float = 0.9) -> ParameterIntervals:
                          f"{plan.target!r}: its draws are an estimate path, not a posterior")
     release = (run.report_extras or {}).get("interval_release")
     if release is None:
-        raise ValueError("this run has no interval release (made by fit(target='posterior') on one device for a "
-                         "generalised linear loss, with interval_share > 0); its tempered draws are all it released")
+        why = (run.report_extras or {}).get("interval_release_skipped")
+        raise ValueError("this run has no interval release" + (f": {why}" if why else " (made by fit(target='posterior') "
+                         "on one device for a generalised linear loss, with interval_share > 0)")
+                         + "; its tempered draws are all it released")
     return released_interval(release, n=plan.n, prior_precision=plan.prior_precision, prob=prob)
 
 

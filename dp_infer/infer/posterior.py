@@ -382,8 +382,10 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                    preconditioner_curvature=preconditioner_curvature,
                    clip_radius=resolve_clip_radius(clip_radius, loss, dim), **plan_kwargs)
     plan_kw["adapt_metric"] = (plan_kw["clip_radius"] is not None) if adapt_metric is None else adapt_metric
+    skipped = None
     if interval_share is None:
-        interval_share = default_interval_share(loss, num_features, sharded=sharded)
+        interval_share, skipped = default_interval_share(loss, num_features, sharded=sharded, n=n,
+                                                         mu=gdp_mu(eps, delta))
     elif interval_share and (sharded or not newton_releasable(loss, num_features)):
         raise ValueError("interval_share: the interval release needs a generalised linear loss with one parameter "
                          "per feature, on one device; pass interval_share=0")
@@ -413,6 +415,8 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
                                chain_method=chain_method)
         release_for_intervals(run, loss, X, y, jax.random.fold_in(key, 2))
+    if skipped is not None:
+        run.report_extras["interval_release_skipped"] = skipped
     return run
 
 

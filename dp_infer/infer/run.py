@@ -35,7 +35,7 @@ __all__ = ["PrivateRun", "MODEL_ATTR"]
 
 _TRANSIENT = ("_mcmc", "_potential", "_constrain")
 _LONG_REPORT_KEYS = ("routes_considered", "event", "potential", "purification", "notes", "model", "assumptions",
-                     "interval_release", "intervals")
+                     "interval_release", "intervals", "interval_release_skipped")
 
 
 @dataclass(eq=False)

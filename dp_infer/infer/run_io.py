@@ -165,7 +165,7 @@ def run_from_tree(cls, dt, *, model: Callable | None = None):
 
 
 #: report items that are not part of the plan, kept by a loaded run so its report is the saved one
-_KEPT_REPORT_KEYS = ("routes_considered", "clipped_rows", "interval_release")
+_KEPT_REPORT_KEYS = ("routes_considered", "clipped_rows", "interval_release", "interval_release_skipped")
 
 
 def _clipped_rows(value, report: dict) -> dict | None:

@@ -166,7 +166,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     if plan_kwargs.get("adapt_metric") is None:
         plan_kwargs["adapt_metric"] = clip_radius is not None
     if plan_kwargs.get("interval_share") is None:  # as fit_posterior on one device
-        plan_kwargs["interval_share"] = default_interval_share(loss, dim)
+        plan_kwargs["interval_share"] = default_interval_share(loss, dim, n=n, mu=mu)[0]
     kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows,
               clip_radius=clip_radius, kernel=kernel, **plan_kwargs)
     plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **kw)

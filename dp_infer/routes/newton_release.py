@@ -51,7 +51,7 @@ from ..losses.base import PerExampleLoss
 from ..privacy.events import GdpEvent
 
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
-           "default_interval_share", "link_bounds", "noise_floor", "newton_releasable", "newton_event", "release_newton_statistics",
+           "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "link_bounds", "noise_floor", "newton_releasable", "newton_event", "release_newton_statistics",
            "weight_radius", "weighted_rows"]
 
 #: share of the target's mu^2 a posterior run reserves for the interval release by default: the
@@ -59,6 +59,13 @@ __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", 
 #: variance is about ``20 d / (n mu_g^2)``), while the draws only need to bring the first point
 #: within Newton's reach, so the release gets the larger share
 DEFAULT_INTERVAL_SHARE = 0.7
+
+#: below this curvature signal to noise (:func:`curvature_snr`) a run reserves no interval release: the
+#: released curvature would be noise in most directions and the intervals mostly the prior's, while the
+#: budget would be taken from the draws. Measured (python -m benchmarks.intervals --adult 4 8): Adult
+#: (d = 100, n = 30k) at eps = 4 and 8 (signal to noise 1.1 and 2.0) left 75 and 63 of 100
+#: coordinates to the prior; logistic n = 5000, d = 5 at eps = 1 (4.9) covered 0.95 at 1.6x
+MIN_CURVATURE_SNR = 4.0
 
 #: the release's stages: the statistics released at each point, with their shares of its mu^2
 SCHEDULE = ((("curvature", 0.06), ("gradient", 0.05)),
@@ -120,10 +127,35 @@ def newton_releasable(loss: PerExampleLoss, num_features: int) -> bool:
     return link_bounds(loss) is not None and loss.num_params(num_features) == num_features
 
 
-def default_interval_share(loss, num_features: int, *, sharded: bool = False) -> float:
-    """:data:`DEFAULT_INTERVAL_SHARE` where the release applies (:func:`newton_releasable`, one
-    device), else 0. Public inputs only."""
-    return DEFAULT_INTERVAL_SHARE if (not sharded and newton_releasable(loss, num_features)) else 0.0
+def curvature_snr(n: int, d: int, mu: float, share: float = None) -> float:
+    """The last curvature release's signal to noise, from public inputs: a typical eigenvalue of the
+    weighted curvature in the metric (``kappa_P rho^2 / d`` with the planner's typical curvature
+    ``kappa_P = kappa / 2``) over the spectral size of its noise (``2 sqrt(d)`` entries' sds,
+    ``sd = 2 kappa rho^2 / (n mu_H)``): ``n mu_H / (8 d^1.5)``, ``mu_H`` the last curvature's share
+    of the release (:data:`SCHEDULE`) of ``share`` of ``mu^2``."""
+    share = DEFAULT_INTERVAL_SHARE if share is None else share
+    mu_h = math.sqrt(share * dict(SCHEDULE[-1])["curvature"]) * mu
+    return n * mu_h / (8.0 * d ** 1.5)
+
+
+def default_interval_share(loss, num_features: int, *, sharded: bool = False, n: int | None = None,
+                           mu: float | None = None) -> tuple[float, str | None]:
+    """``(share, reason)``: :data:`DEFAULT_INTERVAL_SHARE` where the release applies
+    (:func:`newton_releasable`, one device) and, given ``n`` and the target's ``mu``, where its
+    curvature would carry information (:func:`curvature_snr` >= :data:`MIN_CURVATURE_SNR`); else 0
+    and the reason, in one line. Public inputs only."""
+    if sharded:
+        return 0.0, "the interval release runs on one device; this run's rows are on a mesh"
+    if not newton_releasable(loss, num_features):
+        return 0.0, "the interval release needs a generalised linear loss with declared link bounds"
+    if n is not None and mu is not None:
+        snr = curvature_snr(n, num_features, mu)
+        if snr < MIN_CURVATURE_SNR:
+            need = MIN_CURVATURE_SNR / snr
+            return 0.0, (f"at n = {n}, d = {num_features} and this eps the released curvature would be noise (signal to "
+                         f"noise {snr:.2f} < {MIN_CURVATURE_SNR:g}: it grows like n mu / d^1.5), so no budget was spent "
+                         f"on it; about {need:.1f}x the rows or the GDP mu would do")
+    return DEFAULT_INTERVAL_SHARE, None
 
 
 def weight_radius(chol, second_moment) -> float:

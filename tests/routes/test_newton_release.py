@@ -44,7 +44,7 @@ def test_every_row_stays_inside_the_bounds_the_sensitivity_rests_on(loss):
 
 
 def test_the_release_noise_has_the_stated_sd_and_the_event_the_planned_mu():
-    # the last gradient's noise over 200 keys against its stated sd (chi-square: sd of the sd estimate ~ 1/sqrt(2 N d))
+    # the last gradient's noise over 100 keys against its stated sd (chi-square: sd of the sd estimate ~ 1/sqrt(2 N d))
     X, y = _rows()
     loss = losses.logistic(row_norm=1.0)
     C = np.eye(3) * 2.0
@@ -52,7 +52,7 @@ def test_the_release_noise_has_the_stated_sd_and_the_event_the_planned_mu():
     mu = 0.5
     rel = [release_newton_statistics(loss, X, y, point=np.zeros(3), chol=C, rho=rho, mu=mu,
                                      key=jax.random.PRNGKey(k), trust_covariance=np.eye(3) * 1e-12)
-           for k in range(200)]
+           for k in range(100)]
     # a trust covariance of 1e-12 keeps every point at the start: the last gradient is taken at 0 in every release
     assert all(np.allclose(r.path[-1], 0.0, atol=1e-4) for r in rel)
     G, _ = weighted_rows(loss, X, y, np.zeros(3), C, rho)
@@ -86,3 +86,23 @@ def test_which_losses_the_release_serves():
     assert newton_releasable(losses.logistic(row_norm=1.0), 3)
     assert newton_releasable(losses.huber(1.0, row_norm=1.0), 3)
     assert not newton_releasable(losses.multinomial_logistic(3, row_norm=1.0), 3)  # one parameter per class
+
+
+def test_no_budget_is_reserved_where_the_released_curvature_would_be_noise():
+    # the signal to noise n mu_H / (8 d^1.5): Adult's shape at eps = 1 (0.33) gets no release and says why, in one
+    # line; a small design (n = 5000, d = 5: 4.9) gets the default share
+    from dp_infer.routes.newton_release import DEFAULT_INTERVAL_SHARE, MIN_CURVATURE_SNR, curvature_snr, \
+        default_interval_share
+
+    loss = losses.logistic(row_norm=1.0)
+    mu = gdp_mu(1.0, 1e-5)
+    assert curvature_snr(30162, 100, mu) == pytest.approx(0.33, abs=0.01)
+    share, why = default_interval_share(loss, 100, n=30162, mu=mu)
+    assert share == 0.0 and "signal to noise 0.33" in why and "\n" not in why
+    assert default_interval_share(loss, 5, n=5000, mu=mu) == (DEFAULT_INTERVAL_SHARE, None)
+    # the rule's edge: just above and below the threshold
+    n_edge = math.ceil(MIN_CURVATURE_SNR * 8 * 10 ** 1.5 / (math.sqrt(DEFAULT_INTERVAL_SHARE * dict(SCHEDULE[-1])
+                                                                      ["curvature"]) * mu))
+    assert default_interval_share(loss, 10, n=n_edge, mu=mu)[0] == DEFAULT_INTERVAL_SHARE
+    assert default_interval_share(loss, 10, n=n_edge - 2, mu=mu)[0] == 0.0
+    assert default_interval_share(loss, 5, sharded=True)[0] == 0.0
