@@ -9,10 +9,11 @@ statistics into intervals, as post-processing (free), in the run's metric ``thet
 
 1. **Centre: one more Newton step** from the last point ``p``: ``psi_c = psi_p - H^-1 g`` with the
    released curvature ``H`` and gradient ``g`` at ``p`` (both of the weighted loss, whose weights
-   depend on the rows only). Eigenvalues of ``H`` within its noise's spectral size
-   (``2 sqrt(d)`` sds) are floored there: no information about theta in those directions.
+   depend on the rows only), in ``H``'s informative eigen-directions. Eigen-directions whose
+   eigenvalue is within its noise's spectral size (``2 sqrt(d)`` sds) carry no information about
+   theta: the data say nothing there (the prior decides them, item 3).
 2. **Variance: the sandwich plus the release's noise**, ``Var(psi_c) = H^-1 (J / n + sd_g^2 I) H^-1``
-   with the released scores' second moment ``J`` (PSD, floored the same way) and the gradient's
+   with the released scores' second moment ``J`` (PSD, its eigenvalues floored at its noise) and the gradient's
    noise sd ``sd_g``: the data's sampling error and the privacy noise, both accounted.
 3. **The prior, combined.** ``psi_c`` with that variance is a Gaussian likelihood for theta;
    with the prior ``N(0, Lambda^-1)`` it gives the reported interval, a noise-aware Laplace
