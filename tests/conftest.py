@@ -95,6 +95,7 @@ SLOW_TESTS = (
     "losses/test_row_block_default.py::test_results_do_not_depend_on_the_block",
     "test_compilation.py::test_second_process_hits_the_cache",
     "test_privacy_regressions.py::test_extend_a_model_run_keeps_the_clipped_row_count_in_its_report",
+    "diagnostics/test_released_interval.py::test_the_arviz_export_carries_the_intervals_and_a_saved_run_gives_them_back",
 )
 
 

@@ -15,15 +15,31 @@ def report(run_file, plots):
 
     RUN_FILE is a run file (--out) or the fallback file a run whose later step failed kept its
     draws in (.npz)."""
-    from ..diagnostics.plots import report_from_file
-    from ..infer.fallback import is_fallback_file
+    from pathlib import Path
 
+    from ..diagnostics.plots import report_from_file
+    from ..diagnostics.released_interval import format_intervals
+    from ..infer.fallback import is_fallback_file
+    from ..infer.run import PrivateRun
+
+    where = Path(plots) if plots is not None else Path(run_file).with_name(Path(run_file).stem + "_report")
+    click.echo(f"plots will be written to {where}/ (--plots DIR to choose)")
     tree = None
     if is_fallback_file(run_file):
-        from ..infer.run import PrivateRun
-
         tree = PrivateRun.load(run_file).to_datatree()
     click.echo(report_from_file(run_file, plots, tree=tree))
+    try:  # a posterior run's intervals for theta (other files: the summary above is the whole report)
+        run = PrivateRun.load(run_file)
+    except Exception:  # noqa: BLE001 - not a run this type loads (a Rashomon result): nothing to add
+        run = None
+    if run is not None and getattr(run.plan, "target", "estimate") == "posterior":
+        try:
+            iv = run.intervals(0.9)
+            click.echo("\nIntervals for theta (what the data say; the summary above is the tempered draws'):")
+            names = run.feature_names if run.feature_names and len(run.feature_names) == run.plan.dim else None
+            click.echo(format_intervals(iv, names))
+        except ValueError as e:
+            click.echo(f"\nIntervals for theta: not available ({e})")
 
 
 def _ledger_options(exists: bool):

@@ -250,7 +250,26 @@ class PrivateRun:
             dt.attrs[MODEL_ATTR] = self.model_description
         if self.clipped_rows is not None:  # released: a charged, noisy count (report["clipped_rows"])
             dt.attrs[CLIPPED_ROWS_ATTR] = dict(self.clipped_rows)
+        if "interval_release" in self.report_extras and self.theta is not None:
+            self._add_intervals_group(dt, c, dm)
         return dt
+
+    def _add_intervals_group(self, dt, coords, dims) -> None:
+        """The 90% intervals for theta (:meth:`intervals`) as the tree's ``intervals`` group, on theta's
+        dimension: ``centre``, ``sd``, ``lower``, ``upper``, ``data_share``, ``width_ratio``, ``flag``."""
+        import xarray as xr
+
+        try:
+            iv = self.intervals(0.9)
+        except ValueError:
+            return
+        dim = (dims or {}).get("theta", ["theta_dim_0"])[0]
+        coord = {dim: list((coords or {}).get(dim, range(self.plan.dim)))}
+        ds = xr.Dataset({k: (dim, np.asarray(getattr(iv, k), dtype=np.float64))
+                         for k in ("centre", "sd", "lower", "upper", "data_share", "width_ratio")}, coords=coord)
+        ds["flag"] = (dim, np.asarray([f.split(":")[0] for f in iv.flags], dtype=str))
+        ds.attrs.update(prob=iv.prob, estimand=iv.estimand, method=iv.method)
+        dt["intervals"] = xr.DataTree(ds)
 
     def summary(self) -> str:
         """ArviZ summary of the released draws after burn-in, beside the main numbers of the

@@ -40,6 +40,12 @@ def test_sample_posterior_mode_reports_planned_and_achieved_mixing_and_charges_t
     assert "per-example gradients: clipped in the preconditioner's metric" in res.output
     assert "not a posterior" not in res.output
     assert out.exists()
+    # n = 400, d = 3 at eps = 2: the interval release's curvature would be noise (signal to noise 1.6 < 4): said
+    assert "intervals for theta: not available (this run has no interval release: at n = 400, d = 3" in res.output
+    rep = CliRunner().invoke(main, ["report", str(out), "--plots", str(tmp_path / "plots")])
+    assert rep.exit_code == 0, rep.output
+    assert rep.output.startswith(f"plots will be written to {tmp_path / 'plots'}/")
+    assert "Intervals for theta: not available (this run has no interval release: at n = 400" in rep.output
     # the ledger holds the whole target: the path and the second moment composed in GDP, at least
     # what the run reports as spent (never under-reported), at most the (2, 1e-5) asked for
     sp = Ledger(led).spent("default")

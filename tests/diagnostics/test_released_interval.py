@@ -150,3 +150,19 @@ def test_coverage_of_the_truth_on_simulated_logistic_data():
     cov = float(np.mean(hits))
     assert 0.78 <= cov <= 0.98, cov
     assert math.isfinite(cov)
+
+
+def test_the_arviz_export_carries_the_intervals_and_a_saved_run_gives_them_back(tmp_path):
+    from dp_infer.infer.run import PrivateRun
+
+    X, y = _logistic(3000, 3, 2, np.array([1.5, -1.0, 0.5]))
+    run = fit_posterior(losses.logistic(row_norm=1.0), X, y, eps=2.0, delta=1e-5, prior_precision=0.01, seed=2,
+                        progress_bar=False, ess=100)
+    run.feature_names = ["a", "b", "c"]
+    iv = run.intervals(0.9)
+    dt = run.to_datatree()
+    group = dt["intervals"].to_dataset()
+    np.testing.assert_allclose(group["lower"].values, iv.lower)
+    assert list(group["lower"].coords[group["lower"].dims[0]].values) == ["a", "b", "c"]
+    back = PrivateRun.load(run.save(tmp_path / "run.zip"))
+    np.testing.assert_allclose(back.intervals(0.9).upper, iv.upper)
