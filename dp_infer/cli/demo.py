@@ -107,6 +107,8 @@ def expected_seconds(plan) -> float:
 def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
     import os
 
+    from .. import losses
+
     from ..routes.forecast import FIXED_SECONDS
     from ..routes.posterior import expected_steps
 
@@ -120,6 +122,15 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
                f"beta / n = {p['beta_over_n']:.3g}")
     click.echo(f"  intervals    about {p['interval_inflation']:.3g}x as wide as the untempered posterior's "
                "(sqrt(n / beta))")
+    if p.get("interval_share"):
+        click.echo(f"  theta        an interval release of {p['interval_share']:.0%} of mu^2 after sampling: intervals for "
+                   "theta (the draws get the rest)")
+    else:
+        from ..privacy.conversions import gdp_mu
+        from ..routes.newton_release import default_interval_share
+
+        why = default_interval_share(losses.logistic(row_norm=1.0), plan.dim, n=plan.n, mu=gdp_mu(eps, delta))[1]
+        click.echo(f"  theta        no interval release{': ' + why if why else ''}")
     steps = expected_steps(plan)
     adapted = p.get("adaptation") is not None
     click.echo(f"  draws        predicted bulk ESS {p['predicted_ess']:.0f} over {plan.num_chains} chains x "

@@ -21,7 +21,7 @@ from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from .plan import step_schedule
 from ..losses.metric_clip import resolve_clip_radius
-from .newton_release import default_interval_share
+from .newton_release import curvature_snr, default_interval_share, interval_width_forecast
 from .posterior import DEFAULT_ESS, DEFAULT_POSTERIOR_KERNEL, expected_steps, plan_posterior
 from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
 
@@ -86,6 +86,8 @@ class PosteriorForecast:
     second_moment: str
     prior_held_below: float
     notes: tuple[str, ...] = ()
+    #: one line on the intervals for theta: the interval release's share and forecast width, or why none
+    intervals: str = ""
 
     def as_dict(self) -> dict:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
@@ -115,6 +117,8 @@ class PosteriorForecast:
             lines.append(f"  a typical coordinate's posterior sd is forecast at {self.sd_ratio_to_prior:.2f} of the prior sd")
         lines.append(f"  coordinates whose feature has mean square below {self.prior_held_below:.3g} (e.g. a category level "
                      f"rarer than {self.prior_held_below:.2%} of rows) will have a posterior sd within 10% of the prior's")
+        if self.intervals:
+            lines.append("  " + self.intervals)
         lines.extend("  note: " + s for s in self.notes)
         return "\n".join(lines)
 
@@ -165,8 +169,9 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     # as fit_posterior: the metric is adapted whenever the gradients are clipped, unless told otherwise
     if plan_kwargs.get("adapt_metric") is None:
         plan_kwargs["adapt_metric"] = clip_radius is not None
+    why_none = None
     if plan_kwargs.get("interval_share") is None:  # as fit_posterior on one device
-        plan_kwargs["interval_share"] = default_interval_share(loss, dim, n=n, mu=mu)[0]
+        plan_kwargs["interval_share"], why_none = default_interval_share(loss, dim, n=n, mu=mu)
     kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows,
               clip_radius=clip_radius, kernel=kernel, **plan_kwargs)
     plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **kw)
@@ -196,7 +201,15 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     if not post["sensitivity_bound"].startswith("per-example"):
         notes.append("the sensitivity comes from the rows (not the clip): the run's beta depends on the released "
                      "second moment and may differ from this forecast")
-    return PosteriorForecast(
+    share = float(plan_kwargs.get("interval_share") or 0.0)
+    if share > 0:
+        width = interval_width_forecast(n, dim, mu, typical_curvature=kappa_P, share=share)
+        intervals = (f"intervals for theta: an interval release of {share:.0%} of mu^2 (curvature signal to noise "
+                     f"{curvature_snr(n, dim, mu, share):.2g}); their width forecast at about {width:.2g}x the "
+                     "non-private posterior's for a typical coordinate")
+    else:
+        intervals = "intervals for theta: none, " + (why_none or "interval_share=0")
+    return PosteriorForecast(intervals=intervals, 
         n=n, dim=dim, eps=eps, delta=delta, ess=ess, num_chains=num_chains, beta=plan.beta,
         beta_over_n=plan.beta / n, interval_inflation=math.sqrt(n / plan.beta), inflation_typical=infl_typ,
         sd_ratio_to_prior=ratio, close_to_prior=ratio > CLOSE_TO_PRIOR, predicted_ess=post["predicted_ess"],

@@ -71,6 +71,12 @@ def test_prob_outside_the_open_interval_is_refused(bad):
         released_interval(_release(np.eye(2), np.eye(2), np.zeros(2)), n=10, prior_precision=1.0, prob=bad)
 
 
+def _mu(eps):
+    from dp_infer.privacy.conversions import gdp_mu
+
+    return gdp_mu(eps, 1e-5)
+
+
 def _logistic(n, d, seed, theta):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -102,6 +108,15 @@ def test_a_default_posterior_run_reports_intervals_near_the_non_private_posterio
     assert np.all(np.abs(iv.centre - mle) < 4 * np.hypot(iv.sd, sd_np))
     assert np.all((iv.sd > sd_np) & (iv.sd < 4 * sd_np))
     assert np.all(run.draws().reshape(-1, 3).std(axis=0) > 10 * sd_np)
+    # the forecast made before anything is charged (public inputs only) is within 25% of the measured width
+    from dp_infer.routes.forecast import forecast_posterior
+    from dp_infer.routes.newton_release import interval_width_forecast
+
+    fc = forecast_posterior(losses.logistic(row_norm=1.0), 4000, 3, eps=2.0, delta=1e-5, prior_precision=0.01)
+    width = interval_width_forecast(4000, 3, _mu(2.0),
+                                    typical_curvature=run.plan.posterior["preconditioner_curvature"])
+    assert f"{width:.2g}x" in fc.intervals
+    assert abs(width / float(np.median(iv.sd / sd_np)) - 1) < 0.25
     assert np.all((iv.lower > 0) | (iv.upper < 0))  # every coefficient's interval excludes 0 (|theta| / sd_np >= 6)
     assert int(np.sum(iv.determined)) >= 2  # a coordinate flagged (a long last step) does not count
     rep = run.report()
