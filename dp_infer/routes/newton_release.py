@@ -77,8 +77,10 @@ SCHEDULE = ((("curvature", 0.06), ("gradient", 0.05)),
 RHO_FACTOR = 1.0
 
 #: a Newton step before the last is shortened to this Mahalanobis radius in the draws' covariance:
-#: the estimate lies inside the tempered posterior's bulk; a noisy curvature must not throw the point out
-TRUST_RADIUS = 3.0
+#: the estimate lies inside the tempered posterior's bulk; a noisy curvature must not throw the point
+#: out of it into a flat region where the next curvature is smaller still (measured: at n = 3000, d = 3,
+#: eps = 1, ess = 200, a radius of 3 let 4 of 20 runs diverge to 15-20 sds, coverage 0.77; 1: 0.95)
+TRUST_RADIUS = 1.0
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def test_the_demo_keeps_its_draws_when_a_later_step_fails(tmp_path, monkeypatch,
                                                        tmp_path / "plots", "--reproducible-seed", 1])
     if not fail:  # the steps after sampling run to the end (the refactor into _report_demo_run)
         assert code in (0, None), err
-        assert "coefficients (logistic" in printed and "plots in" in printed
+        assert "the tempered draws (a private posterior at beta / n" in printed and "plots in" in printed
         return
     assert code == 3 and "Traceback" not in err, err
     last = err.strip().splitlines()[-1]
