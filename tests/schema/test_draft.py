@@ -84,7 +84,10 @@ def test_declared_kinds_skip_the_kind_test_and_bad_inputs():
     assert res.schema.column("age").kind == "categorical" and "declared" in res.schema.column("age").note
     # 72 ages x ~14 rows at eps 0.5 per column (threshold > 50): no level passes the threshold -> ignored, and said so
     small = D.draft_private(_data(1000), None, eps=2.0, delta=1e-6, kinds={"age": "categorical"})
-    assert small.schema.ignore == ("age",) and "IGNORED" in small.header
+    assert "age" in small.schema.ignore and "IGNORED" in small.header
+    # at n = 1000 the lognormal income's bounds can rest on a bin whose count is within the noise: the secret
+    # noise decides, and the draft then flags it and leaves it out too (issue 41: never written silently)
+    assert set(small.schema.ignore) <= {"age", "income"}
     with pytest.raises(ValueError, match="kinds: column"):
         D.draft_private(_data(100), None, eps=1.0, delta=1e-6, kinds={"nope": "numeric"})
     with pytest.raises(ValueError, match="eps"):
