@@ -316,12 +316,13 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     data (:mod:`dp_infer.parallel.sharded_posterior`; the private second moment is summed on the
     devices that hold the rows). The rows are checked and placed before anything is charged;
     ``rows=`` needs the raw rows (pass X as an array with ``mesh=``).
-    ``interval_share``: the share of ``mu^2`` for the interval release made after sampling (the
-    loss's gradient at the draws' mean, :mod:`dp_infer.routes.newton_release`), from which
-    :meth:`~dp_infer.infer.run.PrivateRun.intervals` reads intervals for theta that say what the
-    data say; ``None`` (default): :data:`~dp_infer.routes.newton_release.DEFAULT_INTERVAL_SHARE`
-    for a generalised linear loss on one device, else 0 (no release: the run reports its tempered
-    draws only).
+    ``interval_share``: the share of ``mu^2`` for the interval release made after sampling (Newton
+    steps of a weighted data loss from the draws' mean, :mod:`dp_infer.routes.newton_release`),
+    from which :meth:`~dp_infer.infer.run.PrivateRun.intervals` reads intervals for theta that say
+    what the data say; ``None`` (default): :data:`~dp_infer.routes.newton_release.DEFAULT_INTERVAL_SHARE`
+    for a generalised linear loss on one device where the released curvature would carry
+    information (:func:`~dp_infer.routes.newton_release.default_interval_share`), else 0 (no
+    release: the run reports its tempered draws only, and ``intervals()`` says why).
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
