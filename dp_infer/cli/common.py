@@ -63,6 +63,23 @@ def echo_spent(led, ledger, dataset_id, what: str) -> None:
                f"{sp['eps_budget']:g} at delta = {sp['delta_budget']:g}")
 
 
+def cli_ledger(ledger, dataset_id, budget):
+    """The CLI's side of the one driver (:func:`dp_infer.infer.driver.execute`): ``(open, announce)``,
+    a function that opens ``--ledger`` (or says that nothing records the spend) once the plan has
+    passed its checks, and the hook that prints the spend once charged."""
+
+    def open_():
+        led = open_cli_ledger(ledger, dataset_id, budget)
+        if led is None:
+            note_unrecorded()
+        return led
+
+    def announce(led_, receipt):
+        echo_spent(led_, ledger, dataset_id, f"charged {receipt.run_label!r} before sampling")
+
+    return open_, announce
+
+
 @contextlib.contextmanager
 def charged_command(ledger, dataset_id, budget, event, command: str, route: str):
     """The CLI's use of the one charge protocol (:func:`dp_infer.privacy.ledger.charged`): charge

@@ -13,11 +13,9 @@ import time
 import click
 import numpy as np
 
-from ..infer.fallback import keep_draws
-from ..infer.preflight import check_plan_resources
 from ..routes.posterior import DEFAULT_POSTERIOR_KERNEL
 from .common import (
-    NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, charged_command, echo_nonprivate_accuracy,
+    NONPRIVATE_BANNER, COMMON_OPTIONS, mixing_block, print_report, cli_ledger, echo_nonprivate_accuracy,
     mode_option, preflight, with_options,
 )
 from .posterior import check_clip_radius, check_mode_options, run_and_report_posterior
@@ -46,11 +44,10 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
                     friction, lam_rel, radius, seed, key_impl, progress, ledger, dataset_id, budget,
                     X_test=None, y_test=None, out=None, nonprivate=False, feature_names=None,
                     extra_attrs=None, horizon_asked=None):
-    from ..infer import nonprivate as np_ref
     from .._validation import check_delta
-    from ..routes.calibrate import calibrate
     from ..domains import L2Ball
-    from ..infer.fit import sample
+    from ..infer.driver import Hooks, execute
+    from ..infer.fit import ESTIMATE_ROUTE, estimate_public
 
     check_horizon_request(horizon_asked, route, loss)
     if loss.constants.smoothness is None:  # hinge / quantile: the proximal route (seed 002)
@@ -71,55 +68,71 @@ def _run_and_report(loss, X, y, *, command, eps, delta, pure, route, horizon, ch
     if radius is not None and radius <= 0:
         raise ValueError(f"--radius must lie in (0, inf), got {radius!r}")
     domain = L2Ball(dim, radius) if radius is not None else None
-    plan = calibrate(loss.constants, X.shape[0], dim, eps=eps, delta=None if pure else delta,
-                     route=route, domain=domain, horizon=horizon, num_chains=chains, kernel=kernel,
-                     friction=friction, lam_rel=lam_rel)
-    click.echo("Routes considered (data independent: n, dimension and the loss's declared constants)")
-    click.echo(plan.explain())
-    if horizon_asked is not None and plan.route not in HORIZON_ROUTES:  # said before the charge
-        click.echo(f"note: --horizon {horizon_asked:g} was not used: route 'auto' chose {plan.route}, which sets its "
-                   f"own horizon ({plan.horizon:.4g}); --route trajectory runs the horizon asked for")
-    click.echo("")
-    check_plan_resources(plan, prefix="--")  # steps and memory, before the charge
-    with keep_draws(out=out, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
-        with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
-            t0 = time.time()
-            run = keeper.keep(sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl,
-                                     progress_bar=progress), "building the run file")
-            elapsed = time.time() - t0
-        if feature_names is not None:
-            run.feature_names = list(feature_names)
-        dt = run.to_datatree()
-        dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
-        if out is not None:  # written first: the draws are paid for
-            from ..diagnostics import save
+    public = estimate_public(loss, X.shape[0], dim, eps=eps, delta=None if pure else delta, route=route,
+                             domain=domain, horizon=horizon, num_chains=chains, kernel=kernel, friction=friction,
+                             lam_rel=lam_rel, sample_options=dict(seed=seed, key_impl=key_impl, progress_bar=progress))
+    clock = {}
 
-            keeper.step = "writing --out"
-            path = save(dt, out)
-            click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
-        keeper.step = "the privacy report"
-        report = run.report()
-        print_report(report)
-        if plan.release == "trajectory":
-            keeper.step = "the mixing diagnostics"
-            click.echo("")
-            click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
-                       "(post-processing: free; the same draws and checks as dp-infer report on --out)")
-            mixing_block(dt, report)
-        else:
-            click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
-        if X_test is not None and loss.name in ("logistic", "model_nll"):
-            keeper.step = "the predictions on the test data"
-            acc_priv = np_ref.accuracy(run.estimate(), X_test, y_test)
-            click.echo("")
-            guarantee = (f"({report['eps_spent']:.3g}, {plan.delta:g})-DP" if plan.delta > 0
-                         else f"pure {report['eps_spent']:.3g}-DP")
-            click.echo(f"route: {plan.route}; test accuracy of the released estimate on the public test "
-                       f"data, {guarantee}: {acc_priv:.4f}")
-            if nonprivate:
-                echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
-    click.echo(f"sampling time: {elapsed:.1f} s")
+    def planned(plan):
+        click.echo("Routes considered (data independent: n, dimension and the loss's declared constants)")
+        click.echo(plan.explain())
+        if horizon_asked is not None and plan.route not in HORIZON_ROUTES:  # said before the charge
+            click.echo(f"note: --horizon {horizon_asked:g} was not used: route 'auto' chose {plan.route}, which sets "
+                       f"its own horizon ({plan.horizon:.4g}); --route trajectory runs the horizon asked for")
+        click.echo("")
+        clock["t0"] = time.time()
+
+    def finish(run, keeper, receipt):
+        clock["elapsed"] = time.time() - clock["t0"]
+        keeper.step = "building the run file"
+        report_estimate_run(run, loss, X, y, X_test=X_test, y_test=y_test, out=out, nonprivate=nonprivate,
+                            feature_names=feature_names, extra_attrs=extra_attrs, keeper=keeper)
+
+    led, on_charge = cli_ledger(ledger, dataset_id, budget)
+    run = execute(ESTIMATE_ROUTE, public, (loss, X, y), ledger=led, dataset_id=dataset_id, prefix="--",
+                  label=lambda plan: f"dp-infer {command} {plan.route}", hooks=Hooks(planned=planned, on_charge=on_charge, finish=finish, out=out,
+                              step="building the run file"))
+    click.echo(f"sampling time: {clock['elapsed']:.1f} s")
     return run
+
+
+def report_estimate_run(run, loss, X, y, *, X_test, y_test, out, nonprivate, feature_names, extra_attrs, keeper):
+    """After the charge: label the draws, write ``--out`` first (the draws are paid for), print the
+    privacy report, the mixing diagnostics and the test accuracy."""
+    from ..infer import nonprivate as np_ref
+
+    plan = run.plan
+    if feature_names is not None:
+        run.feature_names = list(feature_names)
+    dt = run.to_datatree()
+    dt.attrs.update(extra_attrs or {})  # public facts stored in the run (e.g. the schema)
+    if out is not None:  # written first: the draws are paid for
+        from ..diagnostics import save
+
+        keeper.step = "writing --out"
+        path = save(dt, out)
+        click.echo(f"wrote {path} (ArviZ DataTree: released draws, diverging, privacy report)")
+    keeper.step = "the privacy report"
+    report = run.report()
+    print_report(report)
+    if plan.release == "trajectory":
+        keeper.step = "the mixing diagnostics"
+        click.echo("")
+        click.echo(f"ArviZ diagnostics of the released draws after the first {plan.burn_in} per chain "
+                   "(post-processing: free; the same draws and checks as dp-infer report on --out)")
+        mixing_block(dt, report)
+    else:
+        click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
+    if X_test is not None and loss.name in ("logistic", "model_nll"):
+        keeper.step = "the predictions on the test data"
+        acc_priv = np_ref.accuracy(run.estimate(), X_test, y_test)
+        click.echo("")
+        guarantee = (f"({report['eps_spent']:.3g}, {plan.delta:g})-DP" if plan.delta > 0
+                     else f"pure {report['eps_spent']:.3g}-DP")
+        click.echo(f"route: {plan.route}; test accuracy of the released estimate on the public test "
+                   f"data, {guarantee}: {acc_priv:.4f}")
+        if nonprivate:
+            echo_nonprivate_accuracy(loss, X, y, X_test, y_test)
 
 
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import click
 
-from ..infer.fallback import keep_draws
-from ..infer.preflight import check_plan_resources
-from .common import NONPRIVATE_BANNER, charged_command, print_report
+from .common import NONPRIVATE_BANNER, cli_ledger, print_report
 
 __all__ = ["run_and_report_proximal"]
 
@@ -21,7 +19,8 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
     """Plan, charge, sample and print the proximal route (seed 002 Algorithm 1)."""
     from ..infer import nonprivate as np_ref
     from .._validation import check_delta
-    from ..infer.proximal import proximal_plan_for, sample_proximal
+    from ..infer.driver import Hooks, execute
+    from ..infer.proximal import PROXIMAL_ROUTE, proximal_public
 
     if pure:
         raise ValueError("--pure is not available for losses without smoothness: the proximal route "
@@ -32,19 +31,21 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
         raise ValueError("--radius is not available for the proximal route: it samples on R^d")
     check_delta(delta)
     X, y = loss.check_data(X, y)
-    plan = proximal_plan_for(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, num_chains=chains,
-                             lam_rel=lam_rel)
-    click.echo(f"Route: proximal sampler for the non-smooth loss {loss.name!r} (plan from n, the dimension "
-               "and the loss's declared constants only)")
-    click.echo(plan.explain())
-    click.echo("")
-    check_plan_resources(plan, prefix="--")  # before the charge
-    with keep_draws(out=out, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
-        with charged_command(ledger, dataset_id, budget, plan.event, command, plan.route):
-            run = keeper.keep(sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl), "writing --out")
+    public = proximal_public(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, num_chains=chains, lam_rel=lam_rel,
+                             seed=seed, key_impl=key_impl)
+
+    def planned(plan):
+        click.echo(f"Route: proximal sampler for the non-smooth loss {loss.name!r} (plan from n, the dimension "
+                   "and the loss's declared constants only)")
+        click.echo(plan.explain())
+        click.echo("")
+
+    def finish(run, keeper, receipt):
+        plan = run.plan
         if out is not None:  # written first: the draws are paid for
             from ..diagnostics import save
 
+            keeper.step = "writing --out"
             click.echo(f"wrote {save(run.to_datatree(), out)} (ArviZ DataTree: released final positions, privacy report)")
         keeper.step = "the privacy report"
         report = run.report()
@@ -56,6 +57,11 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
             acc = np_ref.accuracy(run.estimate(), X_test, y_test)
             click.echo(f"route: proximal; test accuracy of the released estimate on the public test data, "
                        f"({report['eps_spent']:.3g}, {plan.delta:g})-DP: {acc:.4f}")
+
+    led, on_charge = cli_ledger(ledger, dataset_id, budget)
+    run = execute(PROXIMAL_ROUTE, public, (X, y), ledger=led, dataset_id=dataset_id, prefix="--",
+                  label=lambda plan: f"dp-infer {command} {plan.route}",
+                  hooks=Hooks(planned=planned, on_charge=on_charge, finish=finish, out=out, step="writing --out"))
     if nonprivate:  # the rejection oracle's work, hence the time, depends on the data
         click.echo(f"{NONPRIVATE_BANNER}: sampling time {run.elapsed_seconds:.1f} s")
     return run

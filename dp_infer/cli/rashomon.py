@@ -123,14 +123,11 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
                      chains, draws, mcr_permutations, json_path, ledger, dataset_id, budget, seed, nonprivate):
     """Private draws from the Rashomon-thresholded Gibbs law and the Rashomon measures."""
     from .. import datasets
-    import contextlib
 
-    from ..infer.fallback import keep_draws
-    from ..infer.preflight import check_plan_resources
-    from .common import NONPRIVATE_BANNER, charged_command, preflight
+    from .common import NONPRIVATE_BANNER, cli_ledger, preflight
     from ..domains import L2Ball
     from ..rashomon.models import linear_model
-    from ..rashomon.plan import plan_rashomon
+    from ..infer.driver import Hooks
     from ..rashomon.sampler import sample_rashomon
 
     preflight(out=json_path, out_param="--json", out_suffixes=(".json",), seed=seed, dataset_id=dataset_id,
@@ -183,24 +180,14 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
                          label_bound=label_bound, hinge_smoothing=hinge_smoothing, domain=domain)
     kw = dict(mode=mode, horizon=horizon, num_chains=chains, num_draws=draws, seed=seed,
               threshold_width=threshold_width, feature_names=names)
-    if mode == "path":
-        kw.update(eps=eps, delta=delta)
-        # the same data-independent plan sample_rashomon makes, charged before the data are used
-        rp = plan_rashomon(model.loss, X.shape[0], dim, psi, eps=eps, delta=delta, horizon=horizon,
-                           num_chains=chains, num_draws=draws, domain=domain, threshold_width=threshold_width)
-        model.check_labels(y, X.shape[0], "y")  # the labels too, before the charge (as the Python API)
-        check_plan_resources(rp.sampling_plan, prefix="--")
-        charge = charged_command(ledger, dataset_id, budget, rp.event, "rashomon", rp.sampling_plan.route)
-    else:
-        kw.update(beta=beta)
-        charge = contextlib.nullcontext()
-    t0 = time.time()
-    with keep_draws(out=json_path, ledger=ledger) as keeper:  # once charged, the draws are kept whatever fails
-        with charge:
-            res = sample_rashomon(model, X, y, psi, **kw)
-        if mode == "path":  # a private release: its privacy is spent
-            keeper.keep(res, "the Rashomon measures")
-        t_sample = time.time() - t0
+    clock = {}
+
+    def finish(res, keeper, receipt):
+        if mode != "path":  # not a private release: nothing to keep
+            keeper.run = None
+        else:
+            keeper.step = "the Rashomon measures"
+        clock["sample"] = time.time() - clock["t0"]
         measures = res.measures()
         if Xe is not None:
             groups = _groups(res.feature_names[:X.shape[1]], intercept_in_schema=adult)
@@ -219,4 +206,18 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
                        "private file would be a further, uncharged release)")
         if json_path is not None:
             click.echo(f"wrote {json_path}")
+
+    if mode == "path":
+        kw.update(eps=eps, delta=delta)
+        model.check_labels(y, X.shape[0], "y")  # the labels too, before the charge (as the Python API)
+        # the data-independent plan sample_rashomon makes is charged there, before the data are used
+        led, on_charge = cli_ledger(ledger, dataset_id, budget)
+        kw.update(ledger=led, dataset_id=dataset_id, run_label="dp-infer rashomon")
+    else:
+        kw.update(beta=beta)
+        on_charge = None
+    clock["t0"] = time.time()
+    sample_rashomon(model, X, y, psi, hooks=Hooks(on_charge=on_charge, finish=finish, out=json_path,
+                                                  step="the Rashomon measures"), **kw)
+    t_sample = clock["sample"]
     click.echo(f"sampling time: {t_sample:.1f} s")

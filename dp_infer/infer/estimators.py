@@ -80,10 +80,8 @@ class _PrivateGLM(BaseEstimator):
 
     def fit(self, X, y):
         """Charge (if a ledger is given) and run one private release on (X, y)."""
-        from ..routes.calibrate import calibrate
-        from ..privacy.ledger import charged
-        from .fallback import keep_draws
-        from .fit import sample
+        from .driver import Hooks, execute
+        from .fit import ESTIMATE_ROUTE, estimate_public
 
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not isinstance(self, ClassifierMixin))
         y = self._prepare_y(y)
@@ -105,15 +103,18 @@ class _PrivateGLM(BaseEstimator):
             raise ValueError(f"target must be one of {_TARGETS}, got {target!r}")
         if target == "posterior":
             return self._fit_posterior(loss, X, y, seed)
-        domain = self._domain(dim)
-        plan = calibrate(loss, X.shape[0], loss.num_params(dim), eps=self.eps, delta=self.delta,
-                         route=self.route, domain=domain, horizon=self.horizon,
-                         num_chains=self.num_chains, kernel=self.kernel, lam_rel=self.lam_rel)
-        with keep_draws(ledger=self.ledger, step=f"{type(self).__name__}.fit: storing the release") as keeper:
-            with charged(self.ledger, self.dataset_id, plan.event, f"{type(self).__name__}.fit {plan.route}") as receipt:
-                run = keeper.keep(sample(loss, X, y, plan, domain=domain, seed=seed, progress_bar=self.progress_bar))
-            draws = None if plan.release == "purified_mean" else np.asarray(run.draws())
-            return self._store(run, run.estimate(), draws, seed, receipt)
+        public = estimate_public(loss, X.shape[0], loss.num_params(dim), eps=self.eps, delta=self.delta,
+                                 route=self.route, domain=self._domain(dim), horizon=self.horizon,
+                                 num_chains=self.num_chains, kernel=self.kernel, lam_rel=self.lam_rel,
+                                 sample_options=dict(seed=seed, progress_bar=self.progress_bar))
+
+        def store(run, keeper, receipt):
+            draws = None if run.plan.release == "purified_mean" else np.asarray(run.draws())
+            self._store(run, run.estimate(), draws, seed, receipt)
+
+        execute(ESTIMATE_ROUTE, public, (loss, X, y), ledger=self.ledger, dataset_id=self.dataset_id,
+                hooks=Hooks(finish=store, step=f"{type(self).__name__}.fit: storing the release"))
+        return self
 
     def _store(self, run, coef, draws, seed, receipt):
         """The fitted attributes of one release: plan (plain data), route, coefficients, draws, the

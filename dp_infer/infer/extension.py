@@ -14,7 +14,7 @@ from ..privacy import path as path_privacy
 from ..privacy.events import GdpEvent, event_from_dict
 from ..routes.plan import SamplingPlan
 
-__all__ = ["extension_steps", "extended_plan"]
+__all__ = ["extension_steps", "extended_plan", "ContinuationPlan", "continuation_plan", "EXTEND_ROUTE"]
 
 
 def extension_steps(plan: SamplingPlan, num_steps, horizon) -> int:
@@ -60,3 +60,57 @@ def extended_plan(plan: SamplingPlan, steps: int) -> SamplingPlan:
     note = (f"extended by {steps} steps (post_warmup_state continuation): the event covers the whole path "
             f"of {total} steps; target eps {plan.eps:g} -> spent {eps:.6g}")
     return dataclasses.replace(new, eps=eps, notes=tuple(plan.notes) + (note,))
+
+
+@dataclasses.dataclass(frozen=True)
+class ContinuationPlan:
+    """A run's continuation by ``steps`` more steps: ``event`` is the increment charged (the exact GDP
+    of the added path time, which composed with the first run's event gives ``plan.event``);
+    ``plan`` is the run's plan covering the whole, longer path."""
+
+    plan: SamplingPlan
+    steps: int
+    event: GdpEvent
+
+    @property
+    def route(self) -> str:
+        return self.plan.route
+
+
+def continuation_plan(plan: SamplingPlan, num_steps=None, horizon=None) -> ContinuationPlan:
+    """The continuation of ``plan`` by ``num_steps`` (or ``horizon`` more Langevin time): public."""
+    steps = extension_steps(plan, num_steps, horizon)
+    increment = path_privacy.path_event(plan.beta, plan.sensitivity, steps * plan.step_size, plan.friction,
+                                        plan.num_chains)
+    return ContinuationPlan(extended_plan(plan, steps), steps, increment)
+
+
+def _plan_continuation(public) -> ContinuationPlan:
+    return continuation_plan(public["plan"], public["num_steps"], public["horizon"])
+
+
+def _run_continuation(cplan: ContinuationPlan, run, public):
+    """Every chain continued from its last state (NumPyro's ``post_warmup_state``) for the plan's steps."""
+    mcmc = run.mcmc
+    mcmc.post_warmup_state = mcmc.last_state
+    mcmc.num_samples = cplan.steps
+    mcmc.run(mcmc.post_warmup_state.rng_key, *run.run_arguments())
+    return run
+
+
+def _preflight_continuation(cplan: ContinuationPlan, prefix: str = "") -> None:
+    from .preflight import check_plan_resources
+
+    check_plan_resources(cplan.plan, prefix=prefix)
+
+
+def _register():
+    from .driver import Route, register_route
+
+    return register_route(Route("extend", _plan_continuation, _run_continuation,
+                                label=lambda c: f"dp_infer extend {c.route} +{c.steps} steps",
+                                preflight=_preflight_continuation))
+
+
+#: a trajectory run's continuation (:meth:`dp_infer.infer.run.PrivateRun.extend`): charged the increment
+EXTEND_ROUTE = _register()

@@ -26,10 +26,9 @@ from ..routes.plan import SamplingPlan
 from ..routes.posterior import DEFAULT_POSTERIOR_KERNEL
 from ..potentials import gibbs_potential
 from ..randomness import secret_key
-from .preflight import check_plan_resources, check_sampling_options
+from .preflight import check_sampling_options
 from .run import PrivateRun
-from ..privacy.ledger import charged
-from .fallback import keep_draws
+from .driver import Hooks, Route, execute, register_route
 from ..parallel.sharding import (ShardedPotential, ShardedRows, check_placed_rows, same_key_on_all_processes,
                                  shard_rows)
 
@@ -321,18 +320,47 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     else:
         X, y = loss.check_data(X, y)
         n, d = X.shape
-    domain = domain if domain is not None else loss.domain
-    plan = calibrate(loss.constants, n, loss.num_params(d), eps=eps,
-                     delta=delta, route=route, domain=domain, horizon=horizon,
-                     num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
-                     num_draws=num_draws, **calibrate_kwargs)
-    check_extra_fields(extra_fields, plan.kernel, bool(debug))
-    check_plan_resources(plan)
-    with keep_draws(ledger=ledger, step="fit: labelling the draws") as keeper:
-        with charged(ledger, dataset_id, plan.event, f"dp_infer fit {plan.route}"):
-            run = keeper.keep(sample(loss, X, y, plan, domain=domain, seed=seed, key_impl=key_impl,
-                                     progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
-                                     debug=debug, mesh=mesh))
+    public = estimate_public(loss, n, loss.num_params(d), eps=eps, delta=delta, route=route,
+                             domain=domain if domain is not None else loss.domain, horizon=horizon,
+                             num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
+                             num_draws=num_draws, calibrate_kwargs=calibrate_kwargs,
+                             sample_options=dict(seed=seed, key_impl=key_impl, progress_bar=progress_bar,
+                                                 chain_method=chain_method, extra_fields=extra_fields, debug=debug,
+                                                 mesh=mesh))
+
+    def label(run, keeper, receipt):
         if names is not None:
             run.feature_names = [str(c) for c in names]
-    return run
+
+    return execute(ESTIMATE_ROUTE, public, (loss, X, y), ledger=ledger, dataset_id=dataset_id,
+                   hooks=Hooks(planned=lambda plan: check_extra_fields(extra_fields, plan.kernel, bool(debug)),
+                               finish=label, step="fit: labelling the draws"))
+
+
+def estimate_public(loss: PerExampleLoss, n: int, dim: int, *, eps, delta, route="auto", domain=None,
+                    horizon=1.0, num_chains=1, kernel="langevin", friction=None, lam_rel=None, num_draws=1000,
+                    calibrate_kwargs: dict | None = None, sample_options: dict | None = None) -> dict:
+    """The public inputs of the estimate route (:data:`ESTIMATE_ROUTE`): n, the dimension, the
+    loss's declared constants, the target and the options -- nothing read from the rows.
+    ``domain`` defaults to the loss's own."""
+    domain = domain if domain is not None else loss.domain
+    return {"constants": loss.constants, "n": int(n), "dim": int(dim),
+            "calibrate": dict(eps=eps, delta=delta, route=route, domain=domain, horizon=horizon,
+                              num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
+                              num_draws=num_draws, **(calibrate_kwargs or {})),
+            "sample": dict(sample_options or {}, domain=domain)}
+
+
+def _plan_estimate(public) -> SamplingPlan:
+    return calibrate(public["constants"], public["n"], public["dim"], **public["calibrate"])
+
+
+def _run_estimate(plan: SamplingPlan, data, public) -> PrivateRun:
+    loss, X, y = data
+    return sample(loss, X, y, plan, **public["sample"])
+
+
+#: the estimate mode's route (trajectory, stationary, last iterate, pure): :func:`dp_infer.routes.calibrate.calibrate`
+#: plans, :func:`sample` runs
+ESTIMATE_ROUTE = register_route(Route("estimate", _plan_estimate, _run_estimate,
+                                      label=lambda plan: f"dp_infer fit {plan.route}"))

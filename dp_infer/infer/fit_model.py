@@ -35,10 +35,9 @@ from ..routes.calibrate import calibrate
 from ..kernels._common import check_extra_fields
 from ..model.bridge import loss_from_model
 from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
-from .preflight import check_plan_resources, check_sampling_options
+from .preflight import check_sampling_options
 from .run import PrivateRun
-from ..privacy.ledger import charged
-from .fallback import keep_draws
+from .driver import Hooks, Route, execute, register_route
 from ..model.clipping import (DEFAULT_COUNT_SHARE, check_bounds, clip_warning, composed_event, default_clip_norm,
                               private_clip_count, split_budget)
 
@@ -186,41 +185,69 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     extra_fields = tuple(extra_fields)
     share = 0.0 if delta is None else clip_count_share
     eps_run, mu_count = split_budget(eps, delta, share) if delta is not None else (eps, 0.0)
-    plan, c_prior = plan_model(ml, int(len(y)), prior_curvature_bound=prior_curvature_bound, eps=eps_run,
-                               delta=delta, route=route, domain=domain, horizon=horizon, num_chains=num_chains,
-                               kernel=kernel, friction=friction, lam_rel=lam_rel, num_draws=num_draws,
-                               **calibrate_kwargs)
-    check_extra_fields(extra_fields, plan.kernel, bool(debug))
-    check_plan_resources(plan)
-    if mu_count > 0:  # the count is charged with the run, before anything touches the data
-        plan = dataclasses.replace(plan, eps=eps, event=composed_event(plan.event, mu_count), options=())
-    with keep_draws(ledger=ledger, step="fit(model=...): the private clip count") as keeper:
-        with charged(ledger, dataset_id, plan.event, f"dp_infer fit model {plan.route}"):
-            run = keeper.keep(sample_model(
-                model, X, y, plan, sample=sample, clip_norm=prepared[0].loss.clip_norm, smoothness=smoothness,
-                init_strategy=init_strategy, domain=domain, prior_curvature=c_prior, _prepared=prepared, seed=seed,
-                key_impl=key_impl, progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
-                debug=debug))
-            if mu_count > 0:
-                import jax
+    if prior_curvature_bound is not None:
+        prior_curvature_bound = check_nonnegative("prior_curvature_bound", prior_curvature_bound)
+    # the prior's curvature at public points (no data): the plan's step condition and the run's description
+    c_prior = prior_curvature(ml) if prior_curvature_bound is None else float(prior_curvature_bound)
+    public = {"ml": ml, "n": int(len(y)), "eps": eps, "mu_count": mu_count, "prior_curvature": c_prior,
+              "plan": dict(prior_curvature_bound=c_prior, eps=eps_run, delta=delta, route=route,
+                           domain=domain, horizon=horizon, num_chains=num_chains, kernel=kernel, friction=friction,
+                           lam_rel=lam_rel, num_draws=num_draws, **calibrate_kwargs),
+              "sample": dict(model=model, sample=sample, smoothness=smoothness, init_strategy=init_strategy,
+                             domain=domain, seed=seed, key_impl=key_impl,
+                             progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
+                             debug=debug)}
+    # the rows (packed with the model's per-row arguments by prepare_model) are the route's data
+    return execute(MODEL_ROUTE, public, (X, y, prepared), ledger=ledger, dataset_id=dataset_id,
+                   hooks=Hooks(planned=lambda plan: check_extra_fields(extra_fields, plan.kernel, bool(debug)),
+                               step="fit(model=...): the private clip count"))
 
-                from ..randomness import secret_key
 
-                key, _ = secret_key(seed, impl=key_impl)
-                key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
-                counted = private_clip_count(ml, run.posterior_mean(), prepared[3], y, ml.loss.clip_norm, mu_count, key)
-                # the report holds what was charged (data independent); the released count is run.clipped_rows
-                run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
-                run.clipped_rows = counted
-                msg = clip_warning(counted)
-                if msg:
-                    import warnings
+def _plan_model_route(public):
+    """The model's estimate plan (:func:`plan_model`), with the private clip count composed into its
+    event when one is asked for (charged with the run)."""
+    plan, _ = plan_model(public["ml"], public["n"], **public["plan"])
+    if public["mu_count"] > 0:
+        plan = dataclasses.replace(plan, eps=public["eps"], event=composed_event(plan.event, public["mu_count"]),
+                                   options=())
+    return plan
 
-                    warnings.warn(msg, UserWarning, stacklevel=3)
-                    counted["warning"] = msg
+
+def _run_model_route(plan, data, public):
+    X, y, prepared = data
+    c_prior = public["prior_curvature"]
+    ml, opts = public["ml"], dict(public["sample"])
+    model, sample = opts.pop("model"), opts.pop("sample")
+    seed, key_impl = opts["seed"], opts["key_impl"]
+    run = sample_model(model, X, y, plan, sample=sample, clip_norm=ml.loss.clip_norm,
+                       prior_curvature=c_prior, _prepared=prepared, **opts)
+    mu_count = public["mu_count"]
+    if mu_count > 0:
+        import jax
+
+        from ..randomness import secret_key
+
+        key, _ = secret_key(seed, impl=key_impl)
+        key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
+        counted = private_clip_count(ml, run.posterior_mean(), prepared[3], y, ml.loss.clip_norm, mu_count, key)
+        # the report holds what was charged (data independent); the released count is run.clipped_rows
+        run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
+        run.clipped_rows = counted
+        msg = clip_warning(counted)
+        if msg:
+            import warnings
+
+            warnings.warn(msg, UserWarning, stacklevel=5)
+            counted["warning"] = msg
     return run
 
 
 def ml_X(X):
     """The feature table as an array (a DataFrame's values, in its column order)."""
     return X.to_numpy(dtype=float) if hasattr(X, "to_numpy") else X
+
+
+#: a NumPyro model's estimate mode: :func:`plan_model` plans (with the private clip count composed
+#: into the event), :func:`sample_model` runs, then the count is released
+MODEL_ROUTE = register_route(Route("model", _plan_model_route, _run_model_route,
+                                   label=lambda plan: f"dp_infer fit model {plan.route}"))

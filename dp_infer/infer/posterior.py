@@ -19,9 +19,9 @@ import numpy as np
 from numpyro.infer import MCMC
 
 from .._validation import check_choice, check_delta, check_target_epsilon
-from .preflight import check_plan_resources, check_sampling_options
+from .preflight import check_sampling_options
 from .run import PrivateRun
-from ..privacy.ledger import charged
+from .driver import Route, execute, register_route
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss
 from ..routes.plan import SamplingPlan
@@ -359,12 +359,8 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                              "schema's reader, which maps every row into the admissible set)")
     if preconditioner == "public" and X_public is None:
         raise ValueError("preconditioner='public' needs X_public (rows you declare public)")
-    # validate the whole plan with a stand-in before any private computation (no budget, no data)
     mu = gdp_mu(eps, delta)
-    key, source = secret_key(seed, impl=key_impl)
-    if sharded:
-        key = same_key_on_all_processes(key)  # one noise sequence for the one SPMD program
-    key_sm, key_run = jax.random.split(key)
+    R2 = None
     if isinstance(preconditioner, SecondMoment):
         sm = preconditioner
     elif preconditioner == "prior":
@@ -378,6 +374,9 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         if dim != num_features:  # refused here: the stand-in below has no matrix, so the plan cannot see it
             raise ValueError(f"preconditioner='private' releases the {num_features} x {num_features} second moment "
                              f"of the rows, but the model has {dim} parameters: use preconditioner='prior'")
+        # the release is not made yet: plan with a stand-in that carries its event (no data), so the
+        # whole run is validated and its composed event charged before any private computation
+        sm = pending_second_moment(n, num_features, max_sq_norm=R2, mu=math.sqrt(precond_share) * mu)
     plan_kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows, kernel=kernel,
                    friction=friction, mixing_rate=mixing_rate, curvature=curvature,
                    preconditioner_curvature=preconditioner_curvature,
@@ -385,39 +384,57 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     plan_kw["adapt_metric"] = (plan_kw["clip_radius"] is not None) if adapt_metric is None else adapt_metric
     skipped = None
     if interval_share is None:
-        interval_share, skipped = default_interval_share(loss, num_features, sharded=sharded, n=n,
-                                                         mu=gdp_mu(eps, delta))
+        interval_share, skipped = default_interval_share(loss, num_features, sharded=sharded, n=n, mu=mu)
     elif interval_share and (sharded or not newton_releasable(loss, num_features)):
         raise ValueError("interval_share: the interval release needs a generalised linear loss with one parameter "
                          "per feature, on one device; pass interval_share=0")
     plan_kw["interval_share"] = interval_share
-    if preconditioner == "private":
-        # the release is not made yet: plan with a stand-in that carries its event (no data), so the
-        # whole run is validated and its composed event charged before any private computation
-        mu_sm = math.sqrt(precond_share) * mu
-        sm = pending_second_moment(n, num_features, max_sq_norm=R2, mu=mu_sm)
-    dry = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
-    # charged: the whole (eps, delta) target (the plan spends at most that; its beta comes from a
-    # bisection that stops just below the path's share, so the target is the safe side)
-    charge = GdpEvent(mu=mu, label="posterior_mode (the run's (eps, delta) target)",
+    public = {"loss": loss, "n": n, "dim": dim, "eps": eps, "delta": delta, "second_moment": sm, "plan": plan_kw,
+              "private_second_moment": preconditioner == "private", "row_bound": R2, "sharded": sharded,
+              "seed": seed, "key_impl": key_impl, "progress_bar": progress_bar, "chain_method": chain_method,
+              "interval_release_skipped": skipped}
+    return execute(POSTERIOR_ROUTE, public, (X, y), ledger=ledger, dataset_id=dataset_id)
+
+
+def _plan_posterior_route(public) -> SamplingPlan:
+    """The posterior mode's plan made with the second moment's stand-in (no data, no budget): it
+    validates the whole run. Its event is the run's (eps, delta) target: the second-moment release,
+    the path and the interval release composed, each at most its share of ``mu^2`` (the path's beta
+    comes from a bisection that stops just below its share, and the re-plan after the release
+    spends at most the same), so the target is the safe side of what runs."""
+    dry = plan_posterior(public["loss"], public["n"], public["dim"], eps=public["eps"], delta=public["delta"],
+                         second_moment=public["second_moment"], **public["plan"])
+    target = GdpEvent(mu=gdp_mu(public["eps"], public["delta"]), label="posterior_mode (the run's (eps, delta) target)",
                       assumptions=dry.event.assumptions, metadata=dict(dry.event.metadata))
-    check_plan_resources(dry)
-    with charged(ledger, dataset_id, charge, "dp_infer fit posterior"):
-        if preconditioner == "private" and sharded:
+    return dataclasses.replace(dry, event=target)
+
+
+def _run_posterior_route(charged_plan: SamplingPlan, data, public) -> PrivateRun:
+    """Release the second moment (if private), plan with it, run the chains, make the interval release."""
+    X, y = data
+    loss, n, dim, sharded = public["loss"], public["n"], public["dim"], public["sharded"]
+    key, source = secret_key(public["seed"], impl=public["key_impl"])
+    if sharded:
+        key = same_key_on_all_processes(key)  # one noise sequence for the one SPMD program
+    key_sm, key_run = jax.random.split(key)
+    sm = public["second_moment"]
+    if public["private_second_moment"]:
+        R2, mu_sm = public["row_bound"], sm.event.mu
+        if sharded:
             G, max_sq = sharded_second_moment(X)
             if max_sq > R2 * (1 + 1e-6):  # pragma: no cover - placement checked every row against the loss's bound
                 raise AssertionError("a placed row exceeds the second moment's declared bound")
             sm = private_second_moment_of_gram(G, n, max_sq_norm=R2, mu=mu_sm, key=key_sm)
-        elif preconditioner == "private":
+        else:
             sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
-        plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **plan_kw)
-        if plan.event.mu > charge.mu * (1 + 1e-12):
-            raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
-        run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=progress_bar,
-                               chain_method=chain_method)
-        release_for_intervals(run, loss, X, y, jax.random.fold_in(key, 2))
-    if skipped is not None:
-        run.report_extras["interval_release_skipped"] = skipped
+    plan = plan_posterior(loss, n, dim, eps=public["eps"], delta=public["delta"], second_moment=sm, **public["plan"])
+    if plan.event.mu > charged_plan.event.mu * (1 + 1e-12):
+        raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
+    run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=public["progress_bar"],
+                           chain_method=public["chain_method"])
+    release_for_intervals(run, loss, X, y, jax.random.fold_in(key, 2))
+    if public["interval_release_skipped"] is not None:
+        run.report_extras["interval_release_skipped"] = public["interval_release_skipped"]
     return run
 
 
@@ -452,3 +469,10 @@ def rows_second_moment(plan: SamplingPlan, loss: PerExampleLoss) -> np.ndarray:
     if np.trace(S) <= 1e-9 * loss.row_norm ** 2:
         return np.eye(plan.dim) * loss.row_norm ** 2 / plan.dim
     return S
+
+
+#: the posterior mode of a per-example loss: :func:`dp_infer.routes.posterior.plan_posterior` plans
+#: (charged: the run's target), the run releases the second moment, re-plans with it, samples and
+#: makes the interval release
+POSTERIOR_ROUTE = register_route(Route("posterior", _plan_posterior_route, _run_posterior_route,
+                                       label=lambda plan: "dp_infer fit posterior"))

@@ -22,8 +22,7 @@ from ..domains import Domain, Euclidean
 from ..kernels import proximal as prox
 from ..losses import PerExampleLoss
 from ..losses.nonsmooth import base_lipschitz
-from ..privacy.ledger import charged
-from .fallback import keep_draws
+from .driver import Hooks, Route, execute, register_route
 from ..privacy.proximal import ProximalPlan, plan_proximal
 from ..randomness import secret_key
 
@@ -292,12 +291,36 @@ def fit_proximal(loss: PerExampleLoss, X, y, *, eps: float, delta: float, num_ch
     if domain is not None and not isinstance(domain, Euclidean):
         raise ValueError("the proximal route samples on R^d: a bounded domain needs a truncated-Gaussian "
                          "oracle, which is not implemented; pass domain=None")
-    plan = proximal_plan_for(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, num_chains=num_chains,
+    public = proximal_public(loss, X.shape[0], X.shape[1], eps=eps, delta=delta, num_chains=num_chains,
                              lam_rel=lam_rel, theta_scale=theta_scale, rgo=rgo, rgo_scale=rgo_scale,
-                             tv_fraction=tv_fraction, max_steps=max_steps)
+                             tv_fraction=tv_fraction, max_steps=max_steps, seed=seed, key_impl=key_impl)
     names = [str(c) for c in X_in.columns] if hasattr(X_in, "columns") else None
-    with keep_draws(ledger=ledger, step="fit (proximal route): labelling the draws") as keeper:
-        with charged(ledger, dataset_id, plan.event, "dp_infer fit proximal"):
-            run = keeper.keep(sample_proximal(loss, X, y, plan, seed=seed, key_impl=key_impl))
+
+    def label(run, keeper, receipt):
         run.feature_names = names
-    return run
+
+    return execute(PROXIMAL_ROUTE, public, (X, y), ledger=ledger, dataset_id=dataset_id,
+                   hooks=Hooks(finish=label, step="fit (proximal route): labelling the draws"))
+
+
+def proximal_public(loss: PerExampleLoss, n: int, num_features: int, *, seed=None, key_impl="threefry2x32",
+                    **plan_options) -> dict:
+    """The public inputs of :data:`PROXIMAL_ROUTE`: the loss (its declared constants and function),
+    n, the number of features, the target and the options of :func:`proximal_plan_for`."""
+    return {"loss": loss, "n": int(n), "num_features": int(num_features), "plan": plan_options,
+            "sample": dict(seed=seed, key_impl=key_impl)}
+
+
+def _plan_proximal_route(public) -> ProximalPlan:
+    return proximal_plan_for(public["loss"], public["n"], public["num_features"], **public["plan"])
+
+
+def _run_proximal_route(plan: ProximalPlan, data, public) -> ProximalRun:
+    X, y = data
+    return sample_proximal(public["loss"], X, y, plan, **public["sample"])
+
+
+#: the proximal sampler of losses without smoothness (seed 002): :func:`proximal_plan_for` plans,
+#: :func:`sample_proximal` runs
+PROXIMAL_ROUTE = register_route(Route("proximal", _plan_proximal_route, _run_proximal_route,
+                                      label=lambda plan: "dp_infer fit proximal"))

@@ -24,10 +24,8 @@ import numpy as np
 
 from ..routes.plan import SamplingPlan
 from .prediction import align_features, labels_from, loss_predictive, model_predictive
-from ..privacy import path as path_privacy
-from ..privacy.ledger import charged
-from .extension import extended_plan, extension_steps
-from .fallback import keep_draws
+from .extension import EXTEND_ROUTE, extended_plan
+from .driver import Hooks, execute
 from ..randomness import KeySource
 from .run_io import CLIPPED_ROWS_ATTR, MODEL_ATTR, plan_from_dict, run_from_fallback, run_from_tree
 
@@ -113,6 +111,12 @@ class PrivateRun:
         if self._potential is None:
             raise ValueError("this run has no potential (it was loaded or unpickled: the private data are never saved)")
         return self._potential
+
+    def run_arguments(self) -> tuple:
+        """The arguments the chains' jitted loop takes besides its state: the row-sharded data of a
+        sharded run (they live on the devices), none on one device."""
+        pot = self._potential
+        return pot.args() if hasattr(pot, "args") else ()
 
     # ------------------------------------------------------------------ draws
     def draws(self, *, drop_burn_in: bool = True) -> np.ndarray:
@@ -390,29 +394,28 @@ class PrivateRun:
         if plan.release != "trajectory" or self.purified is not None:
             raise ValueError(f"route {plan.route!r} releases final draws only: its guarantee does not cover a "
                              "continuation; only the trajectory route can be extended")
-        steps = extension_steps(plan, num_steps, horizon)
-        increment = path_privacy.path_event(plan.beta, plan.sensitivity, steps * plan.step_size, plan.friction,
-                                            plan.num_chains)
-        new_plan = extended_plan(plan, steps)
         mcmc = self._mcmc
-        with keep_draws(ledger=ledger, step="extend: appending the new draws") as keeper:
-            with charged(ledger, dataset_id, increment, f"dp_infer extend {plan.route} +{steps} steps"):
-                mcmc.post_warmup_state = mcmc.last_state
-                mcmc.num_samples = steps
-                data = self._potential.args() if hasattr(self._potential, "args") else ()  # sharded: data are run arguments
-                mcmc.run(mcmc.post_warmup_state.rng_key, *data)
+        public = {"plan": plan, "num_steps": num_steps, "horizon": horizon}
+        cplan = EXTEND_ROUTE.plan(public)  # refused (one line) before anything is charged
+        done = {}
+
+        def finish(run, keeper, receipt):
             # from here on a failure keeps the draws so far and the new segment (the kernel's own sites)
-            keeper.report = new_plan.as_dict()  # the whole path, as charged
+            keeper.report = cplan.plan.as_dict()  # the whole path, as charged
             keeper.extra_arrays = lambda: {f"extension:{k}": np.asarray(v)
                                            for k, v in mcmc.get_samples(group_by_chain=True).items()}
-            keeper.keep(self)
             theta, diverging = self.released_segment(mcmc)
-            new_theta = np.concatenate([self.theta, theta], axis=1)
+            done["theta"] = np.concatenate([self.theta, theta], axis=1)
             new_div = self.diverging
             if self.diverging is not None and diverging is not None:
                 new_div = np.concatenate([self.diverging, diverging | self.diverging[:, -1:]], axis=1)
-            extension = {"steps": steps, "horizon_added": steps * plan.step_size,
-                         "mu_increment": float(increment.mu), "mu_total": float(new_plan.event.mu)}
+            done["diverging"] = new_div
+            done["extension"] = {"steps": cplan.steps, "horizon_added": cplan.steps * plan.step_size,
+                                 "mu_increment": float(cplan.event.mu), "mu_total": float(cplan.plan.event.mu)}
+
+        execute(EXTEND_ROUTE, public, self, ledger=ledger, dataset_id=dataset_id, plan=cplan,
+                hooks=Hooks(finish=finish, step="extend: appending the new draws"))
+        new_theta, new_div, extension, new_plan = done["theta"], done["diverging"], done["extension"], cplan.plan
         # nothing below can fail: the run is updated all at once
         self.theta, self.diverging = new_theta, new_div
         self.samples = None if self._constrain is not None else self.samples

@@ -3,7 +3,6 @@ threshold), through a plan made without them."""
 
 from __future__ import annotations
 
-import contextlib
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +12,7 @@ from numpyro.infer import MCMC
 from ..domains import Domain, Euclidean
 from ..kernels import Langevin
 from ..losses import PerExampleLoss
-from ..privacy.ledger import charged, open_ledger
+from ..infer.driver import Route, execute, register_route
 from ..randomness import secret_key
 from .minimum import rashomon_minimum, threshold_base
 from .models import LinearModelClass
@@ -108,7 +107,8 @@ def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, 
                     smoothing_samples: int = 16, shift_threshold: bool = False,
                     tol: float = DEFAULT_TOL, float_slack: float = FLOAT32_SLACK,
                     eps_prime_fraction: float = 0.1, omega: float = 0.01, ledger=None,
-                    dataset_id: str = "default", feature_names=None) -> RashomonResult:
+                    dataset_id: str = "default", feature_names=None, hooks=None,
+                    run_label: str | None = None) -> RashomonResult:
     """Draws from the Rashomon-thresholded Gibbs law exp(-beta max{L, L* + psi}) on ``domain``.
 
     ``model``: a :func:`linear_model` (the intercept column is appended here; measures know the
@@ -136,10 +136,13 @@ def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, 
     ``ledger`` (a :class:`~dp_infer.privacy.ledger.Ledger` or a path): the run is charged
     under ``dataset_id`` before the data are used and refused if over budget. ``seed=None``
     (default): secret noise from the operating system. Draws are never filtered by membership.
+    ``hooks``: :class:`dp_infer.infer.driver.Hooks` around the charge (the CLI prints the spend and
+    writes its files there, so a failure after the charge keeps the draws); ``run_label``: the ledger
+    row's name (default ``"dp_infer.rashomon <route>"``).
     """
-    from ..privacy import purification as purif
-    from ..privacy.accountant import Accountant
+    from ..randomness import check_seed
 
+    check_seed(seed, key_impl)  # the key is made after the charge: its seed is checked before
     loss, X, y, lm = _resolve(model, X, y)
     n, dim = X.shape[0], loss.num_params(X.shape[1])
     names = lm.feature_names(feature_names, dim) if lm is not None else (
@@ -147,25 +150,36 @@ def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, 
     if names is not None and len(names) != dim:
         raise ValueError(f"feature_names must have {dim} entries, got {len(names)}")
     domain = domain if domain is not None else loss.domain
-    rp = plan_rashomon(loss, n, dim, psi, mode=mode, eps=eps, delta=delta, beta=beta, horizon=horizon,
-                       num_chains=num_chains, num_draws=num_draws, domain=domain,
-                       step_safety=step_safety, min_steps=min_steps, max_steps=max_steps,
-                       burn_in_fraction=burn_in_fraction, threshold_width=threshold_width,
-                       smoothing=smoothing, smoothing_samples=smoothing_samples,
-                       shift_threshold=shift_threshold, tol=tol, float_slack=float_slack,
-                       eps_prime_fraction=eps_prime_fraction, omega=omega)
+    public = {"loss": loss, "n": n, "dim": dim, "psi": psi, "domain": domain, "seed": seed, "key_impl": key_impl,
+              "result": dict(model=lm, feature_names=names),
+              "plan": dict(mode=mode, eps=eps, delta=delta, beta=beta, horizon=horizon, num_chains=num_chains,
+                           num_draws=num_draws, step_safety=step_safety, min_steps=min_steps, max_steps=max_steps,
+                           burn_in_fraction=burn_in_fraction, threshold_width=threshold_width, smoothing=smoothing,
+                           smoothing_samples=smoothing_samples, shift_threshold=shift_threshold, tol=tol,
+                           float_slack=float_slack, eps_prime_fraction=eps_prime_fraction, omega=omega)}
+    rp = RASHOMON_ROUTE.plan(public)
     if rp.mode == "nonprivate" and ledger is not None:
         raise ValueError("ledger applies to private modes only (mode='nonprivate' spends no budget and "
                          "gives no guarantee)")
-    led = open_ledger(ledger, dataset_id=dataset_id)
-    key, source = secret_key(seed, impl=key_impl)
-    key_run, key_smooth, key_purify = jax.random.split(key, 3)
     # Everything the result holds besides the draws is data independent, so it is built BEFORE the
     # charge: a failure there spends nothing, and no step that could fail sits between the charged
     # sampling and the return (path mode) or the purification (pure mode). Issue 30, item 5.
+    public["report"] = rashomon_report(rp, seed, key_impl, ledger_given=ledger is not None and not callable(ledger),
+                                       dataset_id=dataset_id)
+    return execute(RASHOMON_ROUTE, public, (X, y), ledger=ledger, dataset_id=dataset_id, plan=rp, hooks=hooks,
+                   prefix="--" if hooks is not None else "",
+                   label=None if run_label is None else (lambda rp: f"{run_label} {rp.sampling_plan.route}"))
+
+
+def rashomon_report(rp, seed, key_impl: str, *, ledger_given: bool, dataset_id: str) -> dict:
+    """The run's report before any data are read: the plan, where the noise comes from, the ledger,
+    and the guarantee of the mode (data independent)."""
+    from ..privacy.accountant import Accountant
+    from ..randomness import describe_seed
+
     report = rp.as_dict()
-    report["randomness"] = source.describe()
-    if led is not None:
+    report["randomness"] = describe_seed(seed, impl=key_impl)
+    if ledger_given:
         report["ledger"] = {"dataset_id": dataset_id, "charged_before_sampling": True}
     if rp.mode == "path":
         report["guarantee"] = (f"({report['eps_spent']:.4g}, {report['delta']:g})-DP for the whole "
@@ -174,32 +188,45 @@ def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, 
         report["guarantee"] = "NON-PRIVATE (reference run; no privacy guarantee)"
     else:
         plan = rp.sampling_plan
-        pdict = dict(plan.purification)
-        pdict["q"] = float(pdict["q"])
-        params = purif.PurificationParams(**pdict)
         acc = Accountant([(plan.event, rp.num_chains)])
         eps_total = float(plan.event.epsilon) * rp.num_chains
         report.update({"eps": eps_total, "delta": 0.0, "eps_per_chain": float(plan.event.epsilon),
                        "eps_spent": eps_total, "accountant": acc.to_dict(),
                        "guarantee": f"pure {eps_total:.4g}-DP over {rp.num_chains} purified final draw(s) "
                                     "(each chain a certified trajectory + purification; basic composition)"})
-    common = dict(model=lm, feature_names=names)
+    return report
 
-    with contextlib.ExitStack() as charges:  # every charge on disk before the data are read
-        for ev, k in rp.charges():
-            charges.enter_context(charged(led, dataset_id, ev, f"dp_infer.rashomon {rp.sampling_plan.route}",
-                                          count=k))
-        draws = _sample_on_data(loss, X, y, rp, domain, dim, key_run, key_smooth)
 
+def _plan_rashomon_route(public):
+    return plan_rashomon(public["loss"], public["n"], public["dim"], public["psi"], domain=public["domain"],
+                         **public["plan"])
+
+
+def _run_rashomon_route(rp, data, public) -> RashomonResult:
+    """The chains on the thresholded law (the data enter here only), then, in the pure mode, each
+    chain's final draw purified. If the purification fails (a non-finite final draw), nothing is
+    kept on purpose: the raw trajectory is only (eps_c (1 - f), delta_a)-DP, not the pure eps the
+    charge and the report state, so it must not be released (finding 4); the charge stays."""
+    from ..privacy import purification as purif
+
+    X, y = data
+    loss, dim, domain, report = public["loss"], public["dim"], public["domain"], public["report"]
+    key, _ = secret_key(public["seed"], impl=public["key_impl"])
+    key_run, key_smooth, key_purify = jax.random.split(key, 3)
+    draws = _sample_on_data(loss, X, y, rp, domain, dim, key_run, key_smooth)
     if rp.mode != "pure":
-        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in, **common)
-
-    # ---- pure: purify each chain's final draw (inside the domain: the chain is projected) -----
-    # The one step after the charge. If it fails (a non-finite final draw), nothing is kept on
-    # purpose: the raw trajectory is only (eps_c (1 - f), delta_a)-DP, not the pure eps the charge
-    # and the report state, so it must not be released (finding 4); the charge stays.
+        return RashomonResult(draws, rp.mode, rp.psi, report, loss, rp.burn_in, **public["result"])
+    pdict = dict(rp.sampling_plan.purification)
+    pdict["q"] = float(pdict["q"])
     with jax.enable_x64(True):
         last = np.asarray(domain.project(jnp.asarray(draws[:, -1], dtype=jnp.float64)))
     del draws
-    out = purif.purify(key_purify, last, params, domain)
-    return RashomonResult(out[:, None, :], rp.mode, rp.psi, report, loss, 0, **common)
+    out = purif.purify(key_purify, last, purif.PurificationParams(**pdict), domain)
+    return RashomonResult(out[:, None, :], rp.mode, rp.psi, report, loss, 0, **public["result"])
+
+
+#: the Rashomon-thresholded Gibbs law: :func:`plan_rashomon` plans (its ``charges()``: the path, or
+#: one purified event per chain), :func:`_sample_on_data` runs
+RASHOMON_ROUTE = register_route(Route("rashomon", _plan_rashomon_route, _run_rashomon_route,
+                                      label=lambda rp: f"dp_infer.rashomon {rp.sampling_plan.route}",
+                                      preflight=None))
