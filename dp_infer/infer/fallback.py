@@ -117,14 +117,8 @@ def _randomness(run):
 
 
 def _kind(run) -> str:
-    name = type(run).__name__
-    if name == "ProximalRun":
-        return "proximal_run"
-    if name == "RashomonResult":
-        return "rashomon"
-    if name == "PosteriorRun":
-        return "posterior_run"
-    return "private_run"
+    """The run's stored result type (:data:`dp_infer.infer.result.RESULT_KINDS`)."""
+    return getattr(run, "result_kind", "private_run")
 
 
 def _arrays_of(run) -> dict[str, np.ndarray]:

@@ -75,6 +75,8 @@ class PosteriorRun(PrivateRun):
     """A posterior-mode run: the kernel ran on ``phi``; the released draws are ``theta = C phi`` (held in
     ``theta``). The report adds the achieved bulk ESS and R-hat beside the predicted ones."""
 
+    result_kind = "posterior_run"
+
     def __post_init__(self):
         warn_if_diverged(self.theta, self.diverging)
 

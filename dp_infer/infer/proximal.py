@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,7 @@ from ..kernels import proximal as prox
 from ..losses import PerExampleLoss
 from ..losses.nonsmooth import base_lipschitz
 from .driver import Hooks, Route, execute, register_route
+from .result import RESULT_TYPE_ATTR
 from ..privacy.proximal import ProximalPlan, plan_proximal
 from ..randomness import secret_key
 
@@ -41,6 +43,9 @@ class ProximalRun:
     depends on the data through the rejection sampler) is computed from the private data and is
     NOT covered by the guarantee: it stays out of :meth:`report`, the run file and a pickle.
     """
+
+    #: the stored result type (:mod:`dp_infer.infer.result`)
+    result_kind: ClassVar[str] = "proximal_run"
 
     plan: ProximalPlan
     final: np.ndarray  # (chains, dim): the only release
@@ -77,6 +82,7 @@ class ProximalRun:
         from ..diagnostics import to_datatree
 
         dt = to_datatree({"theta": self.draws()}, self.report())
+        dt.attrs[RESULT_TYPE_ATTR] = self.result_kind
         dt.attrs[PROXIMAL_ATTR] = {"loss_name": self.loss_name,
                                    "feature_names": None if self.feature_names is None
                                    else [str(v) for v in self.feature_names]}
@@ -164,6 +170,13 @@ class ProximalRun:
         extra = dt.attrs.get(PROXIMAL_ATTR) or {}
         return cls(plan, final, report.get("randomness") or {}, loss_name=extra.get("loss_name"),
                    feature_names=extra.get("feature_names"))
+
+    def intervals(self, prob: float = 0.9):
+        """Refused with the reason: the proximal route releases one final position per chain (an exact
+        draw of its tempered target, for an estimate), with no interval release; the chains' spread is
+        the tempered law's, not the data's uncertainty."""
+        raise ValueError("intervals: the proximal route releases one final position per chain (an estimate), with "
+                         "no interval release; its spread is the tempered law's, not the data's uncertainty")
 
     def extend(self, *args, **kwargs):
         """Refused, before anything is charged: the proximal route releases the final position of each

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from ..routes.plan import SamplingPlan
 from .prediction import align_features, labels_from, loss_predictive, model_predictive
 from .extension import EXTEND_ROUTE, extended_plan
 from .driver import Hooks, execute
+from .result import RESULT_TYPE_ATTR, stored_result_kind
 from ..randomness import KeySource
 from .run_io import CLIPPED_ROWS_ATTR, MODEL_ATTR, plan_from_dict, run_from_fallback, run_from_tree
 
@@ -45,6 +46,9 @@ class PrivateRun:
     ``samples``: constrained draws per latent site (model runs), burn-in included;
     ``diverging``: the kernel's sticky theta-only flag ``(chains, draws)``.
     """
+
+    #: the stored result type (:mod:`dp_infer.infer.result`)
+    result_kind: ClassVar[str] = "private_run"
 
     plan: SamplingPlan
     theta: np.ndarray | None
@@ -250,6 +254,7 @@ class PrivateRun:
                  "thinning": int(self.plan.thinning), "num_transitions": int(self.plan.num_steps),
                  "num_warmup": 0, "kernel_step_size": float(self.plan.step_size)}
         dt = to_datatree(draws, report, coords=c, dims=dm, theta_diverging=div, burn_in=burn, run_attrs=attrs)
+        dt.attrs[RESULT_TYPE_ATTR] = "private_run"  # loaded back as a PrivateRun (a posterior run's report included)
         if self.model_description is not None:
             dt.attrs[MODEL_ATTR] = self.model_description
         if self.clipped_rows is not None:  # released: a charged, noisy count (report["clipped_rows"])
@@ -327,8 +332,12 @@ class PrivateRun:
 
         data = read_fallback(path) if is_fallback_file(path) else None
         dt = load(path) if data is None else None
-        if (data is not None and str(data["kind"].item()) == "proximal_run") or \
-                (dt is not None and (get_report(dt) or {}).get("route") == "proximal"):
+        if data is not None:
+            kind = str(data["kind"].item())
+        else:  # the stored type; a file written before it was stored: the proximal route's report
+            kind = stored_result_kind(dt) or (
+                "proximal_run" if (get_report(dt) or {}).get("route") == "proximal" else "private_run")
+        if kind == "proximal_run":
             if model is not None:
                 raise ValueError("model: a proximal run is a loss run, it takes no NumPyro model")
             return ProximalRun.from_tree(dt) if dt is not None else ProximalRun.from_fallback(data)

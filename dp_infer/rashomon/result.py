@@ -4,6 +4,7 @@ rows the caller declares public."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -22,6 +23,9 @@ class RashomonResult:
     Nothing computed from the private data other than the released draws (no L*, threshold,
     minimiser, loss, membership or row count beyond the public n) is stored here.
     """
+
+    #: the stored result type (:mod:`dp_infer.infer.result`; a fallback file's ``kind``)
+    result_kind: ClassVar[str] = "rashomon"
 
     draws: np.ndarray
     mode: str
