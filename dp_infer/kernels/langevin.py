@@ -40,6 +40,7 @@ from jax.flatten_util import ravel_pytree
 
 from .._validation import check_positive, check_positive_int
 from ..domains import Domain
+from ..randomness import gaussian_noise
 from ._common import (
     SamplingAlgorithm, as_float_tree, default_divergence_radius, logdensity_to_grad, make_divergence_fn,
     plan_parameters, resolve_projection,
@@ -157,7 +158,7 @@ def build_kernel(
     def step(rng_key, state: LangevinState) -> tuple[LangevinState, LangevinInfo]:
         x, unravel = ravel_pytree(state.z)
         g, _ = ravel_pytree(grad_fn(state.z))
-        noise = random.normal(rng_key, x.shape, x.dtype)
+        noise = gaussian_noise(rng_key, x.shape, x.dtype)
         x_new = x - h * g.astype(x.dtype) + jnp.sqrt(2.0 * h).astype(x.dtype) * noise
         if proj is not None:
             x_new = proj(x_new)

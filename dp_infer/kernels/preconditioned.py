@@ -21,9 +21,9 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import random
 
 from .._validation import check_finite_array, check_positive
+from ..randomness import gaussian_noise
 from ._common import SamplingAlgorithm, logdensity_to_grad, plan_parameters
 
 __all__ = ["Preconditioner", "reparametrise", "build_kernel", "as_top_level_api", "stationary_covariance"]
@@ -106,7 +106,7 @@ def build_kernel(grad_fn: Callable, step_size: float, pre: Preconditioner) -> Ca
     C = jnp.asarray(pre.chol, dtype=jnp.float32)
 
     def step(rng_key, state: PreconditionedState):
-        xi = random.normal(rng_key, state.theta.shape, state.theta.dtype)
+        xi = gaussian_noise(rng_key, state.theta.shape, state.theta.dtype)
         theta = state.theta - h * (P @ grad_fn(state.theta)) + jnp.sqrt(2.0 * h) * (C @ xi)
         return PreconditionedState(state.i + 1, theta), PreconditionedInfo(~jnp.all(jnp.isfinite(theta)))
 

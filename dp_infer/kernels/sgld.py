@@ -42,6 +42,7 @@ from numpyro.infer.mcmc import MCMCKernel
 
 from .._validation import check_positive, check_positive_int
 from ..domains import Domain
+from ..randomness import gaussian_noise
 from ._common import SamplingAlgorithm, default_divergence_radius, make_divergence_fn, resolve_projection
 from .langevin import scan_chain, keyed_transition
 
@@ -172,7 +173,7 @@ def build_kernel(example_fn: Callable, X, y, beta, step_size, q, clip_norm,
     def step(rng_key, state: SGLDState) -> tuple[SGLDState, SGLDInfo]:
         x = state.z
         g = minibatch_gradient(random.fold_in(rng_key, 1), example_fn, x, X, y, q, C, normaliser)
-        noise = random.normal(rng_key, x.shape, x.dtype)
+        noise = gaussian_noise(rng_key, x.shape, x.dtype)
         x_new = x - h * beta * g.astype(x.dtype) + jnp.sqrt(2.0 * h).astype(x.dtype) * noise
         if proj is not None:
             x_new = proj(x_new)

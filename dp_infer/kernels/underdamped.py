@@ -43,6 +43,7 @@ from numpyro.infer.initialization import init_to_median
 
 from .._validation import check_positive
 from ..domains import Domain
+from ..randomness import gaussian_noise
 from ._common import (
     SamplingAlgorithm, as_float_tree, default_divergence_radius, logdensity_to_grad, make_divergence_fn,
     plan_parameters, resolve_projection,
@@ -126,7 +127,7 @@ def init(position, rng_key=None, *, velocity=None, divergence_fn: Callable | Non
         if rng_key is None:
             raise ValueError("underdamped.init needs rng_key to draw v_0 ~ N(0, I) (or pass velocity=...)")
         rng_key, kv = random.split(rng_key)
-        velocity = unravel(random.normal(kv, flat.shape, flat.dtype))
+        velocity = unravel(gaussian_noise(kv, flat.shape, flat.dtype))
     else:
         velocity = as_float_tree(velocity)
         vflat, _ = ravel_pytree(velocity)
@@ -161,7 +162,7 @@ def build_kernel(
         v, _ = ravel_pytree(state.v)
         g, _ = ravel_pytree(grad_fn(state.z))
         dt = x.dtype
-        noise = random.normal(rng_key, x.shape, dt)
+        noise = gaussian_noise(rng_key, x.shape, dt)
         v_new = v - h * (gamma * v + g.astype(dt)) + jnp.sqrt(2.0 * gamma * h).astype(dt) * noise
         x_new = x + h * v_new
         if proj is not None:

@@ -31,11 +31,13 @@ import math
 from dataclasses import dataclass, field
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_delta, check_finite_array, check_positive, check_positive_int
 from ..losses.base import ROW_NORM_SLACK
 from ..privacy.events import GdpEvent
+from ..randomness import gaussian_noise
 
 __all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
            "private_second_moment_of_gram", "second_moment_row_bound", "gaussian_spectral_bound", "pending_second_moment",
@@ -149,7 +151,8 @@ def private_second_moment_of_gram(gram, n: int, *, max_sq_norm: float, mu: float
         raise ValueError(f"gram must be square (X'X), got shape {G.shape}")
     sens = 2.0 * R2 / n  # ||x x^T - x' x'^T||_F <= ||x||^2 + ||x'||^2 bounds the upper triangle's l2
     sd = sens / mu
-    noise = np.asarray(jax.random.normal(key, (d, d), dtype=np.float32), dtype=np.float64) * sd
+    with jax.enable_x64(True):  # privacy noise: 53-bit quantiles, tail to 11.4 sds (dp_infer.randomness)
+        noise = np.asarray(gaussian_noise(key, (d, d), jnp.float64), dtype=np.float64) * sd
     upper = np.triu(noise)
     E = upper + np.triu(upper, 1).T
     S_hat = _psd(G / n + E)

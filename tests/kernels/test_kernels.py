@@ -23,6 +23,7 @@ import scipy.linalg
 from numpyro.infer import MCMC, init_to_value
 
 from dp_infer.domains import Box, Euclidean, L2Ball
+from dp_infer.randomness import gaussian_noise  # the kernels' privacy noise (issue 40)
 from dp_infer.kernels import (
     Langevin,
     LangevinState,
@@ -288,7 +289,7 @@ def test_functional_step_formulas():
     z = {"a": jnp.array([0.5, -0.5]), "b": jnp.array(3.0)}
     key = jax.random.key(6)
     h = 0.1
-    xi = jax.random.normal(key, (3,))  # ravel_pytree order: a (2), b (1)
+    xi = gaussian_noise(key, (3,))  # ravel_pytree order: a (2), b (1)
     box = Box([-1.0, -1.0, -1.0], [1.0, 1.0, 1.0])
     new, info = langevin.build_kernel(grad_fn, h, project=box)(key, langevin.init(z))
     assert isinstance(info, langevin.LangevinInfo) and info._fields == ("diverging",)

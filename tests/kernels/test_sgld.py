@@ -29,6 +29,7 @@ import pytest
 
 from dp_infer.domains import Box
 from dp_infer.kernels import sgld
+from dp_infer.randomness import gaussian_noise  # the kernels' privacy noise (issue 40)
 from tests.support.noise_checks import assert_fresh_and_independent
 
 # rows of norm 0.5, 2, 3, 1 and 0: clipped at C = 1 to norm 0.5, 1, 1, 1 and 0 (no NaN)
@@ -115,7 +116,7 @@ def test_key_discipline_of_the_docstring():
     key = jax.random.key(4)
     next_key, step_key = jax.random.split(key)
     mask = np.asarray(jax.random.bernoulli(jax.random.fold_in(step_key, 1), Q, (NROWS,)), np.float64)
-    xi = np.asarray(jax.random.normal(step_key, (3,)), np.float64)
+    xi = np.asarray(gaussian_noise(step_key, (3,)), np.float64)
     expect = X0 - H * BETA * (mask @ CLIPPED) / (Q * NROWS) + math.sqrt(2 * H) * xi
     ch = sgld.sample_chain(key, linear, X, Y, BETA, H, 1, Q, C, X0)
     np.testing.assert_allclose(np.asarray(ch.z[0]), expect, rtol=1e-5, atol=1e-6)
@@ -231,7 +232,7 @@ def test_clipping_at_other_norms_and_one_dimensional_rows():
     xs = np.array([0.5, -3.0, 1.0], np.float32)
     step = sgld.build_kernel(lambda t, x, y: t[0] * x, xs, np.zeros(3), 1.0, H, 1.0, 1.0)
     new, _ = step(jax.random.key(0), sgld.init(np.zeros(1, np.float32)))
-    xi = float(jax.random.normal(jax.random.key(0), (1,))[0])
+    xi = float(gaussian_noise(jax.random.key(0), (1,))[0])
     assert float(new.z[0]) == pytest.approx(-H * (0.5 - 1.0 + 1.0) / 3 + math.sqrt(2 * H) * xi, rel=1e-5)
 
 
@@ -289,7 +290,7 @@ def test_batched_chains_consume_the_documented_chain_keys():
 def _step_from(step_key, q, n_norm, x0=X0, clipped=CLIPPED):
     # the documented step with the documented keys: mask from fold_in(step_key, 1), noise from step_key
     mask = np.asarray(jax.random.bernoulli(jax.random.fold_in(step_key, 1), q, (clipped.shape[0],)), np.float64)
-    xi = np.asarray(jax.random.normal(step_key, (clipped.shape[1],)), np.float64)
+    xi = np.asarray(gaussian_noise(step_key, (clipped.shape[1],)), np.float64)
     return mask, x0 - H * BETA * (mask @ clipped) / (q * n_norm) + math.sqrt(2 * H) * xi
 
 

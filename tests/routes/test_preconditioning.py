@@ -12,10 +12,12 @@ check. Symmetry of the released matrix is checked exactly (bit for bit).
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
 
+from dp_infer.randomness import gaussian_noise
 from dp_infer.routes.preconditioning import (SecondMoment, gaussian_spectral_bound, precision_matrix, prior_second_moment,
                                              private_second_moment, private_second_moment_of_gram,
                                              public_second_moment, second_moment_row_bound)
@@ -99,7 +101,8 @@ def test_psd_projection_is_the_nearest_psd_matrix_of_the_noisy_release():
     n, d, mu = X.shape[0], X.shape[1], 0.07      # sd = 2 / (n mu) is not a float32 number
     key = jax.random.PRNGKey(7)
     sm = private_second_moment(X, max_sq_norm=1.0, mu=mu, key=key)
-    z = np.asarray(jax.random.normal(key, (d, d), dtype=np.float32), dtype=np.float64)
+    with jax.enable_x64(True):  # the release's privacy noise (issue 40: float64 quantiles, not jax.random.normal)
+        z = np.asarray(gaussian_noise(key, (d, d), jnp.float64), dtype=np.float64)
     E = np.triu(z) * (2.0 / n / mu)
     E = E + np.triu(E, 1).T
     w, V = np.linalg.eigh(X.T @ X / n + E)
@@ -109,7 +112,7 @@ def test_psd_projection_is_the_nearest_psd_matrix_of_the_noisy_release():
 
 def test_the_same_key_gives_the_same_release_with_and_without_x64():
     """A reproducible seed reproduces the release whatever JAX's precision setting (the noise is
-    drawn in float32 and scaled in float64 either way)."""
+    drawn in float64, under a local x64 switch, and scaled in float64 either way)."""
     X = _design(4, 5, 1.0)
     a = private_second_moment(X, max_sq_norm=1.0, mu=0.3, key=jax.random.PRNGKey(9)).matrix
     with jax.enable_x64(True):
