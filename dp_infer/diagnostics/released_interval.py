@@ -133,12 +133,15 @@ class ParameterIntervals:
                 "assumptions": list(self.assumptions), "notes": list(self.notes)}
 
 
-def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0.9) -> ParameterIntervals:
+def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0.9,
+                      extra_variance=None) -> ParameterIntervals:
     """``prob`` intervals for theta from a posterior run's interval release (module doc).
 
     ``release``: a :class:`~dp_infer.routes.newton_release.NewtonRelease` or its ``to_dict()``;
     ``n``: rows; ``prior_precision``: one value per coordinate (prior mean 0). Pure
-    post-processing of the release: free."""
+    post-processing of the release: free. ``extra_variance``: an optional d x d matrix (psi
+    coordinates) added to the gradient's variance ``J / n + sd_g^2 I`` (a caller's further noise, e.g.
+    the curvature's noise times the last step: :mod:`dp_infer.model.score_release`); None: none."""
     rel = release if isinstance(release, dict) else release.to_dict()
     if not 0 < prob < 1:
         raise ValueError(f"prob must lie in (0, 1), got {prob!r}")
@@ -162,7 +165,10 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
     wj, Vj = np.linalg.eigh(0.5 * (J + J.T))
     Jf = (Vj * np.maximum(wj, j_floor)) @ Vj.T
     # in the informative eigen-directions of H: the centre's variance H^-1 (J / n + sd_g^2 I) H^-1
-    WI = UI.T @ (Jf / n + sd_g ** 2 * np.eye(d)) @ UI
+    mid = Jf / n + sd_g ** 2 * np.eye(d)
+    if extra_variance is not None:
+        mid = mid + np.asarray(extra_variance, dtype=np.float64)
+    WI = UI.T @ mid @ UI
     HIi = np.diag(1.0 / hs[I])
     VI = HIi @ WI @ HIi
     last = np.linalg.solve(C, np.asarray(rel["path"][-1], dtype=np.float64))
@@ -211,8 +217,10 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
 def run_intervals(run, prob: float = 0.9) -> ParameterIntervals:
     """:func:`released_interval` for a finished posterior-mode run (live or loaded): its draws after
     burn-in, its plan's public beta, n, prior and kernel step, and its charged interval release.
-    Raises ``ValueError`` with the reason for a run that has none (an estimate-mode run, a NumPyro
-    model's run, a run on a mesh, or a loss that is not generalised linear)."""
+    Raises ``ValueError`` with the reason for a run that has none (an estimate-mode run, a run on a
+    mesh, a loss that is not generalised linear, or a run made with ``interval_share=0``). A NumPyro
+    model's run carries its own release (:mod:`dp_infer.model.score_release`: intervals for the
+    unconstrained coordinates)."""
     plan = run.plan
     if getattr(plan, "target", "estimate") != "posterior":
         raise ValueError(f"intervals need a posterior-mode run (target='posterior'); this run's target is "
@@ -223,6 +231,10 @@ def run_intervals(run, prob: float = 0.9) -> ParameterIntervals:
         raise ValueError("this run has no interval release" + (f": {why}" if why else " (made by fit(target='posterior') "
                          "on one device for a generalised linear loss, with interval_share > 0)")
                          + "; its tempered draws are all it released")
+    if release.get("kind") == "model_score":  # a NumPyro model's run: its own release (dp_infer.model.score_release)
+        from ..model.score_release import model_released_interval
+
+        return model_released_interval(release, prob=prob)
     return released_interval(release, n=plan.n, prior_precision=plan.prior_precision, prob=prob)
 
 

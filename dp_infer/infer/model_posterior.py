@@ -63,6 +63,7 @@ from numpyro.infer import MCMC
 
 from .._validation import check_choice, check_delta, check_finite_array, check_positive, check_target_epsilon
 from ..model.fisher import FISHER_POINT, score_gram
+from ..model import score_release as _sr
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment, private_second_moment_of_gram
@@ -119,6 +120,7 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
                          num_chains: int = 4, kernel: str = "langevin", friction: float | None = None,
                          mixing_rate: float = DEFAULT_MIXING_RATE, num_draws: int = 1000,
                          second_moment: SecondMoment | None = None, fisher_curvature: float = 1.0,
+                         interval_share: float = 0.0,
                          **plan_kwargs) -> tuple[SamplingPlan, np.ndarray, PerExampleLoss]:
     """The data-independent posterior-mode plan for a model: ``(plan, scales, whitened loss)``.
 
@@ -146,8 +148,11 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     s = jnp.asarray(scales)
     white = dataclasses.replace(ml, prior_potential=lambda phi: ml.prior_potential(s * phi))
     c_prior = prior_curvature(white)
+    interval_share = _sr.check_interval_share(interval_share)
     kw = dict(eps=eps, delta=delta, ess=ess, num_chains=num_chains, kernel=kernel,
               friction=friction, mixing_rate=mixing_rate, num_draws=num_draws, **plan_kwargs)
+    if interval_share > 0:  # else plan_posterior's own default (0): the plan exactly as before
+        kw["interval_share"] = interval_share
     if second_moment is None:
         plan = plan_posterior(loss, n, ml.dim, curvature=kappa, prior_precision=1.0, **kw)
         if c_prior > 1.0:  # the prior is stiffer than its Gaussian stand-in somewhere: a smaller step
@@ -210,10 +215,25 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
         (f"forecast: about {forecast_steps} steps per chain once the scores' second moment is released (the bound "
          "on the metric's curvature from the release's noise alone; this plan, made before it, steps for "
          "the isotropic bound)",))
+    event = plan.event
+    if interval_share > 0:
+        # the reserved part is the model's score release, not the loss route's Newton release: same mu,
+        # its own sensitivities (2 C / n, 2 C^2 / n) and assumptions
+        score_ev = _sr.score_release_event(post["mu_interval"], n=n, clip_norm=C)
+        parts = [p for p in event.metadata["parts"] if not str(p.get("label", "")).startswith("newton_release")]
+        newton_assumptions = set(a for p in event.metadata["parts"] if str(p.get("label", "")).startswith(
+            "newton_release") for a in p.get("assumptions", ()))
+        event = GdpEvent(mu=event.mu, label=event.label,
+                         assumptions=tuple(a for a in event.assumptions if a not in newton_assumptions)
+                         + score_ev.assumptions, metadata={**event.metadata, "parts": parts + [score_ev.to_dict()]})
+        post["interval_release"] = ("mean clipped scores and their second moment in scoring steps from the draws' "
+                                    "mean (dp_infer.model.score_release)")
+        assumptions = assumptions + (f"interval release: {post['interval_share']:g} of the target's mu^2 "
+                                     f"(mu = {post['mu_interval']:.4g}), scores clipped to {C:g}",)
     D = np.diag(scales)
     P = D @ np.asarray(plan.preconditioner, dtype=np.float64) @ D  # theta = s * phi: the metric in theta
     plan = dataclasses.replace(plan, assumptions=assumptions, notes=notes, posterior=post,
-                               prior_precision=None,
+                               prior_precision=None, event=event,
                                preconditioner=tuple(tuple(float(v) for v in row) for row in P))
     return plan, scales, loss
 
@@ -228,7 +248,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
                         index_ranges: dict | None = None, seed: int | None = None,
                         key_impl: str = "threefry2x32", ledger=None, dataset_id: str = "default",
                         progress_bar: bool = True, chain_method: str = "vectorized",
-                        **plan_kwargs: Any) -> PosteriorRun:
+                        interval_share: float | None = None, **plan_kwargs: Any) -> PosteriorRun:
     """Private draws of a NumPyro model's tempered posterior, planned for ``ess`` effective draws
     over ``num_chains`` chains at (eps, delta) (see the module docstring).
 
@@ -253,6 +273,18 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     Fisher metric). ``init_strategy``, ``coords``, ``dims``, ``x_name``, ``y_name``,
     ``model_kwargs``, ``index_ranges``: as :func:`dp_infer.infer.fit_model.fit_model`.
     ``ledger``: the plan's event is charged to ``dataset_id`` before the chains touch the data.
+
+    ``interval_share``: the share of ``mu^2`` reserved (in the plan's event, charged before any row
+    is read) for the interval release made after sampling: mean clipped scores and their second
+    moment ``J`` in scoring steps from the draws' mean (:mod:`dp_infer.model.score_release`), from
+    which :meth:`~dp_infer.infer.run.PrivateRun.intervals` reads intervals for the unconstrained
+    coordinates that account for the sampling error and the release's noise (``J`` stands in for
+    the Hessian: a correctly specified model, scores that rarely reach ``clip_norm``). ``None``
+    (default): :data:`~dp_infer.model.score_release.DEFAULT_INTERVAL_SHARE` where the released ``J``
+    is forecast to be informative (:func:`~dp_infer.model.score_release.default_interval_share`),
+    else 0 with the reason in ``report_extras["interval_release_skipped"]``; 0: no release (the run
+    and its budget exactly as without the option). Allowed: [0, 1), and below ``1 - precond_share``
+    with ``preconditioner="fisher"``.
     """
     eps = check_target_epsilon(eps)
     delta = check_delta(delta)
@@ -262,6 +294,8 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     if not 0 < precond_share < 1:
         raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
     fisher_curvature = check_positive("fisher_curvature", fisher_curvature)
+    if interval_share is not None:  # refused by name before anything is read or charged
+        interval_share = _sr.check_interval_share(interval_share, precond_share if preconditioner == "fisher" else None)
     ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims,
                                            x_name, y_name, model_kwargs, index_ranges)
     y = check_finite_array("y", y, ndim=1)
@@ -271,6 +305,10 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
                    num_draws=num_draws, fisher_curvature=fisher_curvature, **plan_kwargs)
     fisher = preconditioner == "fisher"
     mu = gdp_mu(eps, delta)
+    skipped = None
+    if interval_share is None:
+        interval_share, skipped = _sr.default_interval_share(n, ml.dim, mu)
+    plan_kw["interval_share"] = interval_share
     mu_sm = math.sqrt(precond_share) * mu
     # the release is not made yet: plan with a stand-in that carries its event (no data), so the whole
     # run is validated and its composed event charged before any private computation
@@ -278,6 +316,8 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     plan, scales, loss = plan_model_posterior(ml, n, second_moment=pending, **plan_kw)
     check_plan_resources(plan)  # steps and memory, before the charge (issue 40: ess=1e11 overflowed after it)
     rows, y = loss.check_data(rows, y)
+    # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
+    prior_gauss = (*_sr.prior_gaussian(ml), _sr.unconstrained_names(ml)) if interval_share > 0 else None
     # charged: the plan's event, or with the release the whole (eps, delta) target (the re-plan spends at most that)
     charge = plan.event if not fisher else GdpEvent(
         mu=mu, label="posterior_mode (the run's (eps, delta) target)", assumptions=plan.event.assumptions,
@@ -313,6 +353,9 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
             mcmc.run(key_run, init_params={"phi": psi0 if plan.num_chains > 1 else psi0[0]})
             run = keeper.keep(PosteriorRun(plan, *released_draws(mcmc, plan), source, potential.describe(),
                                            _mcmc=mcmc, _potential=potential))
+            if interval_share > 0:
+                skipped = _release_for_intervals(run, loss, rows, y, scales, clip_norm, prior_gauss,
+                                                 jax.random.fold_in(key, 2))
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         desc = ml.describe()
         desc.update(init_strategy=describe_strategy(init_strategy), feature_names=names,
@@ -324,4 +367,26 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
         run.feature_names = names
         run.coords = {**ml.coords(), **coords} or None
         run.dims = {**ml.dims(), **dims}
+        if skipped is not None:
+            run.report_extras["interval_release_skipped"] = skipped
     return run
+
+
+def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, scales, clip_norm: float,
+                           prior_gauss, key) -> str | None:
+    """The score release the plan reserved (``posterior["mu_interval"]``, charged with the run), at the
+    draws' mean in the whitened coordinates, kept in ``run.report_extras["interval_release"]``. Skipped
+    (spending less than charged; the reason returned) when the draws are not finite."""
+    mu = (run.plan.posterior or {}).get("mu_interval") or 0.0
+    theta = run.draws().reshape(-1, run.plan.dim)
+    if mu <= 0:
+        return None
+    if not np.all(np.isfinite(theta)):
+        return "the chains diverged (non-finite draws): the reserved interval release was not made"
+    s = np.asarray(scales, dtype=np.float64)
+    phi = theta / s
+    cov = np.atleast_2d(np.cov(phi.T)) + 1e-12 * np.eye(run.plan.dim)
+    run.report_extras["interval_release"] = _sr.release_score_statistics(
+        loss.fn, rows, y, point=phi.mean(axis=0), scales=s, clip_norm=clip_norm, mu=mu, key=key,
+        trust_covariance=cov, prior_mean=prior_gauss[0], prior_sd=prior_gauss[1], names=prior_gauss[2])
+    return None

@@ -1,0 +1,324 @@
+"""The interval release of a NumPyro model's posterior-mode run: scoring steps from the draws' mean.
+
+``fit(model=..., target="posterior")`` reserves a share ``interval_share`` of the run's GDP
+``mu^2`` for this release (its event is composed into the plan's, so the ledger charge covers it
+before any row is read). After sampling, in the prior-whitened unconstrained coordinates
+``phi = theta / s`` the chains ran in (``s``: the plan's prior scales), it releases
+(:data:`SCHEDULE`):
+
+* at the draws' mean, the mean clipped per-example score
+  ``g = (1/n) sum_i clip_C(grad_phi nll_i(phi))`` (the gradient of the mean negative
+  log-likelihood; replace-one L2 sensitivity ``2 C / n``) and the clipped scores' second moment
+  ``J = (1/n) sum_i g_i g_i^T`` (Frobenius sensitivity ``2 C^2 / n``,
+  :func:`~dp_infer.routes.preconditioning.private_second_moment_of_gram`, projected onto the PSD
+  cone); then a scoring step ``phi - J^-1 g`` (the BHHH / Fisher-scoring step: ``J`` stands in for
+  the Hessian) held within :data:`TRUST_RADIUS` of the draws' sds;
+* at the new point, the mean clipped score again (the largest share: its noise is what privacy
+  adds to the intervals' width).
+
+The interval (:func:`model_released_interval`): one more scoring step ``phi_c = phi_p - J^-1 g``
+with variance ``J^-1 (J / n + sd_g^2 I + s_J^2 (|v|^2 I + v v^T)) J^-1`` (``v = J^-1 g``: the
+sampling error, the gradient's noise and ``J``'s noise through the last step), combined with a
+Gaussian stand-in of the model's prior (per-coordinate median and robust 16-84% scale of prior
+draws taken with a fixed public key), through
+:func:`dp_infer.diagnostics.released_interval.released_interval`. ``J`` is taken once, at the
+draws' mean, and serves both steps (its noise grows like ``C^2``; split over stages it left
+directions within the noise); the fixed point does not depend on it.
+
+**Why ``J`` and not the Hessian.** A model's per-example Hessian has no declared bound (the
+sensitivity of its release could not be stated), while every clipped score has norm ``<= C`` by
+construction. For a correctly specified model the information identity ``E[g g^T] = E[-Hessian of
+log p]`` holds at the true parameter, so ``J`` estimates the curvature and ``J^-1 / n`` the
+sampling variance. The fixed point of the scoring steps is the zero of the mean clipped score
+whatever ``J`` is (``J`` sets the path, not the end); the variance needs the identity.
+
+**The estimand, honestly.** The zero of the population's mean CLIPPED score in the unconstrained
+coordinates. Where the clip rarely binds at the estimate this is the model's maximum-likelihood
+target: the true parameter of a correctly specified model (and ``J`` its Fisher information).
+Where the clip binds often, the clipped estimating equation is biased (the clip factor can depend
+on the label) and ``J`` underestimates the information: choose ``clip_norm`` large enough that the
+scores at the estimate rarely exceed it (the variance then grows only like ``C / n`` per unit of
+mu). Under misspecification ``J != H`` and the reported variance is the model-based one, not the
+sandwich. The intervals are for the UNCONSTRAINED coordinates (``log tau`` for a positive scale,
+``logit`` for a probability, ...): per-coordinate intervals map through a monotone elementwise
+transform by mapping their ends, but no such map is applied here.
+
+Assumptions: replace-one neighbours with ``n`` public; the points and the trust region are public
+(functions of the released draws and of this release's earlier stages: adaptive composition); the
+noise is the float32 Gaussian the rest of the package draws (threat model); large n (the mean nll
+close to quadratic over the last step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._validation import check_finite_array, check_positive, check_positive_int
+from ..privacy.events import GdpEvent
+
+__all__ = ["SCHEDULE", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND", "score_snr",
+           "default_interval_share", "check_interval_share", "score_release_event", "clipped_scores",
+           "release_score_statistics", "model_released_interval", "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND",
+           "MODEL_INTERVAL_ASSUMPTIONS"]
+
+#: the release's kind, stored in the release dict (run_intervals dispatches on it)
+RELEASE_KIND = "model_score"
+
+#: stages of the release: the statistics taken at each point with their shares of its mu^2. ``J`` is
+#: released once, at the draws' mean, and serves every stage (its noise scales like C^2 / n, so split
+#: over stages it was within the noise in some direction at n = 5000, d = 3, eps = 1, C = 6: a J of
+#: share 0.06 + 0.20 left one of three directions to the prior); the last gradient gets the next
+#: largest share: its noise is the part of the intervals' width that privacy adds
+SCHEDULE = ((("score", 0.45), ("gradient", 0.15)),
+            (("gradient", 0.40),))
+
+#: the default share of the run's mu^2 for the release where it is informative (:func:`default_interval_share`)
+DEFAULT_INTERVAL_SHARE = 0.7
+
+#: below this forecast signal to noise of ``J`` (:func:`score_snr`) no release is reserved by default.
+#: Lower than the loss route's 4 (a calibrated typical eigenvalue there, a clip-based guess here), and
+#: coordinates whose direction is within the noise are flagged one by one anyway. Measured: logistic
+#: n = 5000, d = 3, clip 4 (prior sd 2), eps = 1: forecast 4.5; J's eigenvalues 0.46, 0.71, 0.77 against
+#: a noise floor of 0.147 (3.1 to 5.2)
+MIN_SCORE_SNR = 2.0
+
+#: a scoring step before the last is shortened to this Mahalanobis radius in the draws' covariance
+TRUST_RADIUS = 1.0
+
+MODEL_ESTIMAND = ("the zero of the population's mean clipped score in the model's unconstrained coordinates: the "
+                  "true parameter of a correctly specified model where the clip rarely binds at it")
+
+MODEL_INTERVAL_ASSUMPTIONS = (
+    "the model is correctly specified: the scores' second moment J stands in for the Hessian (information identity), "
+    "so the variance J^-1 (J / n + noise) J^-1 is the model-based one, not a sandwich",
+    "the per-example scores rarely exceed clip_norm at the estimate (else the clipped estimating equation is biased "
+    "and J underestimates the information)",
+    "large n: the mean negative log-likelihood is close to quadratic over the last scoring step",
+    "the prior enters as a Gaussian stand-in (per-coordinate median and robust scale of prior draws, fixed public "
+    "key): exact for independent Gaussian priors, an approximation for hierarchical or heavy-tailed ones",
+    "intervals are for the unconstrained coordinates (log of a positive scale, ...), not the constrained sites",
+    "the release's noise is the Gaussian the accountant assumes (float32 draws; the threat model)",
+)
+
+
+def _parts(mu: float) -> list:
+    return [(kind, math.sqrt(share) * mu, stage) for stage, parts in enumerate(SCHEDULE) for kind, share in parts]
+
+
+def check_interval_share(interval_share, precond_share: float | None = None) -> float:
+    """``interval_share`` as a float in [0, 1) (and, with a Fisher preconditioner's ``precond_share``,
+    their sum below 1), or a one-line ``ValueError`` naming it and the allowed range."""
+    ok = not isinstance(interval_share, bool) and isinstance(interval_share, (int, float, np.floating, np.integer))
+    if not ok or not (0.0 <= float(interval_share) < 1.0):
+        raise ValueError(f"interval_share must be a number in [0, 1) (the share of the run's GDP mu^2 for the interval "
+                         f"release; 0: none), got {interval_share!r}")
+    if precond_share is not None and float(interval_share) + float(precond_share) >= 1.0:
+        raise ValueError(f"interval_share must lie in [0, 1 - precond_share) = [0, {1.0 - precond_share:g}) with "
+                         f"preconditioner='fisher' (precond_share = {precond_share:g}), got {interval_share!r}")
+    return float(interval_share)
+
+
+def score_snr(n: int, d: int, mu: float, share: float | None = None) -> float:
+    """``J``'s forecast signal to noise, from public inputs: a typical eigenvalue ``C^2 / (8 d)``
+    (the scores' mean square an eighth of the clip's square: a clip about 3x the typical score, so
+    that it rarely binds) over its noise's spectral size ``2 sqrt(d) 2 C^2 / (n mu_J)``:
+    ``n mu_J / (32 d^1.5)``, ``mu_J`` the release's ``J`` share of ``share`` of ``mu^2``."""
+    share = DEFAULT_INTERVAL_SHARE if share is None else share
+    mu_j = math.sqrt(share * sum(v for st in SCHEDULE for k, v in st if k == "score")) * mu
+    return n * mu_j / (32.0 * d ** 1.5)
+
+
+def default_interval_share(n: int, d: int, mu: float) -> tuple[float, str | None]:
+    """``(share, reason)``: :data:`DEFAULT_INTERVAL_SHARE` where the forecast signal to noise of the
+    released ``J`` (:func:`score_snr`) is at least :data:`MIN_SCORE_SNR`, else 0 and the reason in one
+    line. Public inputs only."""
+    snr = score_snr(n, d, mu)
+    if snr < MIN_SCORE_SNR:
+        return 0.0, (f"at n = {n}, d = {d} and this eps the released scores' second moment would be mostly noise "
+                     f"(forecast signal to noise {snr:.2f} < {MIN_SCORE_SNR:g}; it grows like n mu / d^1.5), so the "
+                     f"run reserves no budget for intervals; about {MIN_SCORE_SNR / snr:.1f}x the rows or the GDP mu "
+                     "would do (or pass interval_share= explicitly)")
+    return DEFAULT_INTERVAL_SHARE, None
+
+
+def score_release_event(mu: float, *, n: int, clip_norm: float) -> GdpEvent:
+    """The release's event, planned before any data is read (its noise scales follow from ``n``,
+    ``clip_norm`` and ``mu``)."""
+    mu = check_positive("mu", mu)
+    n = check_positive_int("n", n)
+    C = check_positive("clip_norm", clip_norm)
+    parts = [{"statistic": k, "mu": v, "stage": st,
+              "sensitivity": (2.0 * C / n if k == "gradient" else 2.0 * C * C / n)} for k, v, st in _parts(mu)]
+    return GdpEvent(mu=mu, label="model_score_release (mean clipped scores and their second moment near the estimate, "
+                                 "for the intervals)",
+                    assumptions=(f"replace-one neighbours, n = {n} public; every per-example score (w.r.t. the "
+                                 f"prior-whitened latents) clipped to norm {C:g}: the mean score has L2 sensitivity "
+                                 "2 C / n, the scores' second moment Frobenius sensitivity 2 C^2 / n",
+                                 "the points are post-processing of released draws and of this release's earlier "
+                                 "stages"),
+                    metadata={"parts": parts, "n": n, "clip_norm": C})
+
+
+_SCORE_FNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _score_fn(example_fn):
+    """The jitted per-example gradient of ``example_fn`` (one compilation per function)."""
+    try:
+        return _SCORE_FNS[example_fn]
+    except (KeyError, TypeError):
+        f = jax.jit(jax.vmap(jax.grad(example_fn), in_axes=(None, 0, 0)))
+        try:
+            _SCORE_FNS[example_fn] = f
+        except TypeError:  # pragma: no cover - an object without weak references: no cache
+            pass
+        return f
+
+
+def clipped_scores(example_fn, X, y, point, *, clip_norm: float, block_rows: int = 8192) -> np.ndarray:
+    """Per-example gradients of ``example_fn(phi, x, y)`` at ``point``, each clipped to ``clip_norm``
+    in float64 a hair inside the radius (a non-finite gradient is 0), shape ``(n, d)``."""
+    C = check_positive("clip_norm", clip_norm)
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    p = jnp.asarray(point, dtype=jnp.result_type(float))
+    grad = _score_fn(example_fn)
+    out = []
+    for lo in range(0, int(X.shape[0]), block_rows):
+        g = np.asarray(grad(p, X[lo:lo + block_rows], y[lo:lo + block_rows]), dtype=np.float64)
+        g = np.where(np.all(np.isfinite(g), axis=1, keepdims=True), g, 0.0)
+        norm = np.linalg.norm(g, axis=1, keepdims=True)
+        out.append(g * np.minimum(1.0, C * (1.0 - 1e-12) / np.maximum(norm, 1e-300)))
+    return np.concatenate(out, axis=0)
+
+
+def _solve_floored(J: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
+    w, U = np.linalg.eigh(0.5 * (J + J.T))
+    w = np.maximum(w, max(floor, 1e-6 * max(float(w[-1]), 1e-300)))
+    return U @ ((U.T @ g) / w)
+
+
+def prior_gaussian(ml, num_draws: int = 4000) -> tuple[np.ndarray, np.ndarray]:
+    """``(median, robust sd)`` per unconstrained coordinate of the model's prior (draws on placeholder
+    rows with the fixed public key ``PRNGKey(0)``; the sd is half the 16-84% range, 1 where degenerate)."""
+    from .initial import prior_draws
+
+    draws = prior_draws(ml, jax.random.PRNGKey(0), num_draws)
+    lo, med, hi = np.quantile(draws, [0.15865525393145707, 0.5, 0.8413447460685429], axis=0)
+    sd = 0.5 * (hi - lo)
+    return np.where(np.isfinite(med), med, 0.0), np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+
+
+def unconstrained_names(ml) -> list[str]:
+    """A name per unconstrained coordinate (the flat vector's order): ``site`` for a scalar site,
+    ``site[i]`` / ``site[i,j]`` for an array one, with the support's transform noted (e.g.
+    ``tau (log)`` for a positive site). Public: the model's layout only."""
+    idx = ml.unravel(jnp.arange(ml.dim, dtype=jnp.result_type(float)))
+    names = [""] * ml.dim
+    for site, v in idx.items():
+        v = np.asarray(v)
+        support = str(ml.supports.get(site, ""))
+        tag = "" if "Real" in support and "Positive" not in support else (
+            " (log)" if "Positive" in support or "GreaterThan" in support else " (unconstrained)")
+        if v.ndim == 0:
+            names[int(v)] = site + tag
+        else:
+            for ix in np.ndindex(v.shape):
+                names[int(v[ix])] = f"{site}[{','.join(str(i) for i in ix)}]{tag}"
+    return names
+
+
+def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: float, mu: float, key,
+                             trust_covariance, prior_mean, prior_sd, names=None) -> dict:
+    """Release the module doc's statistics at GDP ``mu``; returns the release as a dict (public).
+
+    ``example_fn(phi, x, y)``: the per-example nll in the whitened coordinates; ``X``, ``y``: the run's
+    checked rows; ``point``: the draws' mean in phi (public); ``scales``: ``s`` (theta = s phi);
+    ``trust_covariance``: the draws' covariance in phi (public); ``prior_mean`` / ``prior_sd``: the
+    prior's Gaussian stand-in in theta (public); ``key``: a JAX key (secret unless seeded)."""
+    from ..routes.newton_release import noise_floor
+    from ..routes.preconditioning import private_second_moment_of_gram
+
+    C = check_positive("clip_norm", clip_norm)
+    n = int(np.asarray(X).shape[0])
+    phi = check_finite_array("point", point, ndim=1)
+    d = phi.shape[0]
+    s = check_finite_array("scales", scales, ndim=1)
+    S = check_finite_array("trust_covariance", trust_covariance, ndim=2)
+    if s.shape != (d,) or S.shape != (d, d):
+        raise ValueError(f"scales must have {d} entries and trust_covariance be {d} x {d}")
+    parts = score_release_event(mu, n=n, clip_norm=C).metadata["parts"]
+    keys = jax.random.split(key, len(parts))
+    Si = np.linalg.inv(0.5 * (S + S.T))
+    path, out, clip_rate = [phi], {}, []
+    grads = None
+    for k, (part, kk) in enumerate(zip(parts, keys)):
+        if grads is None:
+            grads = clipped_scores(example_fn, X, y, phi, clip_norm=C)
+            clip_rate.append(float(np.mean(np.linalg.norm(grads, axis=1) >= C * (1.0 - 1e-9))))
+        if part["statistic"] == "score":
+            rel = private_second_moment_of_gram(grads.T @ grads, n, max_sq_norm=C * C, mu=part["mu"], key=kk)
+            out.update(score=rel.matrix, score_sd=float(rel.event.metadata["noise_sd"]))
+        else:
+            sd = 2.0 * C / (n * part["mu"])
+            g = grads.mean(axis=0) + np.asarray(jax.random.normal(kk, (d,), dtype=jnp.float32), dtype=np.float64) * sd
+            out.update(gradient=g, gradient_sd=sd)
+            if k < len(parts) - 1:  # the stage's end: a scoring step held inside the draws' bulk
+                step = _solve_floored(out["score"], g, noise_floor(d, out["score_sd"]))
+                r = float(np.sqrt(step @ Si @ step))
+                phi = phi - step * min(1.0, TRUST_RADIUS / r if r > 0 else 1.0)
+                path.append(phi)
+                grads = None
+
+    def tup(a):
+        return [float(v) for v in a] if np.ndim(a) == 1 else [[float(v) for v in r] for r in a]
+
+    return {"kind": RELEASE_KIND, "path": [tup(s * p) for p in path], "chol": tup(np.diag(s)),
+            "gradient": tup(out["gradient"]), "gradient_sd": float(out["gradient_sd"]),
+            "curvature": tup(out["score"]), "curvature_sd": float(out["score_sd"]),
+            "score": tup(out["score"]), "score_sd": float(out["score_sd"]), "clip_norm": C, "rho": C,
+            "clip_rate": clip_rate, "mu": float(mu), "n": n, "loss": "model_nll",
+            "prior_mean": tup(np.asarray(prior_mean, dtype=np.float64)),
+            "prior_sd": tup(np.asarray(prior_sd, dtype=np.float64)), "names": None if names is None else list(names)}
+
+
+def model_released_interval(release: dict, *, prob: float = 0.9):
+    """``prob`` intervals for the unconstrained theta of a model run from its score release: the
+    last stage's ``J`` stands in for the curvature (module doc) and the prior's Gaussian stand-in
+    (``prior_mean``, ``prior_sd``) is combined as
+    :func:`~dp_infer.diagnostics.released_interval.released_interval` does for a loss's Gaussian
+    prior (coordinates the data do not determine are flagged ``"prior"`` one by one). Pure
+    post-processing: free."""
+    from ..diagnostics.released_interval import released_interval
+
+    rel = dict(release)
+    names = rel.get("names")
+    m = np.asarray(rel["prior_mean"], dtype=np.float64)
+    psd = np.asarray(rel["prior_sd"], dtype=np.float64)
+    # released_interval's prior has mean 0: shift theta by the prior's centre (the gradient is unchanged)
+    rel["path"] = [list(np.asarray(p, dtype=np.float64) - m) for p in rel["path"]]
+    rel["curvature"], rel["curvature_sd"] = rel["score"], rel["score_sd"]
+    # J's noise moves the last step J^-1 g too: for a symmetric noise E of entry sd s_J and v = J^-1 g,
+    # E[(E v)(E v)^T] = s_J^2 (|v|^2 I + v v^T), added to the gradient's variance (delta method)
+    from ..routes.newton_release import noise_floor
+
+    J = np.asarray(rel["score"], dtype=np.float64)
+    d = J.shape[0]
+    v = _solve_floored(J, np.asarray(rel["gradient"], dtype=np.float64), noise_floor(d, float(rel["score_sd"])))
+    extra = float(rel["score_sd"]) ** 2 * (float(v @ v) * np.eye(d) + np.outer(v, v))
+    iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
+    notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
+             f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
+             f"clipped to {float(rel['clip_norm']):g}, the clip bound on {100 * float(rel['clip_rate'][-1]):.1f}% of "
+             "the rows at the last point (a share well above a few percent biases the estimate)",
+             "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
+    return dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
+                               data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
+                               method="noise-aware scoring-step interval of a model run "
+                                      "(dp_infer.model.score_release)",
+                               assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)
