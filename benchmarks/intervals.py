@@ -304,7 +304,10 @@ def summarise(rows):
             for m in ("run", "tempered", "laplace"):
                 cov = np.concatenate([np.asarray(r[m]["covered"])[mask] for r in rs])
                 rat = np.concatenate([np.asarray(r[m]["ratio"])[mask] for r in rs])
-                entry[m] = dict(_cov(cov), median_ratio=float(np.median(rat)))
+                # coordinates of one dataset share its noise: the se of the per-dataset coverages' mean
+                per = np.array([np.mean(np.asarray(r[m]["covered"])[mask]) for r in rs])
+                cl = float(per.std(ddof=1) / math.sqrt(len(rs))) if len(rs) > 1 else float("nan")
+                entry[m] = dict(_cov(cov), median_ratio=float(np.median(rat)), clustered_se=cl)
             s["by_kind"][cls] = entry
         for m in ("run", "laplace"):
             fl = {}
@@ -322,13 +325,16 @@ def summarise(rows):
 
 
 def _fmt(e):
-    return f"{e['coverage']:.3f} +- {e['mc_se']:.3f} ({e['N']})"
+    cl = e.get("clustered_se")
+    return (f"{e['coverage']:.3f} +- {e['mc_se']:.3f}" + (f" / {cl:.3f}" if cl is not None and math.isfinite(cl) else "")
+            + f" ({e['N']})")
 
 
 def to_markdown(summary, command, wall=None):
     lines = [f"Command: `{command}`" + (f" (wall time {wall / 60:.0f} min, one process)" if wall else ""), "",
-             "Coverage of the truth at nominal 0.90 (+- Monte-Carlo se, (N coordinates)) and median sd over the "
-             "non-private reference's, per design and class of coordinate:", "",
+             "Coverage of the truth at nominal 0.90 (+- Monte-Carlo se sqrt(p (1 - p) / N) / the se of the "
+             "per-dataset coverages' mean, which counts the coordinates of one dataset as one draw; (N coordinates)) "
+             "and median sd over the non-private reference's, per design and class of coordinate:", "",
              "| design (loss, n, d, eps) | datasets | class | run's intervals | width | tempered draws | width "
              "| noise-aware Laplace (estimate route) | width |",
              "|---|---|---|---|---|---|---|---|---|"]

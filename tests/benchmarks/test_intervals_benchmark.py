@@ -102,4 +102,4 @@ def test_summary_reports_the_monte_carlo_error_per_class():
     assert s["by_flag"]["run"]["all / prior"]["coverage"] == 0.5
     assert s["by_flag"]["run"]["all / not flagged"]["N"] == 20
     md = B.to_markdown(B.summarise(rows), "python -m benchmarks.intervals")
-    assert "0.833 +- 0.068 (30)" in md and "logistic_2k" in md
+    assert "0.833 +- 0.068 / 0.056 (30)" in md and "logistic_2k" in md
