@@ -45,8 +45,8 @@ transform by mapping their ends, but no such map is applied here.
 
 Assumptions: replace-one neighbours with ``n`` public; the points and the trust region are public
 (functions of the released draws and of this release's earlier stages: adaptive composition); the
-noise is the float32 Gaussian the rest of the package draws (threat model); large n (the mean nll
-close to quadratic over the last step).
+noise is :func:`dp_infer.randomness.gaussian_noise` in float64, as the package's other releases
+(threat model); large n (the mean nll close to quadratic over the last step).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ import numpy as np
 
 from .._validation import check_finite_array, check_positive, check_positive_int
 from ..privacy.events import GdpEvent
+from ..randomness import gaussian_noise
 
 __all__ = ["SCHEDULE", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND", "score_snr",
            "default_interval_share", "check_interval_share", "score_release_event", "clipped_scores",
@@ -103,7 +104,8 @@ MODEL_INTERVAL_ASSUMPTIONS = (
     "the prior enters as a Gaussian stand-in (per-coordinate median and robust scale of prior draws, fixed public "
     "key): exact for independent Gaussian priors, an approximation for hierarchical or heavy-tailed ones",
     "intervals are for the unconstrained coordinates (log of a positive scale, ...), not the constrained sites",
-    "the release's noise is the Gaussian the accountant assumes (float32 draws; the threat model)",
+    "the release's noise is the Gaussian the accountant assumes (dp_infer.randomness.gaussian_noise in float64; "
+    "the threat model)",
 )
 
 
@@ -266,7 +268,9 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
             out.update(score=rel.matrix, score_sd=float(rel.event.metadata["noise_sd"]))
         else:
             sd = 2.0 * C / (n * part["mu"])
-            g = grads.mean(axis=0) + np.asarray(jax.random.normal(kk, (d,), dtype=jnp.float32), dtype=np.float64) * sd
+            with jax.enable_x64(True):  # privacy noise: 53-bit quantiles, tail to 11.4 sds (dp_infer.randomness)
+                z = np.asarray(gaussian_noise(kk, (d,), jnp.float64), dtype=np.float64)
+            g = grads.mean(axis=0) + z * sd
             out.update(gradient=g, gradient_sd=sd)
             if k < len(parts) - 1:  # the stage's end: a scoring step held inside the draws' bulk
                 step = _solve_floored(out["score"], g, noise_floor(d, out["score_sd"]))

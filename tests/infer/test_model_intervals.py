@@ -165,12 +165,14 @@ def test_interval_share_with_the_fisher_preconditioner_must_leave_room_for_it(tm
 
 # ------------------------------------------------------------------------ (2) calibration, coverage
 def test_the_release_noise_is_accounted_in_the_reported_sd():
-    """No sampling: the release alone, 40 keys, from a fixed public start (n = 3000, d = 2, the GDP mu
+    """No sampling: the release alone, 60 keys, from a fixed public start (n = 3000, d = 2, the GDP mu
     of eps = 1 at a 0.7 share). Its centres' deviations from the non-private release's (mu = 1e7: the
     dataset's zero of the mean clipped score) over the reported sd's noise part (the reported variance
-    less the non-private J^-1 / n) are standard normal if the noise is accounted: their sd lies within
-    [0.7, 1.35] (the sd of a 40-draw sd is about 0.11; 3 of those either side, and a little for the
-    delta method) and their mean within 0.6 (3 x 1 / sqrt(40) x 1.25)."""
+    less the non-private J^-1 / n) are about standard normal if the noise is accounted. Their sd is at
+    most 1.3 (the sd of a 60-draw sd is about 0.09: 3.3 of those), and at least 0.55: the reported noise
+    is conservative by design (J's noise through the step, by the delta method, and J's PSD floors;
+    measured 0.81 to 0.99 over 80 keys at two key offsets), but not by 2x. Their mean is within 0.45
+    (3.5 / sqrt(60))."""
     X, y, _ = _logit_data(4, 3000, d=2)
     s = np.full(2, 2.0)
 
@@ -184,13 +186,13 @@ def test_the_release_noise_is_accounted_in_the_reported_sd():
     ref = model_released_interval(release_score_statistics(nll, X, y, mu=1e7, key=jax.random.PRNGKey(0), **kw))
     mu = math.sqrt(0.7) * gdp_mu(1.0, DELTA)
     z = []
-    for k in range(40):
+    for k in range(60):
         iv = model_released_interval(release_score_statistics(nll, X, y, mu=mu, key=jax.random.PRNGKey(100 + k), **kw))
         noise_sd = np.sqrt(iv.data_sd ** 2 - ref.data_sd ** 2)
         z.append((iv.data_centre - ref.data_centre) / noise_sd)
     z = np.asarray(z)
-    assert np.all((0.7 < z.std(axis=0)) & (z.std(axis=0) < 1.35)), z.std(axis=0)
-    assert np.all(np.abs(z.mean(axis=0)) < 0.6), z.mean(axis=0)
+    assert np.all((0.55 < z.std(axis=0)) & (z.std(axis=0) < 1.3)), z.std(axis=0)
+    assert np.all(np.abs(z.mean(axis=0)) < 0.45), z.mean(axis=0)
 
 
 @pytest.mark.slow
