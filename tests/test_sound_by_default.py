@@ -47,13 +47,13 @@ def _plan(horizon=0.05, num_draws=10_000):
 def _regenerate_noise(key, num_steps):
     """The Gaussian noise a one-chain dp_infer.fit run draws from ``key`` (the published key
     schedule: split(key, 3)[0] -> NumPyro's chain key -> (chain_key, init_key) -> per step
-    (next_key, noise_key))."""
+    (next_key, noise_key) -> :func:`dp_infer.randomness.gaussian_noise`)."""
     key_run = jax.random.split(key, 3)[0]
     chain_key = jax.random.split(key_run)[0]
     out = []
     for _ in range(num_steps):
         chain_key, noise_key = jax.random.split(chain_key)
-        out.append(np.asarray(jax.random.normal(noise_key, (D,))))
+        out.append(np.asarray(randomness.gaussian_noise(noise_key, (D,))))
     return np.stack(out)
 
 
