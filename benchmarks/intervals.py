@@ -463,8 +463,11 @@ def main(argv=None):
     log = a.json + ".rows.jsonl" if a.json else None
     if log and a.resume:
         try:
-            rows = [json.loads(line) for line in open(log)]
-            done = {(r["design"], r["seed"]) for r in rows}
+            for line in open(log):
+                r = json.loads(line)
+                if (r["design"], r["seed"]) not in done:  # a pair logged twice is counted once
+                    rows.append(r)
+                    done.add((r["design"], r["seed"]))
         except FileNotFoundError:
             pass
     t_start = time.time()
