@@ -89,6 +89,15 @@ def test_the_plan_reserves_the_release_and_interval_share_0_is_the_old_plan():
     for p in parts:
         acc.compose(dp_accounting.GaussianDpEvent(noise_multiplier=1.0 / p["mu"]))
     assert acc.get_epsilon(DELTA) <= 1.0 * 1.01
+    # with the Fisher preconditioner's release too: three parts, still within the target
+    from dp_infer.routes.preconditioning import pending_second_moment
+
+    pending = pending_second_moment(2000, ml.dim, max_sq_norm=16.0, mu=math.sqrt(0.1) * mu)
+    fplan, _, _ = plan_model_posterior(ml, 2000, second_moment=pending, interval_share=0.5, **kw)
+    fparts = fplan.event.metadata["parts"]
+    assert [p["label"].split(" ")[0] for p in fparts][1:] == ["private_second_moment", "model_score_release"]
+    assert fplan.event.mu == pytest.approx(math.sqrt(sum(p["mu"] ** 2 for p in fparts)), rel=1e-12)
+    assert fplan.event.mu <= mu * (1 + 1e-12)
 
 
 def test_the_ledger_is_charged_the_event_with_the_release_and_the_release_is_made(tmp_path):
