@@ -311,6 +311,23 @@ def test_cli_says_when_the_route_does_not_use_the_requested_horizon(tmp_path, mo
     assert out.index(lines[0]) < out.index(f"ledger {ledger}:")
 
 
+def test_python_fit_refuses_a_horizon_the_chosen_route_does_not_run(tmp_path):
+    # issue 40 (6), the Python door: fit(horizon=1e12) with route 'auto' ran last_iterate at its own
+    # horizon and said nothing (the CLI said it in one line); now refused before the charge, naming
+    # the route that would have replaced it; an unset horizon keeps the default behaviour
+    import dp_infer
+
+    X, y = _logistic_rows(n=300)
+    led = _ledger40(tmp_path)
+    with pytest.raises(ValueError, match=r"^horizon: the route chosen, 'last_iterate', sets its own horizon") as e:
+        dp_infer.fit(losses.logistic(row_norm=1.0), X, y, eps=1.0, delta=1e-5, horizon=1e12, ledger=led)
+    assert "\n" not in str(e.value)
+    assert led.history("default") == []
+    run = dp_infer.fit(losses.logistic(row_norm=1.0), X, y, eps=1.0, delta=1e-5, horizon=0.5, seed=0,
+                       progress_bar=False, ledger=led)
+    assert run.plan.route == "trajectory" and run.plan.horizon == pytest.approx(0.5, rel=0.05)
+
+
 def _ledger_history(path):
     from dp_infer.privacy.ledger import Ledger
 

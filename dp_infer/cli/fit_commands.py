@@ -23,8 +23,7 @@ from .posterior import check_clip_radius, check_mode_options, run_and_report_pos
 from .demo import DEFAULT_PLOTS, DEMO_PRIOR_PRECISION, FULL_ESS, QUICK_ESS, run_demo_posterior  # noqa: F401
 
 
-#: the estimate routes that run the --horizon asked for (the others set their own from their target)
-HORIZON_ROUTES = ("trajectory", "pure")
+from ..infer.preflight import HORIZON_ROUTES  # the estimate routes that run the --horizon asked for
 
 
 def check_horizon_request(horizon_asked, route, loss) -> None:

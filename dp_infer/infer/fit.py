@@ -26,7 +26,7 @@ from ..routes.plan import SamplingPlan
 from ..routes.posterior import DEFAULT_POSTERIOR_KERNEL
 from ..potentials import gibbs_potential
 from ..randomness import secret_key
-from .preflight import check_sampling_options
+from .preflight import check_sampling_options, refuse_unused_horizon
 from .run import PrivateRun
 from .driver import Hooks, Route, execute, register_route
 from ..parallel.sharding import (ShardedPotential, ShardedRows, check_placed_rows, same_key_on_all_processes,
@@ -197,7 +197,7 @@ def refuse_estimate_options(route, horizon, lam_rel, domain, extra_fields, debug
     by name (``why`` says what replaces them), before anything is charged."""
     if route not in ("auto", "trajectory"):
         raise ValueError(f"target='posterior' runs the trajectory route, got route={route!r}")
-    unused = [name for name, v, default in (("horizon", horizon, 1.0), ("lam_rel", lam_rel, None),
+    unused = [name for name, v, default in (("horizon", horizon, None), ("lam_rel", lam_rel, None),
                                             ("domain", domain, None), ("extra_fields", extra_fields, ()),
                                             ("debug", debug, False)) if v != default]
     if unused:
@@ -216,7 +216,7 @@ def _fit_model_posterior(model, X, y, *, route, horizon, lam_rel, domain, extra_
 
 
 def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta: float | None,
-        model=None, target: str = "estimate", route: str = "auto", horizon: float = 1.0,
+        model=None, target: str = "estimate", route: str = "auto", horizon: float | None = None,
         num_chains: int | None = None, kernel: str | None = None, friction: float | None = None,
         lam_rel: float | None = None, num_draws: int = 1000, domain: Domain | None = None,
         seed: int | None = None, key_impl: str = "threefry2x32", progress_bar: bool = True,
@@ -233,6 +233,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     secret noise from the operating system; an integer seed makes the run reproducible by whoever
     holds it. ``chain_method``, ``extra_fields``, ``debug``: as :func:`sample`.
 
+    ``horizon`` (Langevin time; default None: 1.0 where a route runs it) is run by the trajectory and
+    pure routes; asked for explicitly and not run by the route chosen, it is refused before the charge.
     ``num_chains`` defaults to 1 for the estimate and 4 for the posterior; ``kernel`` to
     ``"langevin"``, except for a loss's posterior mode (``"underdamped"``,
     :data:`dp_infer.routes.posterior.DEFAULT_POSTERIOR_KERNEL`; a model's keeps ``"langevin"``, whose
@@ -304,7 +306,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         if sharded:
             raise ValueError("mesh must be None for a loss without smoothness (the proximal route runs on one device)")
 
-        if (horizon, kernel, friction, num_draws) != (1.0, "langevin", None, 1000):
+        if (horizon, kernel, friction, num_draws) != (None, "langevin", None, 1000):
             raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
                              "proximal route that runs losses without smoothness")
         return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
@@ -321,7 +323,8 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         X, y = loss.check_data(X, y)
         n, d = X.shape
     public = estimate_public(loss, n, loss.num_params(d), eps=eps, delta=delta, route=route,
-                             domain=domain if domain is not None else loss.domain, horizon=horizon,
+                             domain=domain if domain is not None else loss.domain,
+                             horizon=1.0 if horizon is None else horizon,
                              num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
                              num_draws=num_draws, calibrate_kwargs=calibrate_kwargs,
                              sample_options=dict(seed=seed, key_impl=key_impl, progress_bar=progress_bar,
@@ -333,8 +336,10 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
             run.feature_names = [str(c) for c in names]
 
     return execute(ESTIMATE_ROUTE, public, (loss, X, y), ledger=ledger, dataset_id=dataset_id,
-                   hooks=Hooks(planned=lambda plan: check_extra_fields(extra_fields, plan.kernel, bool(debug)),
+                   hooks=Hooks(planned=lambda plan: (check_extra_fields(extra_fields, plan.kernel, bool(debug)),
+                                                     refuse_unused_horizon(horizon, plan)),
                                finish=label, step="fit: labelling the draws"))
+
 
 
 def estimate_public(loss: PerExampleLoss, n: int, dim: int, *, eps, delta, route="auto", domain=None,

@@ -35,7 +35,7 @@ from ..routes.calibrate import calibrate
 from ..kernels._common import check_extra_fields
 from ..model.bridge import loss_from_model
 from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
-from .preflight import check_sampling_options
+from .preflight import check_sampling_options, refuse_unused_horizon
 from .run import PrivateRun
 from .driver import Hooks, Route, execute, register_route
 from ..model.clipping import (DEFAULT_COUNT_SHARE, check_bounds, clip_warning, composed_event, default_clip_norm,
@@ -142,7 +142,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
               clip_count_share: float = DEFAULT_COUNT_SHARE, smoothness: float | None = None,
               prior_curvature_bound: float | None = None, init_strategy=None,
               coords: dict | None = None, dims: dict | None = None, x_name: str = "X", y_name: str = "y",
-              route: str = "auto", horizon: float = 1.0, num_chains: int = 1, kernel: str = "langevin",
+              route: str = "auto", horizon: float | None = None, num_chains: int = 1, kernel: str = "langevin",
               friction: float | None = None, lam_rel: float | None = None, num_draws: int = 1000,
               domain=None, ledger=None, dataset_id: str = "default", seed: int | None = None,
               key_impl: str = "threefry2x32", progress_bar: bool = True, chain_method: str = "vectorized",
@@ -191,7 +191,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     c_prior = prior_curvature(ml) if prior_curvature_bound is None else float(prior_curvature_bound)
     public = {"ml": ml, "n": int(len(y)), "eps": eps, "mu_count": mu_count, "prior_curvature": c_prior,
               "plan": dict(prior_curvature_bound=c_prior, eps=eps_run, delta=delta, route=route,
-                           domain=domain, horizon=horizon, num_chains=num_chains, kernel=kernel, friction=friction,
+                           domain=domain, horizon=1.0 if horizon is None else horizon, num_chains=num_chains, kernel=kernel, friction=friction,
                            lam_rel=lam_rel, num_draws=num_draws, **calibrate_kwargs),
               "sample": dict(model=model, sample=sample, smoothness=smoothness, init_strategy=init_strategy,
                              domain=domain, seed=seed, key_impl=key_impl,
@@ -199,7 +199,8 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
                              debug=debug)}
     # the rows (packed with the model's per-row arguments by prepare_model) are the route's data
     return execute(MODEL_ROUTE, public, (X, y, prepared), ledger=ledger, dataset_id=dataset_id,
-                   hooks=Hooks(planned=lambda plan: check_extra_fields(extra_fields, plan.kernel, bool(debug)),
+                   hooks=Hooks(planned=lambda plan: (check_extra_fields(extra_fields, plan.kernel, bool(debug)),
+                                                     refuse_unused_horizon(horizon, plan)),
                                step="fit(model=...): the private clip count"))
 
 

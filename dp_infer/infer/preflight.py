@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 __all__ = ["check_sampling_options", "check_output_path", "check_plan_resources", "max_draw_bytes",
+           "refuse_unused_horizon", "HORIZON_ROUTES",
            "CHAIN_METHODS", "RUN_FILE_SUFFIXES"]
 
 #: NumPyro's chain methods
@@ -93,3 +94,16 @@ def check_plan_resources(plan, *, prefix: str = "") -> None:
         raise ValueError(f"{prefix}chains/ess: {chains} chain(s) x {steps // thinning} draws x {dim} parameters need "
                          f"about {need / 2**30:.3g} GiB, more than the {limit / 2**30:.3g} GiB a run may use; ask "
                          "for fewer chains or fewer effective draws")
+
+
+#: the estimate routes that run the horizon asked for (the others set their own from their target)
+HORIZON_ROUTES = ("trajectory", "pure")
+
+
+def refuse_unused_horizon(horizon_asked, plan, prefix: str = "") -> None:
+    """A horizon the caller asked for that the chosen route does not run is refused before the charge
+    (issue 40: ``route='auto'`` replaced it silently). ``horizon_asked`` None: nothing was asked."""
+    if horizon_asked is not None and plan.route not in HORIZON_ROUTES:
+        raise ValueError(f"{prefix}horizon: the route chosen, {plan.route!r}, sets its own horizon ({plan.horizon:.4g}), "
+                         f"so horizon={horizon_asked:g} would not run; pass route='trajectory' to run it, or leave "
+                         "horizon unset")
