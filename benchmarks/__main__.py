@@ -90,12 +90,12 @@ def _write(res: dict, *, docs: bool) -> None:
         os.makedirs(os.path.dirname(DOCS), exist_ok=True)
         from .posterior_levers import kept_block  # its own command's section survives a re-render
 
-        md = md + kept_block(DOCS)
+        tail = kept_block(DOCS)  # read before the page is rewritten
         with open(DOCS, "w") as f:
             f.write("# Benchmark results\n\n" "Latest run of `" + res["command"] + "` (regenerate with the same "
                     "command; raw numbers in `benchmarks/results/results.json`, plots next to it)"
                     + (f"; the sections {', '.join(kept)} are kept from earlier runs, named in the table below" if kept else "")
-                    + ".\n\n" + md + mutation_results(os.path.dirname(DOCS)))
+                    + ".\n\n" + md + mutation_results(os.path.dirname(DOCS)) + tail)
     log(f"wrote {OUT}/results.json, results.md and plots" + ("" if not docs else f"; {DOCS}"))
 
 

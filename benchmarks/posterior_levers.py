@@ -501,14 +501,16 @@ END = "<!-- posterior_levers: end -->"
 
 
 def kept_block(docs_path: str) -> str:
-    """The levers section of an existing docs/results.md (written by this module's ``--docs``),
-    so that ``python -m benchmarks`` re-rendering the page keeps it; "" if there is none."""
+    """The sections of an existing docs/results.md that their own commands write: the levers section
+    (this module's ``--docs``, between its markers) and every section after it (the device, interval
+    and noise benchmarks append theirs there), so that ``python -m benchmarks`` re-rendering the page
+    keeps them; "" if there is no levers section."""
     if not __import__("os").path.exists(docs_path):
         return ""
     text = open(docs_path).read()
     if BEGIN not in text or END not in text:
         return ""
-    return "\n" + text[text.index(BEGIN):text.index(END) + len(END)] + "\n"
+    return "\n" + text[text.index(BEGIN):].rstrip() + "\n"
 
 
 def write_docs(docs_path: str, section: str) -> None:

@@ -77,3 +77,18 @@ def test_render_without_a_previous_run_says_what_is_missing(monkeypatch, tmp_pat
     monkeypatch.setattr(runner, "OUT", str(tmp_path / "results"))
     assert runner.main(["--render"]) == 2
     assert "--render needs" in capsys.readouterr().err
+
+
+def test_a_rerender_keeps_the_sections_their_own_commands_wrote(tmp_path):
+    # the levers block and every section appended after it (device, intervals, noise) survive
+    # python -m benchmarks rewriting docs/results.md; the generated part before them is replaced
+    from benchmarks.posterior_levers import BEGIN, END, kept_block
+
+    page = tmp_path / "results.md"
+    page.write_text(f"# Benchmark results\n\n## generated\nold\n\n{BEGIN}\n## levers\nx\n{END}\n\n"
+                    "## Device benchmark\ny\n\n## Intervals for theta\nz\n")
+    kept = kept_block(str(page))
+    assert kept.startswith(f"\n{BEGIN}") and "## Device benchmark" in kept and kept.rstrip().endswith("z")
+    assert "## generated" not in kept
+    page.write_text("# no levers here\n## Intervals\nz\n")
+    assert kept_block(str(page)) == ""
