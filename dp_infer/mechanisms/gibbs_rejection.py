@@ -24,6 +24,7 @@ import numpy as np
 from jax import lax, random
 
 from .._validation import check_positive, check_positive_int
+from ..randomness import gaussian_noise
 
 __all__ = ["BallIntersection", "exact_gibbs_draw"]
 
@@ -68,7 +69,7 @@ def _draw_impl(mean_loss, m, batch, tol, max_proposals, key, data, beta, centers
 
     def one(k):
         k1, k2 = random.split(k)
-        th = mean + sd * random.normal(k1, a.shape, a.dtype)
+        th = mean + sd * gaussian_noise(k1, a.shape, a.dtype)
         inside = jnp.all(jnp.linalg.norm(centers - th[None], axis=1) <= radii)
         d = th - a
         gap = mean_loss(th, data) - (La + jnp.dot(g, d) + 0.5 * m * jnp.dot(d, d))

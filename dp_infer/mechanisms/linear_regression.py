@@ -37,7 +37,7 @@ from ..domains import L2Ball
 from ..privacy import purification as _pur
 from ..privacy.conversions import gdp_mu, resolve_log_delta
 from ..privacy.events import GdpEvent
-from ..randomness import secret_key
+from ..randomness import gaussian_noise, secret_key
 from ._release import Release
 from .purifier import plan_purification
 
@@ -72,9 +72,9 @@ def _adassp_core(key, X, y, sig: dict, rho: float) -> np.ndarray:
     d = X.shape[1]
     with jax.enable_x64(True):
         k1, k2, k3 = jax.random.split(key, 3)
-        z1 = float(jax.random.normal(k1, (), dtype=jnp.float64))
-        Z = np.asarray(jax.random.normal(k2, (d, d), dtype=jnp.float64))
-        z3 = np.asarray(jax.random.normal(k3, (d,), dtype=jnp.float64))
+        z1 = float(gaussian_noise(k1, (), jnp.float64))
+        Z = np.asarray(gaussian_noise(k2, (d, d), jnp.float64))
+        z3 = np.asarray(gaussian_noise(k3, (d,), jnp.float64))
     xtx = X.T @ X
     lam_min_noisy = float(np.linalg.eigvalsh(xtx)[0]) + sig["lambda_min"] * z1
     E = np.triu(Z)

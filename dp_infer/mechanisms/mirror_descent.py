@@ -41,7 +41,7 @@ from .._validation import check_delta, check_epsilon, check_nonnegative, check_p
 from ..losses import PerExampleLoss
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
-from ..randomness import secret_key
+from ..randomness import gaussian_noise, secret_key
 from ._release import Release
 
 __all__ = ["noise_for_target", "pda_dpmd", "dp_gd_warm_start"]
@@ -143,7 +143,7 @@ def pda_dpmd(loss: PerExampleLoss, X, y, X_public, y_public, *, eps: float, delt
 
         def body(carry, k):
             theta, acc = carry
-            b = sigma * jax.random.normal(k, theta.shape, jnp.float64)
+            b = sigma * gaussian_noise(k, theta.shape, jnp.float64)
             theta = mirror_step(theta, clipped_mean(theta) + b)
             return (theta, acc + theta), None
 

@@ -35,7 +35,7 @@ from ..losses import PerExampleLoss
 from ..privacy import purification as _pur
 from ..privacy.conversions import gdp_mu, resolve_log_delta
 from ..privacy.events import GdpEvent
-from ..randomness import secret_key
+from ..randomness import gaussian_noise, secret_key
 from ._release import Release
 from .assumptions import require_constants_cover
 from .purifier import plan_purification
@@ -76,7 +76,7 @@ def _dp_gd_run(key, loss, X, y, domain, T, eps, ld):
     grad = jax.grad(lambda th: loss.mean(th, Xj, yj))
 
     def step(theta, k):
-        g = grad(theta) + sigma * jax.random.normal(k, (d,))
+        g = grad(theta) + sigma * gaussian_noise(k, (d,))
         nxt = domain.project(theta - eta * g)
         return nxt, nxt
 
@@ -188,7 +188,7 @@ def _dp_sgd_run(key, loss, X, y, domain, T, q, clip_norm, eps, ld):
         g = per_example(theta, Xj, yj)
         g = g * jnp.minimum(1.0, clip_norm / jnp.maximum(jnp.linalg.norm(g, axis=1, keepdims=True), 1e-30))
         mask = jax.random.bernoulli(kb, q, (n,)).astype(g.dtype)
-        est = (mask @ g) / (q * n) + sigma_g * jax.random.normal(kn, (d,))
+        est = (mask @ g) / (q * n) + sigma_g * gaussian_noise(kn, (d,))
         nxt = domain.project(theta - eta * est)
         return nxt, nxt
 

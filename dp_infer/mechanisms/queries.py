@@ -32,7 +32,7 @@ from scipy import integrate, special
 from .._validation import check_delta, check_positive, check_positive_int, check_target_epsilon
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent, laplace_mechanism_event
-from ..randomness import secret_key
+from ..randomness import gaussian_noise, secret_key
 from . import generalized_gaussian as gg
 from ._release import Release
 
@@ -171,7 +171,7 @@ def answer_queries(values: Any, *, eps: float, delta: float | None, mechanism: s
         import jax.numpy as jnp
 
         with jax.enable_x64(True):
-            noise = np.asarray(jax.random.normal(key, (k,), dtype=jnp.float64)) * scale
+            noise = np.asarray(gaussian_noise(key, (k,), jnp.float64)) * scale
         mu = s * math.sqrt(k) / scale
         event = GdpEvent(mu=mu, label="gaussian_queries",
                          assumptions=(f"l2 sensitivity of the answers <= {s * math.sqrt(k):g} (k = {k} queries "

@@ -34,7 +34,7 @@ from scipy import special
 from .._validation import check_delta, check_epsilon, check_positive, check_positive_int, check_target_epsilon
 from ..privacy.accountant import Accountant
 from ..privacy.events import GdpEvent, PureDpEvent
-from ..randomness import secret_key
+from ..randomness import gaussian_noise, secret_key
 from . import generalized_gaussian as gg
 from ._release import Release
 
@@ -135,7 +135,7 @@ def numeric_sparse(key, queries: Any, answers: Any, params: SparseVectorParams) 
                                                params.threshold_noise_scale, params.query_noise_scale), dtype=bool)
         if params.answer_sigma is None:
             return above, np.zeros(f.size)
-        z = np.asarray(jax.random.normal(k_a, f.shape, dtype=jnp.float64)) * params.answer_sigma
+        z = np.asarray(gaussian_noise(k_a, f.shape, jnp.float64)) * params.answer_sigma
     return above, np.where(above, g + z, 0.0)
 
 

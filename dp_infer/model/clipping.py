@@ -33,6 +33,7 @@ from numpyro import handlers
 from .._validation import check_positive
 from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
+from ..randomness import gaussian_noise
 
 __all__ = ["default_clip_norm", "split_budget", "private_clip_count", "DEFAULT_COUNT_SHARE", "BOUND_KEYS"]
 
@@ -162,7 +163,8 @@ def private_clip_count(ml, theta_flat, X, y, clip_norm: float, mu_count: float, 
     Xj, yj = jnp.asarray(X, dtype=jnp.float32), jnp.asarray(y, dtype=jnp.float32)
     exact = int(jnp.sum(norms(Xj, yj) > clip_norm))
     sd = 1.0 / mu_count
-    noisy = exact + sd * float(jax.random.normal(key, ()))
+    with jax.enable_x64(True):  # privacy noise: float64 quantiles, tail to 11.4 sds (dp_infer.randomness)
+        noisy = exact + sd * float(gaussian_noise(key, (), jnp.float64))
     n = int(np.shape(X)[0])
     share = min(max(noisy / n, 0.0), 1.0)
     return {"noisy_count": round(noisy, 1), "noise_sd": sd, "n": n, "share": share, "at": "released posterior mean",

@@ -13,6 +13,7 @@ import pytest
 from dp_infer.losses import huber, logistic
 from dp_infer.mechanisms import mirror_descent as MD
 from dp_infer.privacy.conversions import gdp_mu
+from dp_infer.randomness import gaussian_noise
 
 
 def _regression(n, d, seed=0, iso=False):
@@ -56,7 +57,7 @@ def test_identity_mirror_is_dp_gd_warm_started_with_the_same_noise():
         for t in range(T):
             g = np.asarray(jax.vmap(jax.grad(loss.example), in_axes=(None, 0, 0))(jnp.asarray(th), jnp.asarray(X), jnp.asarray(y)))
             g = g * np.minimum(1.0, C / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-300))
-            b = r.params["sigma"] * np.asarray(jax.random.normal(keys[t], th.shape, jnp.float64))
+            b = r.params["sigma"] * np.asarray(gaussian_noise(keys[t], th.shape, jnp.float64))
             th = th - eta * (g.mean(axis=0) + b)
     np.testing.assert_allclose(r.value, th, rtol=1e-9, atol=1e-12)
 
