@@ -165,8 +165,10 @@ def one_stage_release(loss, X, y, *, point, mu: float, key) -> tuple[dict, list]
     release (the fields :func:`~dp_infer.diagnostics.released_interval.released_interval` reads) and the
     GDP events of its three Gaussian mechanisms."""
     import jax
+    import jax.numpy as jnp
 
     from dp_infer.privacy.events import GdpEvent
+    from dp_infer.randomness import gaussian_noise
     from dp_infer.routes.newton_release import SCHEDULE, link_bounds, weighted_rows
     from dp_infer.routes.preconditioning import private_second_moment_of_gram
 
@@ -186,7 +188,9 @@ def one_stage_release(loss, X, y, *, point, mu: float, key) -> tuple[dict, list]
     Jr = private_second_moment_of_gram(Gr.T @ Gr, n, max_sq_norm=(G_link * rho) ** 2 * slack, mu=mus["score"], key=k_j)
     sd_g = 2.0 * G_link * rho * slack / n / mus["gradient"]
     g = Gr.mean(axis=0) + (loss.l2 * np.asarray(point) if loss.l2 else 0.0)
-    g = g + np.asarray(jax.random.normal(k_g, (d,)), dtype=np.float64) * sd_g
+    with jax.enable_x64(True):  # the privacy noise the library's releases draw (dp_infer.randomness, issue 40)
+        z = np.asarray(gaussian_noise(k_g, (d,), jnp.float64), dtype=np.float64)
+    g = g + z * sd_g
     H = Hr.matrix + (loss.l2 * np.eye(d) if loss.l2 else 0.0)
     release = {"path": [list(map(float, point))], "chol": C.tolist(), "gradient": g.tolist(), "gradient_sd": sd_g,
                "curvature": H.tolist(), "curvature_sd": float(Hr.event.metadata["noise_sd"]), "score": Jr.matrix.tolist(),
