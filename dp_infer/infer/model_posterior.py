@@ -68,7 +68,7 @@ from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment, private_second_moment_of_gram
 from .fit_model import prepare_model
-from .preflight import check_plan_resources
+from .preflight import check_plan_resources, check_sampling_options
 from .posterior import PosteriorRun, released_draws
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss, clipped_loss
@@ -79,8 +79,7 @@ from ..routes.plan import KERNELS, SamplingPlan, step_schedule
 from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
 from ..potentials import GibbsPotential
 from ..randomness import secret_key
-from ..privacy.ledger import charged
-from .fallback import keep_draws
+from .driver import Hooks, Route, execute, register_route
 
 __all__ = ["fit_model_posterior", "plan_model_posterior", "whitened_loss", "CLOSE_TO_PRIOR", "MODEL_PRECONDITIONERS"]
 
@@ -294,6 +293,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     if not 0 < precond_share < 1:
         raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
     fisher_curvature = check_positive("fisher_curvature", fisher_curvature)
+    check_sampling_options(seed=seed, key_impl=key_impl, num_chains=num_chains)  # the key is made after the charge
     if interval_share is not None:  # refused by name before anything is read or charged
         interval_share = _sr.check_interval_share(interval_share, precond_share if preconditioner == "fisher" else None)
     ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims,
@@ -312,51 +312,17 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     mu_sm = math.sqrt(precond_share) * mu
     # the release is not made yet: plan with a stand-in that carries its event (no data), so the whole
     # run is validated and its composed event charged before any private computation
-    pending = pending_second_moment(n, ml.dim, max_sq_norm=clip_norm ** 2, mu=mu_sm) if fisher else None
-    plan, scales, loss = plan_model_posterior(ml, n, second_moment=pending, **plan_kw)
-    check_plan_resources(plan)  # steps and memory, before the charge (issue 40: ess=1e11 overflowed after it)
-    rows, y = loss.check_data(rows, y)
+    public = {"ml": ml, "n": n, "mu": mu, "plan": plan_kw, "fisher": fisher, "clip_norm": clip_norm,
+              "second_moment": pending_second_moment(n, ml.dim, max_sq_norm=clip_norm ** 2, mu=mu_sm) if fisher else None,
+              "seed": seed, "key_impl": key_impl, "chain_method": chain_method, "progress_bar": progress_bar,
+              "init_strategy": init_strategy, "interval_share": interval_share}
+    mpp = MODEL_POSTERIOR_ROUTE.plan(public)  # planned once, here: the rows are checked with its loss
+    rows, y = mpp.loss.check_data(rows, y)
     # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
-    prior_gauss = (*_sr.prior_gaussian(ml), _sr.unconstrained_names(ml)) if interval_share > 0 else None
-    # charged: the plan's event, or with the release the whole (eps, delta) target (the re-plan spends at most that)
-    charge = plan.event if not fisher else GdpEvent(
-        mu=mu, label="posterior_mode (the run's (eps, delta) target)", assumptions=plan.event.assumptions,
-        metadata=dict(plan.event.metadata))
-    key, source = secret_key(seed, impl=key_impl)
-    key_run, key_init, *key_sm = jax.random.split(key, 3 if fisher else 2)
-    with keep_draws(ledger=ledger, step="fit(model=..., target='posterior'): describing the run") as keeper:
-        with charged(ledger, dataset_id, charge, "dp_infer fit model posterior"):
-            if fisher:
-                gram, _ = score_gram(loss.fn, rows, y, dim=ml.dim, clip_norm=clip_norm)
-                released = private_second_moment_of_gram(gram, n, max_sq_norm=clip_norm ** 2, mu=mu_sm, key=key_sm[0])
-                plan, scales, loss = plan_model_posterior(ml, n, second_moment=released, **plan_kw)
-                if plan.event.mu > charge.mu * (1 + 1e-12):
-                    raise AssertionError("model posterior run would spend more than it charged")  # pragma: no cover
-            s = jnp.asarray(scales, dtype=jnp.result_type(float))
-            potential = GibbsPotential(loss, jnp.asarray(rows), jnp.asarray(y), plan.beta,
-                                       prior_potential=lambda phi: ml.prior_potential(s * phi))
-            # theta = C_theta psi with C_theta = diag(s) C_phi: the kernel runs on psi ("phi" in the chain's state)
-            C_theta = preconditioner_chol(plan)
-            C_phi = C_theta / np.asarray(scales)[:, None]
-            V = potential.reparametrised(C_phi) if fisher else potential
+    public["prior_gauss"] = (*_sr.prior_gaussian(ml), _sr.unconstrained_names(ml)) if interval_share > 0 else None
+    names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
 
-            def potential_fn(z):
-                return V(z["phi"])
-
-            kern = (Langevin(potential_fn=potential_fn, step_size=plan.step_size) if plan.kernel == "langevin" else
-                    UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size, friction=plan.friction))
-            phi0 = np.asarray(initial_positions(ml, init_strategy, key_init, plan.num_chains) / s, dtype=np.float64)
-            psi0 = np.linalg.solve(C_phi, phi0.T).T if fisher else phi0
-            psi0 = jnp.asarray(psi0, dtype=jnp.result_type(float))
-            mcmc = MCMC(kern, num_warmup=0, num_samples=plan.num_steps, num_chains=plan.num_chains,
-                        thinning=plan.thinning, chain_method=chain_method, progress_bar=progress_bar)
-            mcmc.run(key_run, init_params={"phi": psi0 if plan.num_chains > 1 else psi0[0]})
-            run = keeper.keep(PosteriorRun(plan, *released_draws(mcmc, plan), source, potential.describe(),
-                                           _mcmc=mcmc, _potential=potential))
-            if interval_share > 0:
-                skipped = _release_for_intervals(run, loss, rows, y, scales, clip_norm, prior_gauss,
-                                                 jax.random.fold_in(key, 2))
-        names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+    def describe(run, keeper, receipt):
         desc = ml.describe()
         desc.update(init_strategy=describe_strategy(init_strategy), feature_names=names,
                     smoothness_source="declared" if smoothness is not None else "default: clip_norm",
@@ -367,9 +333,86 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
         run.feature_names = names
         run.coords = {**ml.coords(), **coords} or None
         run.dims = {**ml.dims(), **dims}
-        if skipped is not None:
-            run.report_extras["interval_release_skipped"] = skipped
+        why = run.report_extras.get("interval_release_skipped") or skipped
+        if why is not None:
+            run.report_extras["interval_release_skipped"] = why
+
+    return execute(MODEL_POSTERIOR_ROUTE, public, (rows, y), ledger=ledger, dataset_id=dataset_id, plan=mpp,
+                   hooks=Hooks(finish=describe, step="fit(model=..., target='posterior'): describing the run"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelPosteriorPlan:
+    """A model posterior run's plan, made before any row is read: the sampling plan (with the Fisher
+    release's stand-in when ``preconditioner="fisher"``), the prior's scales, the whitened loss, and
+    the event the ledger is charged: the plan's own, or with the Fisher release the run's whole
+    (eps, delta) target (the re-plan after the release spends at most that)."""
+
+    plan: SamplingPlan
+    scales: np.ndarray
+    loss: PerExampleLoss
+    event: Any
+
+    @property
+    def route(self) -> str:
+        return self.plan.route
+
+
+def _plan_model_posterior_route(public) -> ModelPosteriorPlan:
+    plan, scales, loss = plan_model_posterior(public["ml"], public["n"], second_moment=public["second_moment"],
+                                              **public["plan"])
+    event = plan.event if not public["fisher"] else GdpEvent(
+        mu=public["mu"], label="posterior_mode (the run's (eps, delta) target)", assumptions=plan.event.assumptions,
+        metadata=dict(plan.event.metadata))
+    return ModelPosteriorPlan(plan, scales, loss, event)
+
+
+def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> PosteriorRun:
+    """The Fisher release and the re-plan with it (if asked for), the chains on the whitened model,
+    and the interval release the plan reserved."""
+    rows, y = data
+    ml, n, clip_norm, fisher = public["ml"], public["n"], public["clip_norm"], public["fisher"]
+    plan, scales, loss = mpp.plan, mpp.scales, mpp.loss
+    key, source = secret_key(public["seed"], impl=public["key_impl"])
+    key_run, key_init, *key_sm = jax.random.split(key, 3 if fisher else 2)
+    if fisher:
+        gram, _ = score_gram(loss.fn, rows, y, dim=ml.dim, clip_norm=clip_norm)
+        released = private_second_moment_of_gram(gram, n, max_sq_norm=clip_norm ** 2,
+                                                 mu=public["second_moment"].event.mu, key=key_sm[0])
+        plan, scales, loss = plan_model_posterior(ml, n, second_moment=released, **public["plan"])
+        if plan.event.mu > mpp.event.mu * (1 + 1e-12):
+            raise AssertionError("model posterior run would spend more than it charged")  # pragma: no cover
+    s = jnp.asarray(scales, dtype=jnp.result_type(float))
+    potential = GibbsPotential(loss, jnp.asarray(rows), jnp.asarray(y), plan.beta,
+                               prior_potential=lambda phi: ml.prior_potential(s * phi))
+    # theta = C_theta psi with C_theta = diag(s) C_phi: the kernel runs on psi ("phi" in the chain's state)
+    C_theta = preconditioner_chol(plan)
+    C_phi = C_theta / np.asarray(scales)[:, None]
+    V = potential.reparametrised(C_phi) if fisher else potential
+
+    def potential_fn(z):
+        return V(z["phi"])
+
+    kern = (Langevin(potential_fn=potential_fn, step_size=plan.step_size) if plan.kernel == "langevin" else
+            UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size, friction=plan.friction))
+    phi0 = np.asarray(initial_positions(ml, public["init_strategy"], key_init, plan.num_chains) / s, dtype=np.float64)
+    psi0 = np.linalg.solve(C_phi, phi0.T).T if fisher else phi0
+    psi0 = jnp.asarray(psi0, dtype=jnp.result_type(float))
+    mcmc = MCMC(kern, num_warmup=0, num_samples=plan.num_steps, num_chains=plan.num_chains,
+                thinning=plan.thinning, chain_method=public["chain_method"], progress_bar=public["progress_bar"])
+    mcmc.run(key_run, init_params={"phi": psi0 if plan.num_chains > 1 else psi0[0]})
+    run = PosteriorRun(plan, *released_draws(mcmc, plan), source, potential.describe(), _mcmc=mcmc,
+                       _potential=potential)
+    if public["interval_share"] > 0:
+        why = _release_for_intervals(run, loss, rows, y, scales, clip_norm, public["prior_gauss"],
+                                     jax.random.fold_in(key, 2))
+        if why is not None:
+            run.report_extras["interval_release_skipped"] = why
     return run
+
+
+def _preflight_model_posterior(mpp: ModelPosteriorPlan, prefix: str = "") -> None:
+    check_plan_resources(mpp.plan, prefix=prefix)  # steps and memory (issue 40: ess=1e11 overflowed after the charge)
 
 
 def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, scales, clip_norm: float,
@@ -390,3 +433,11 @@ def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, sca
         loss.fn, rows, y, point=phi.mean(axis=0), scales=s, clip_norm=clip_norm, mu=mu, key=key,
         trust_covariance=cov, prior_mean=prior_gauss[0], prior_sd=prior_gauss[1], names=prior_gauss[2])
     return None
+
+
+#: a NumPyro model's posterior mode: :func:`plan_model_posterior` plans (with the Fisher release's
+#: stand-in), the run releases, re-plans, samples and makes the interval release
+MODEL_POSTERIOR_ROUTE = register_route(Route("model_posterior", _plan_model_posterior_route,
+                                             _run_model_posterior_route,
+                                             label=lambda mpp: "dp_infer fit model posterior",
+                                             preflight=_preflight_model_posterior))
