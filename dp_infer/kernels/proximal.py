@@ -52,6 +52,7 @@ import jax.numpy as jnp
 from jax import lax, random
 
 from .._validation import check_positive, check_positive_int
+from ..randomness import gaussian_noise
 
 __all__ = [
     "ProximalState",
@@ -122,7 +123,7 @@ def exact_gaussian_rgo(*, step_size: float, strong_convexity: float, center=None
 
     def sample(key, y):
         mean, var = gaussian_part(y, eta, m, center)
-        x = mean + jnp.sqrt(var) * random.normal(key, y.shape, y.dtype)
+        x = mean + jnp.sqrt(var) * gaussian_noise(key, y.shape, y.dtype)
         return x, ProximalInfo(jnp.ones((), jnp.int32), jnp.zeros((), y.dtype), jnp.zeros((), jnp.int32))
 
     return RGO(eta, sample)
@@ -228,8 +229,8 @@ def taylor_rgo(example_fn: Callable, data, *, step_size: float, strong_convexity
     def one(key, mean, sd):
         kx, kz, kj, ku, ka, ks = random.split(key, 6)
         d = mean.shape[0]
-        x = mean + sd * random.normal(kx, (d,), mean.dtype)
-        z = mean + sd * random.normal(kz, (d,), mean.dtype)
+        x = mean + sd * gaussian_noise(kx, (d,), mean.dtype)
+        z = mean + sd * gaussian_noise(kz, (d,), mean.dtype)
         u = 1.0 - random.uniform(ku, (), mean.dtype)  # in (0, 1]
         J = jnp.sum(jnp.log(u) <= log_inv_fact)  # P(J >= b) = 1/b!, and J <= MAX_TAYLOR_TERMS
         idx = random.randint(kj, (total,), 0, n, dtype=jnp.int32)
@@ -282,7 +283,7 @@ def linearised_rgo(example_fn: Callable, data, *, step_size: float,
 
         def one(k):
             k1, k2 = random.split(k)
-            x = shift + sd * random.normal(k1, y.shape, y.dtype)
+            x = shift + sd * gaussian_noise(k1, y.shape, y.dtype)
             fx, lin = values(x, data), gw @ (x - w)
             raw = fx - fw - lin
             tol = 1e-9 * (1.0 + jnp.abs(fx) + jnp.abs(fw) + jnp.abs(lin))
@@ -317,7 +318,7 @@ def build_kernel(rgo: RGO) -> Callable:
 
     def step(rng_key, state: ProximalState):
         k_fwd, k_rgo = random.split(rng_key)
-        y = state.x + sqrt_eta * random.normal(k_fwd, state.x.shape, state.x.dtype)
+        y = state.x + sqrt_eta * gaussian_noise(k_fwd, state.x.shape, state.x.dtype)
         x, info = rgo.sample(k_rgo, y)
         return ProximalState(state.i + 1, x, state.rng_key), info
 

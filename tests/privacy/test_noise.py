@@ -194,13 +194,13 @@ def test_truncation_delta_of_the_float32_normal_on_a_langevin_event():
 
 
 def test_the_kernels_and_releases_draw_their_noise_from_gaussian_noise():
-    from dp_infer.kernels import langevin, preconditioned, sgld, underdamped
+    from dp_infer.kernels import langevin, preconditioned, proximal, sgld, underdamped
     from dp_infer.mechanisms import (gibbs_rejection, linear_regression, mirror_descent, noisy_gd, queries,
                                      sparse_vector)
     from dp_infer.model import clipping
     from dp_infer.routes import newton_release, preconditioning
 
-    for mod in (langevin, underdamped, sgld, preconditioned, preconditioning, newton_release, noisy_gd,
+    for mod in (langevin, underdamped, sgld, preconditioned, proximal, preconditioning, newton_release, noisy_gd,
                 linear_regression, queries, sparse_vector, mirror_descent, gibbs_rejection, clipping):
         src = inspect.getsource(mod)
         assert "random.normal(" not in src, mod.__name__
