@@ -293,17 +293,13 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
         click.echo("")
     z = (tab["mean"].abs() / tab["sd"]).sort_values(ascending=False)
     shown = tab.loc[z.index[:TABLE_ROWS]]
-    iv = None
-    try:
-        from ..diagnostics.released_interval import format_intervals
+    from ..diagnostics.released_interval import run_intervals_text
 
-        iv = run.intervals(0.9)
-        click.echo(f"coefficients (logistic, on the schema's scaled features): 90% intervals for theta, what the data "
-                   f"say (the run's interval release; the {TABLE_ROWS} of {dim} with the largest |centre| / sd):")
-        click.echo(format_intervals(iv, a.feature_names, rows=TABLE_ROWS))
-        click.echo("")
-    except ValueError as e:
-        click.echo(f"intervals for theta: not available ({e})")
+    click.echo(run_intervals_text(
+        run, f"coefficients (logistic, on the schema's scaled features): 90% intervals for theta, what the data say "
+             f"(the run's interval release; the {TABLE_ROWS} of {dim} with the largest |centre| / sd):",
+        names=a.feature_names, rows=TABLE_ROWS))
+    click.echo("")
     click.echo(f"the tempered draws (a private posterior at beta / n = {p['beta_over_n']:.3g}, "
                f"{p['interval_inflation']:.3g}x wider than the data's own): the {len(shown)} of {dim} with the largest "
                "|mean| / sd; 90% credible intervals of the tempered posterior")
@@ -325,6 +321,10 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
     draws = np.asarray(run.draws()).reshape(-1, dim)
     prob = loss_predictive("logistic", draws, a.X_test)["probs"]
     yt = np.asarray(a.y_test, dtype=float) > 0.5
+    try:
+        iv = run.intervals(0.9)
+    except ValueError:
+        iv = None
     if iv is not None:
         click.echo(f"public test data: accuracy of the intervals' centre {np.mean(((a.X_test @ iv.centre) > 0) == yt):.4f}")
     click.echo(f"public test data: accuracy of the posterior mean {np.mean(((a.X_test @ draws.mean(axis=0)) > 0) == yt):.4f}; "

@@ -18,7 +18,7 @@ def report(run_file, plots):
     from pathlib import Path
 
     from ..diagnostics.plots import report_from_file
-    from ..diagnostics.released_interval import format_intervals
+    from ..diagnostics.released_interval import run_intervals_text
     from ..infer.fallback import is_fallback_file
     from ..infer.run import PrivateRun
 
@@ -33,13 +33,8 @@ def report(run_file, plots):
     except Exception:  # noqa: BLE001 - not a run this type loads (a Rashomon result): nothing to add
         run = None
     if run is not None and getattr(run.plan, "target", "estimate") == "posterior":
-        try:
-            iv = run.intervals(0.9)
-            click.echo("\nIntervals for theta (what the data say; the summary above is the tempered draws'):")
-            names = run.feature_names if run.feature_names and len(run.feature_names) == run.plan.dim else None
-            click.echo(format_intervals(iv, names))
-        except ValueError as e:
-            click.echo(f"\nIntervals for theta: not available ({e})")
+        click.echo("\n" + run_intervals_text(run, "Intervals for theta (what the data say; the summary above is the "
+                                                  "tempered draws'):"))
 
 
 def _ledger_options(exists: bool):

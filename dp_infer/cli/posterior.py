@@ -160,17 +160,11 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
         mixing_block(dt, report)
         keeper.step = "the intervals"
         click.echo("")
-        try:
-            from ..diagnostics.released_interval import format_intervals
+        from ..diagnostics.released_interval import run_intervals_text
 
-            iv = run.intervals(0.9)
-            click.echo("coefficients: 90% intervals for theta, what the data say (the run's interval release; the "
-                       f"tempered draws above are {run.plan.posterior['interval_inflation']:.3g}x wider than the data's "
-                       "own posterior):")
-            click.echo(format_intervals(iv, run.feature_names if run.feature_names and
-                                        len(run.feature_names) == run.plan.dim else None))
-        except ValueError as e:
-            click.echo(f"intervals for theta: not available ({e})")
+        click.echo(run_intervals_text(
+            run, "coefficients: 90% intervals for theta, what the data say (the run's interval release; the tempered "
+                 f"draws above are {run.plan.posterior['interval_inflation']:.3g}x wider than the data's own posterior):"))
         if X_test is not None and loss.name == "logistic":
             keeper.step = "the predictions on the test data"
             draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)

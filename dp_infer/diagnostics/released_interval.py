@@ -46,7 +46,7 @@ from scipy.stats import norm
 from .._validation import check_positive
 from ..routes.newton_release import noise_floor
 
-__all__ = ["ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
+__all__ = ["run_intervals_text", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
            "PRIOR_DOMINATED_SHARE", "LONG_NEWTON_STEP"]
 
 #: a coordinate whose posterior variance is above this share of the prior's is flagged: the prior decides it
@@ -259,3 +259,18 @@ def format_intervals(iv: ParameterIntervals, names=None, *, rows: int | None = N
                  "non-private posterior's (estimated)")
     lines.append(f"estimand: {iv.estimand}")
     return "\n".join(lines)
+
+
+def run_intervals_text(run, heading: str, *, prob: float = 0.9, names=None, rows: int | None = None) -> str:
+    """The intervals block every door prints (the summary, ``dp-infer sample`` and ``report``, the
+    demo): ``heading`` then :func:`format_intervals` of :func:`run_intervals`, or one line saying why
+    the run has none. ``names``: the coordinates' names (default: the run's feature names when they
+    name every coordinate)."""
+    try:
+        iv = run_intervals(run, prob)
+    except ValueError as e:
+        return f"intervals for theta: not available ({e})"
+    if names is None:
+        fn = getattr(run, "feature_names", None)
+        names = fn if fn and len(fn) == run.plan.dim else None
+    return heading + "\n" + format_intervals(iv, names, rows=rows)

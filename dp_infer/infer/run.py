@@ -288,16 +288,11 @@ class PrivateRun:
         short = {k: v for k, v in self.report().items() if k not in _LONG_REPORT_KEYS + ("clipped_rows",)}
         text = summary(self.to_datatree(), short)
         if getattr(self.plan, "target", "estimate") == "posterior" and self.theta is not None:
-            from ..diagnostics.released_interval import format_intervals
+            from ..diagnostics.released_interval import run_intervals_text
 
-            try:
-                iv = self.intervals()
-                text += ("\n\nIntervals for theta (what the data say; the table above is the tempered draws', "
-                         f"sqrt(n / beta) = {(self.plan.n / self.plan.beta) ** 0.5:.3g}x wider):\n"
-                         + format_intervals(iv, self.feature_names if self.feature_names and
-                                            len(self.feature_names) == self.plan.dim else None))
-            except ValueError as e:
-                text += f"\n\nIntervals for theta: not available ({e})"
+            text += "\n\n" + run_intervals_text(
+                self, "Intervals for theta (what the data say; the table above is the tempered draws', "
+                      f"sqrt(n / beta) = {(self.plan.n / self.plan.beta) ** 0.5:.3g}x wider):")
         c = self.clipped_rows
         if c is not None:  # a released figure: charged with the run (report["clipped_rows"])
             text += (f"\nreleased (charged, Gaussian-DP mu = {c['mu']:.3g}): about {c['noisy_count']:.1f} of {c['n']} rows "

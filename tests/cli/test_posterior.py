@@ -45,7 +45,7 @@ def test_sample_posterior_mode_reports_planned_and_achieved_mixing_and_charges_t
     rep = CliRunner().invoke(main, ["report", str(out), "--plots", str(tmp_path / "plots")])
     assert rep.exit_code == 0, rep.output
     assert rep.output.startswith(f"plots will be written to {tmp_path / 'plots'}/")
-    assert "Intervals for theta: not available (this run has no interval release: at n = 400" in rep.output
+    assert "intervals for theta: not available (this run has no interval release: at n = 400" in rep.output
     # the ledger holds the whole target: the path and the second moment composed in GDP, at least
     # what the run reports as spent (never under-reported), at most the (2, 1e-5) asked for
     sp = Ledger(led).spent("default")
