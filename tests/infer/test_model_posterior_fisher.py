@@ -88,7 +88,7 @@ def test_the_fisher_metric_needs_fewer_steps_than_the_prior_alone():
     X, y = logistic_rows(n=4000, scales=(1.0, 0.3, 0.05))
     kw = dict(model=logreg, X=X, y=y, target="posterior", eps=1.0, delta=DELTA, clip_norm=1.0,
               smoothness=0.25 * S * S * float(np.max(np.sum(X * X, axis=1))), ess=50, num_draws=20, seed=2,
-              progress_bar=False, kernel="underdamped")
+              progress_bar=False, kernel="underdamped", interval_share=0)  # the path's budget: no interval release
     prior = dp_infer.fit(preconditioner="prior", **kw)
     fisher = dp_infer.fit(preconditioner="fisher", **kw)
     assert fisher.plan.num_steps * 2 < prior.plan.num_steps, (fisher.plan.num_steps, prior.plan.num_steps)
@@ -121,7 +121,7 @@ def test_draws_match_nuts_on_the_same_tempered_target():
     n = X.shape[0]
     run = dp_infer.fit(model=logreg, X=X, y=y, target="posterior", eps=16.0, delta=DELTA, clip_norm=4.2,
                        preconditioner="fisher", kernel="underdamped", ess=400, seed=5,
-                       progress_bar=False)
+                       progress_bar=False, interval_share=0)  # the whole budget to the path (beta > 20)
     beta = run.plan.beta
     assert beta > 20.0, beta
     w = run.get_samples(group_by_chain=True)["w"]
