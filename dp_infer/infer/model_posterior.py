@@ -40,7 +40,13 @@ Order of work (nothing touches the private rows before the charge):
    centred 8-group hierarchy, where the funnel's neck is far stiffer than the declared bound, the
    kinetic chains blew up to non-finite draws and the overdamped ones did not), and the run holds
    constrained draws of every latent site, named as a model run's, with R-hat and ESS achieved
-   beside the predicted ones (:class:`~dp_infer.infer.posterior.PosteriorRun`).
+   beside the predicted ones (:class:`~dp_infer.infer.posterior.PosteriorRun`);
+5. with ``interval_share > 0`` (by default where the release is forecast to be informative), the
+   release reserved in the plan's event and charged with it is made from the draws' mean: mean
+   clipped scores and their second moment in a scoring step (:mod:`dp_infer.model.score_release`),
+   kept in ``run.report_extras["interval_release"]``; ``run.intervals()`` reads intervals for the
+   unconstrained coordinates from it (sampling error and privacy noise accounted, coordinates the
+   likelihood does not inform flagged "prior").
 
 Forecast (public inputs only, printed before sampling by the CLI / in ``plan.posterior``): with a
 per-example curvature bound kappa in the whitened coordinates (``smoothness``; default
