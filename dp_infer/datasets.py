@@ -203,18 +203,35 @@ def load_adult(row_norm: float = 1.0) -> AdultData:
                      dropped, out["train"][2], out["test"][2])
 
 
+#: the field delimiters :func:`load_csv` recognises
+CSV_DELIMITERS = ",;\t|"
+
+
+def sniff_delimiter(fh, sample_bytes: int = 65536) -> str:
+    """The field delimiter of the open text file ``fh`` (rewound after): ``csv.Sniffer`` over its
+    first ``sample_bytes`` among :data:`CSV_DELIMITERS`, ``","`` when that is undecidable (one column)."""
+    sample = fh.read(sample_bytes)
+    fh.seek(0)
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=CSV_DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+
+
 def load_csv(path: str | Path, target: str, columns: list[str] | None = None
              ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Read a numeric CSV with a header; return (X, y, feature names). Non-numeric or missing
     cells raise an error naming the column (nothing is dropped silently).
 
     ``columns``: the feature names to return, in this order (e.g. a training file's names, so a
-    test file is matched by NAME, not by position); a missing one is an error.
+    test file is matched by NAME, not by position); a missing one is an error. The field delimiter
+    is sniffed among :data:`CSV_DELIMITERS` from the file's first lines (``csv.Sniffer``; a file
+    whose lines it cannot decide is read with commas), as the schema's reader does.
     """
     path = Path(path)
     try:
         with path.open(newline="") as fh:
-            reader = csv.reader(fh)
+            reader = csv.reader(fh, delimiter=sniff_delimiter(fh))
             try:
                 header = [h.strip() for h in next(reader)]
             except StopIteration:
