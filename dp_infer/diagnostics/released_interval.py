@@ -38,12 +38,14 @@ public (they are: released draws and earlier stages).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import norm
 
 from .._validation import check_positive
+from ..model.score_release import MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, solve_floored
 from ..routes.newton_release import noise_floor
 
 __all__ = ["run_intervals_text", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
@@ -214,6 +216,39 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
                               prob=float(prob), estimand=estimand, notes=notes)
 
 
+def model_released_interval(release: dict, *, prob: float = 0.9):
+    """``prob`` intervals for the unconstrained theta of a NumPyro model's run from its score release
+    (:mod:`dp_infer.model.score_release`): the released ``J`` stands in for the curvature, its noise
+    through the last step is added to the variance (delta method), and the prior's Gaussian stand-in
+    (``prior_mean``, ``prior_sd``) is combined as :func:`released_interval` does for a loss's
+    Gaussian prior (coordinates the data do not determine are flagged ``"prior"`` one by one).
+    Pure post-processing: free."""
+    rel = dict(release)
+    names = rel.get("names")
+    m = np.asarray(rel["prior_mean"], dtype=np.float64)
+    psd = np.asarray(rel["prior_sd"], dtype=np.float64)
+    # released_interval's prior has mean 0: shift theta by the prior's centre (the gradient is unchanged)
+    rel["path"] = [list(np.asarray(p, dtype=np.float64) - m) for p in rel["path"]]
+    rel["curvature"], rel["curvature_sd"] = rel["score"], rel["score_sd"]
+    # J's noise moves the last step J^-1 g too: for a symmetric noise E of entry sd s_J and v = J^-1 g,
+    # E[(E v)(E v)^T] = s_J^2 (|v|^2 I + v v^T), added to the gradient's variance (delta method)
+    J = np.asarray(rel["score"], dtype=np.float64)
+    d = J.shape[0]
+    v = solve_floored(J, np.asarray(rel["gradient"], dtype=np.float64), noise_floor(d, float(rel["score_sd"])))
+    extra = float(rel["score_sd"]) ** 2 * (float(v @ v) * np.eye(d) + np.outer(v, v))
+    iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
+    notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
+             f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
+             f"clipped to {float(rel['clip_norm']):g}, the clip bound on {100 * float(rel['clip_rate'][-1]):.1f}% of "
+             "the rows at the last point (a share well above a few percent biases the estimate)",
+             "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
+    return dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
+                               data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
+                               method="noise-aware scoring-step interval of a model run "
+                                      "(dp_infer.model.score_release)",
+                               assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)
+
+
 def run_intervals(run, prob: float = 0.9) -> ParameterIntervals:
     """:func:`released_interval` for a finished posterior-mode run (live or loaded): its draws after
     burn-in, its plan's public beta, n, prior and kernel step, and its charged interval release.
@@ -232,8 +267,6 @@ def run_intervals(run, prob: float = 0.9) -> ParameterIntervals:
                          "on one device for a generalised linear loss, with interval_share > 0)")
                          + "; its tempered draws are all it released")
     if release.get("kind") == "model_score":  # a NumPyro model's run: its own release (dp_infer.model.score_release)
-        from ..model.score_release import model_released_interval
-
         return model_released_interval(release, prob=prob)
     return released_interval(release, n=plan.n, prior_precision=plan.prior_precision, prob=prob)
 

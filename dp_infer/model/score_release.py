@@ -16,9 +16,10 @@ before any row is read). After sampling, in the prior-whitened unconstrained coo
 * at the new point, the mean clipped score again (the largest share: its noise is what privacy
   adds to the intervals' width).
 
-The interval (:func:`model_released_interval`): one more scoring step ``phi_c = phi_p - J^-1 g``
-with variance ``J^-1 (J / n + sd_g^2 I + s_J^2 (|v|^2 I + v v^T)) J^-1`` (``v = J^-1 g``: the
-sampling error, the gradient's noise and ``J``'s noise through the last step), combined with a
+The interval (:func:`dp_infer.diagnostics.released_interval.model_released_interval`): one more
+scoring step ``phi_c = phi_p - J^-1 g`` with variance
+``J^-1 (J / n + sd_g^2 I + s_J^2 (|v|^2 I + v v^T)) J^-1`` (``v = J^-1 g``: the sampling error,
+the gradient's noise and ``J``'s noise through the last step), combined with a
 Gaussian stand-in of the model's prior (per-coordinate median and robust 16-84% scale of prior
 draws taken with a fixed public key), through
 :func:`dp_infer.diagnostics.released_interval.released_interval`. ``J`` is taken once, at the
@@ -51,7 +52,6 @@ noise is :func:`dp_infer.randomness.gaussian_noise` in float64, as the package's
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import weakref
 
@@ -64,8 +64,8 @@ from ..privacy.events import GdpEvent
 from ..randomness import gaussian_noise
 
 __all__ = ["SCHEDULE", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND", "score_snr",
-           "default_interval_share", "check_interval_share", "score_release_event", "clipped_scores",
-           "release_score_statistics", "model_released_interval", "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND",
+           "default_interval_share", "check_interval_share", "solve_floored", "score_release_event", "clipped_scores",
+           "release_score_statistics", "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND",
            "MODEL_INTERVAL_ASSUMPTIONS"]
 
 #: the release's kind, stored in the release dict (run_intervals dispatches on it)
@@ -199,7 +199,8 @@ def clipped_scores(example_fn, X, y, point, *, clip_norm: float, block_rows: int
     return np.concatenate(out, axis=0)
 
 
-def _solve_floored(J: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
+def solve_floored(J: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
+    """``J^-1 g`` with J's eigenvalues floored at ``floor`` (and 1e-6 of its largest)."""
     w, U = np.linalg.eigh(0.5 * (J + J.T))
     w = np.maximum(w, max(floor, 1e-6 * max(float(w[-1]), 1e-300)))
     return U @ ((U.T @ g) / w)
@@ -273,7 +274,7 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
             g = grads.mean(axis=0) + z * sd
             out.update(gradient=g, gradient_sd=sd)
             if k < len(parts) - 1:  # the stage's end: a scoring step held inside the draws' bulk
-                step = _solve_floored(out["score"], g, noise_floor(d, out["score_sd"]))
+                step = solve_floored(out["score"], g, noise_floor(d, out["score_sd"]))
                 r = float(np.sqrt(step @ Si @ step))
                 phi = phi - step * min(1.0, TRUST_RADIUS / r if r > 0 else 1.0)
                 path.append(phi)
@@ -289,40 +290,3 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
             "clip_rate": clip_rate, "mu": float(mu), "n": n, "loss": "model_nll",
             "prior_mean": tup(np.asarray(prior_mean, dtype=np.float64)),
             "prior_sd": tup(np.asarray(prior_sd, dtype=np.float64)), "names": None if names is None else list(names)}
-
-
-def model_released_interval(release: dict, *, prob: float = 0.9):
-    """``prob`` intervals for the unconstrained theta of a model run from its score release: the
-    last stage's ``J`` stands in for the curvature (module doc) and the prior's Gaussian stand-in
-    (``prior_mean``, ``prior_sd``) is combined as
-    :func:`~dp_infer.diagnostics.released_interval.released_interval` does for a loss's Gaussian
-    prior (coordinates the data do not determine are flagged ``"prior"`` one by one). Pure
-    post-processing: free."""
-    from ..diagnostics.released_interval import released_interval
-
-    rel = dict(release)
-    names = rel.get("names")
-    m = np.asarray(rel["prior_mean"], dtype=np.float64)
-    psd = np.asarray(rel["prior_sd"], dtype=np.float64)
-    # released_interval's prior has mean 0: shift theta by the prior's centre (the gradient is unchanged)
-    rel["path"] = [list(np.asarray(p, dtype=np.float64) - m) for p in rel["path"]]
-    rel["curvature"], rel["curvature_sd"] = rel["score"], rel["score_sd"]
-    # J's noise moves the last step J^-1 g too: for a symmetric noise E of entry sd s_J and v = J^-1 g,
-    # E[(E v)(E v)^T] = s_J^2 (|v|^2 I + v v^T), added to the gradient's variance (delta method)
-    from ..routes.newton_release import noise_floor
-
-    J = np.asarray(rel["score"], dtype=np.float64)
-    d = J.shape[0]
-    v = _solve_floored(J, np.asarray(rel["gradient"], dtype=np.float64), noise_floor(d, float(rel["score_sd"])))
-    extra = float(rel["score_sd"]) ** 2 * (float(v @ v) * np.eye(d) + np.outer(v, v))
-    iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
-    notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
-             f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
-             f"clipped to {float(rel['clip_norm']):g}, the clip bound on {100 * float(rel['clip_rate'][-1]):.1f}% of "
-             "the rows at the last point (a share well above a few percent biases the estimate)",
-             "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
-    return dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
-                               data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
-                               method="noise-aware scoring-step interval of a model run "
-                                      "(dp_infer.model.score_release)",
-                               assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)

@@ -20,7 +20,8 @@ import pytest
 
 import dp_infer
 from dp_infer.infer.model_posterior import plan_model_posterior
-from dp_infer.model.score_release import model_released_interval, release_score_statistics
+from dp_infer.diagnostics.released_interval import model_released_interval
+from dp_infer.model.score_release import release_score_statistics
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import Ledger
 
