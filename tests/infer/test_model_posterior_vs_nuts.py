@@ -50,7 +50,7 @@ def test_hierarchical_posterior_mode_matches_nuts_on_the_same_tempered_target():
     kw = {"group": g, "num_groups": 3}
     run = dp_infer.fit(model=hierarchical, X=X, y=y, model_kwargs=kw, index_ranges={"group": 3}, target="posterior",
                        eps=32.0, delta=1e-5, clip_norm=40.0, smoothness=5.0, mixing_rate=1.0, ess=400,
-                       kernel="langevin",
+                       kernel="langevin", interval_share=0,  # the whole budget to the path (beta > 1)
                        seed=5, progress_bar=False)
     beta = run.plan.beta
     assert beta > 1.0, "the tempered likelihood must matter beside the prior for this comparison"
