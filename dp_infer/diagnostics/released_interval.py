@@ -239,8 +239,8 @@ def model_released_interval(release: dict, *, prob: float = 0.9):
     iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
     notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
              f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
-             f"clipped to {float(rel['clip_norm']):g}, the clip bound on {100 * float(rel['clip_rate'][-1]):.1f}% of "
-             "the rows at the last point (a share well above a few percent biases the estimate)",
+             f"clipped to {float(rel['clip_norm']):g} (where the clip binds on more than a few percent of the rows at "
+             "the estimate, the estimate is biased: choose clip_norm a few times the typical score)",
              "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
     return dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
                                data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,

@@ -258,12 +258,11 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
     parts = score_release_event(mu, n=n, clip_norm=C).metadata["parts"]
     keys = jax.random.split(key, len(parts))
     Si = np.linalg.inv(0.5 * (S + S.T))
-    path, out, clip_rate = [phi], {}, []
+    path, out = [phi], {}
     grads = None
     for k, (part, kk) in enumerate(zip(parts, keys)):
         if grads is None:
-            grads = clipped_scores(example_fn, X, y, phi, clip_norm=C)
-            clip_rate.append(float(np.mean(np.linalg.norm(grads, axis=1) >= C * (1.0 - 1e-9))))
+            grads = clipped_scores(example_fn, X, y, phi, clip_norm=C)  # private: only their noisy means leave
         if part["statistic"] == "score":
             rel = private_second_moment_of_gram(grads.T @ grads, n, max_sq_norm=C * C, mu=part["mu"], key=kk)
             out.update(score=rel.matrix, score_sd=float(rel.event.metadata["noise_sd"]))
@@ -287,6 +286,6 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
             "gradient": tup(out["gradient"]), "gradient_sd": float(out["gradient_sd"]),
             "curvature": tup(out["score"]), "curvature_sd": float(out["score_sd"]),
             "score": tup(out["score"]), "score_sd": float(out["score_sd"]), "clip_norm": C, "rho": C,
-            "clip_rate": clip_rate, "mu": float(mu), "n": n, "loss": "model_nll",
+            "mu": float(mu), "n": n, "loss": "model_nll",
             "prior_mean": tup(np.asarray(prior_mean, dtype=np.float64)),
             "prior_sd": tup(np.asarray(prior_sd, dtype=np.float64)), "names": None if names is None else list(names)}
