@@ -27,6 +27,7 @@ prior, the admissible rows and (optionally) a released or public second moment.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -37,15 +38,14 @@ from .._validation import (
 )
 from ..losses import LossConstants, PerExampleLoss
 from .plan import KERNELS, SamplingPlan, step_schedule
-from .adaptation import (ADAPTED_STEP_SAFETY, DEFAULT_ADAPTATION_WINDOWS, SETTLE_TIME, auto_windows,
-                         worst_relaxation_time)
+from .adaptation import (ADAPTED_STEP_SAFETY, DEFAULT_ADAPTATION_WINDOWS, SETTLE_TIME)
 from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
 from ..privacy import path as path_privacy
 from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
 from ..losses.metric_clip import CLIPPED_CURVATURE_FACTOR, DEFAULT_CLIP_FACTOR, clipped_link
-from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 from .newton_release import newton_event
+from .posterior_path import PathCost, coldest_beta, posterior_budget, widest_clip_radius
 
 __all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expected_steps", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
            "DEFAULT_POSTERIOR_KERNEL",
@@ -89,6 +89,76 @@ def _curvature(c: LossConstants, row_norm: float | None, curvature: float | None
         raise ValueError("pass curvature= (a bound on |phi''| of the GLM loss): the loss declares no smoothness "
                          "per unit row norm")
     return (c.smoothness - c.strong_convexity) / (row_norm * row_norm)
+
+
+def _check_clip_and_adaptation(loss: PerExampleLoss, clip_radius, adapt_metric, adaptation_windows):
+    """``(clip_radius, windows)``: the clip radius checked (a loss without a clipped closed form is
+    refused), and the adaptation windows' Langevin times, or None for ``"auto"``. Adapting the metric
+    needs the clip (it bounds the sensitivity in every metric)."""
+    if clip_radius is not None:
+        clip_radius = check_positive("clip_radius", clip_radius)
+        clipped_link(loss)  # refuses a loss without a clipped closed form
+    if not isinstance(adapt_metric, bool):
+        raise ValueError(f"adapt_metric must be True or False, got {adapt_metric!r}")
+    auto = isinstance(adaptation_windows, str)
+    if auto and adaptation_windows != "auto":
+        raise ValueError(f"adaptation_windows must be 'auto' or one or more Langevin times in (0, inf), got "
+                         f"{adaptation_windows!r}")
+    windows = None
+    if adapt_metric:
+        if clip_radius is None:
+            raise ValueError("adapt_metric=True needs clip_radius (the clip bounds the sensitivity in every metric; "
+                             "without it the adapted metric's sensitivity is not known before sampling)")
+        if not auto:
+            try:
+                windows = tuple(float(w) for w in adaptation_windows)
+            except (TypeError, ValueError):
+                windows = ()
+            if not windows or not all(math.isfinite(w) and w > 0 for w in windows):
+                raise ValueError(f"adaptation_windows must be 'auto' or one or more Langevin times in (0, inf), got "
+                                 f"{adaptation_windows!r}")
+    return clip_radius, windows
+
+
+def preconditioned_curvature_bound(P: np.ndarray, second_moment: SecondMoment, beta: float, kappa_step: float,
+                                   prior_precision: np.ndarray, row_norm: float | None) -> float:
+    """The step's curvature bound ``M_phi``: the largest eigenvalue of ``C^T (beta kappa (S + e I) +
+    Lambda) C`` (``P = C C^T``; the Hessian of U in phi coordinates lies below it), or, with no data
+    information, of ``C^T (beta kappa R^2 I + Lambda) C`` (the declared bound in every direction)."""
+    C = np.linalg.cholesky(P)
+    A_step = precision_matrix(second_moment, beta, kappa_step, prior_precision,
+                              noise_margin=second_moment.noise_norm_bound)
+    if second_moment.matrix is None:
+        A_step = np.diag(prior_precision) + beta * kappa_step * (row_norm or 1.0) ** 2 * np.eye(P.shape[0])
+    return float(np.linalg.eigvalsh(C.T @ A_step @ C)[-1])
+
+
+def _posterior_assumptions(loss: PerExampleLoss, clip_radius, rows, n: int) -> tuple:
+    """What the posterior plan's guarantee assumes, in words (the report's ``assumptions``)."""
+    c = loss.constants
+    return (
+        "Gaussian prior N(0, diag(1 / prior_precision)), data independent",
+        f"per-example gradients phi'(<theta, x>) x with |phi'| <= {c.link_derivative_bound}" if
+        c.link_derivative_bound is not None else f"per-example gradient difference <= G = {c.grad_diff:g}",
+        *(() if clip_radius is None else (
+            f"per-example gradients clipped in the preconditioner's metric to ||C^T g|| <= {clip_radius:.4g} / "
+            "sqrt(beta) (the target is the Gibbs posterior of the clipped loss, dp_infer.losses.metric_clip)",)),
+        "rows in the admissible set of the schema" if rows is not None else f"rows of norm <= {loss.row_norm:g}",
+        f"replace-one neighbouring datasets with n = {n} (public)",
+        "initial point (the prior mean), beta, preconditioner, step, horizon and chains are fixed before "
+        "sampling from public inputs and accounted releases only",
+    )
+
+
+def posterior_event(path_event, second_moment: SecondMoment, mu_interval: float, n: int) -> GdpEvent:
+    """The run's event: the path, the second moment's release and the interval release composed in
+    GDP (``mu^2 = sum mu_k^2``), each kept as a part (``metadata["parts"]``, the path first)."""
+    parts = [path_event] + ([second_moment.event] if second_moment.event is not None else [])
+    if mu_interval > 0:
+        parts.append(newton_event(mu_interval, n=n))
+    mu = math.sqrt(sum(float(e.mu) ** 2 for e in parts))
+    return GdpEvent(mu=mu, label="posterior_mode", assumptions=tuple(a for e in parts for a in e.assumptions),
+                    metadata={"parts": [e.to_dict() for e in parts]})
 
 
 def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta: float,
@@ -170,115 +240,36 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     kappa_P = 0.5 * kappa if preconditioner_curvature is None else check_positive(
         "preconditioner_curvature", preconditioner_curvature)
 
-    mu_total = gdp_mu(eps, delta)
-    mu_sm = 0.0 if sm.event is None else float(sm.event.mu)
-    if mu_sm >= mu_total:
-        raise ValueError(f"the second moment already spends mu = {mu_sm:.4g} of the target's mu = {mu_total:.4g}: "
-                         "release it with a smaller share of the budget")
-    if isinstance(interval_share, bool) or not (0.0 <= float(interval_share) < 1.0):
-        raise ValueError(f"interval_share must lie in [0, 1), got {interval_share!r}")
-    mu_int = math.sqrt(float(interval_share)) * mu_total
-    if mu_sm ** 2 + mu_int ** 2 >= mu_total ** 2 * (1 - 1e-9):
-        raise ValueError(f"interval_share = {interval_share:g} and the second moment's mu = {mu_sm:.4g} leave no budget "
-                         f"for the path (target mu = {mu_total:.4g}): lower interval_share or precond_share")
-    mu_path = math.sqrt(mu_total ** 2 - mu_sm ** 2 - mu_int ** 2)
+    budget = posterior_budget(gdp_mu(eps, delta), sm, interval_share)
+    mu_total, mu_sm, mu_int, mu_path = budget.mu_total, budget.mu_sm, budget.mu_interval, budget.mu_path
     # position IAT: 2 / c (overdamped), 2 gamma / c (kinetic, friction gamma); the privacy cost of
     # time t is sqrt(t) resp. sqrt(t / gamma), so k draws cost the same ~ sqrt(2 k / c) either way
     gamma = 1.0 if friction is None else friction
     t_sample = 2.0 * ess * gamma / (num_chains * mixing_rate)
-    t = t_sample + burn_in_time
-
-    if clip_radius is not None:
-        clip_radius = check_positive("clip_radius", clip_radius)
-        clipped_link(loss)  # refuses a loss without a clipped closed form
-    if not isinstance(adapt_metric, bool):
-        raise ValueError(f"adapt_metric must be True or False, got {adapt_metric!r}")
-    auto = isinstance(adaptation_windows, str)
-    if auto and adaptation_windows != "auto":
-        raise ValueError(f"adaptation_windows must be 'auto' or one or more Langevin times in (0, inf), got "
-                         f"{adaptation_windows!r}")
-    lam_min = float(np.min(lam))
-    noise_e = float(sm.noise_norm_bound)
-    s_hat = None if sm.matrix is None else np.linalg.eigvalsh(0.5 * (sm.matrix + sm.matrix.T))
-
-    def worst_relaxation(beta):
-        return worst_relaxation_time(beta, kappa_P, noise_e, lam_min, s_hat)
-
-    def windows_at(beta):
-        """The windows' Langevin times (before the kinetic scaling) at this beta (public inputs only)."""
-        return auto_windows(worst_relaxation(beta)) if auto else list(base_windows)
-
-    if adapt_metric:
-        if clip_radius is None:
-            raise ValueError("adapt_metric=True needs clip_radius (the clip bounds the sensitivity in every metric; "
-                             "without it the adapted metric's sensitivity is not known before sampling)")
-        if not auto:
-            try:
-                base_windows = [float(w) for w in adaptation_windows]
-            except (TypeError, ValueError):
-                base_windows = []
-            if not base_windows or not all(math.isfinite(w) and w > 0 for w in base_windows):
-                raise ValueError(f"adaptation_windows must be 'auto' or one or more Langevin times in (0, inf), got "
-                                 f"{adaptation_windows!r}")
-
-    def time_at(beta):
-        """The whole Langevin time of a chain at this beta: burn-in, windows (the kinetic chain explores
-        gamma times slower per unit of time, IAT 2 gamma / c: its windows scale so), settling, sampling."""
-        return t + (gamma * sum(windows_at(beta)) + SETTLE_TIME if adapt_metric else 0.0)
-
-    def sensitivity(beta, radius=None):
-        radius = clip_radius if radius is None else radius
-        P = np.linalg.inv(precision_matrix(sm, beta, kappa_P, lam))
-        s = metric_gradient_sensitivity(P, n, link_derivative_bound=c.link_derivative_bound,
-                                        grad_diff=c.grad_diff, rows=rows, row_norm=row_norm)
-        if radius is None:
-            return s
-        clip_bound = 2.0 * radius / (math.sqrt(beta) * n)  # every clipped ||C^T g|| <= tau
-        # an adapted metric is not known before sampling: only the clip's bound holds in every metric
-        return clip_bound if adapt_metric else min(s, clip_bound)
-
-    def mu_of(beta):  # increasing in beta: the windows only grow with it
-        return path_privacy.path_mu(beta, sensitivity(beta), time_at(beta), friction, num_chains)
-
-    lo, hi = 1e-8, 1e8
-    if mu_of(lo) > mu_path:
-        raise ValueError("no inverse temperature meets the target at this ess: ask for fewer effective draws")
-    for _ in range(200):  # geometric bisection; beta * Delta_P(beta) increases with beta
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if mu_of(mid) > mu_path else (mid, hi)
-        if hi / lo < 1 + 1e-10:
-            break
-    beta = lo
+    clip_radius, windows = _check_clip_and_adaptation(loss, clip_radius, adapt_metric, adaptation_windows)
+    cost = PathCost(c, n, sm, kappa_P, lam, rows, row_norm, clip_radius, adapt_metric, windows, t_sample,
+                    burn_in_time, gamma, friction, num_chains)
+    beta = coldest_beta(cost.mu_of, mu_path)
     capped = beta > n
     if capped:
         beta = float(n)
     adaptation = None
     if adapt_metric:
-        windows = [w * gamma for w in windows_at(beta)]
-        adaptation = {"windows": windows, "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + sum(windows),
+        wins = [w * gamma for w in cost.windows_at(beta)]
+        adaptation = {"windows": wins, "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + sum(wins),
                       "step_safety": ADAPTED_STEP_SAFETY,
                       "windows_rule": ("auto: doubling until the last is >= the planned metric's worst relaxation "
-                                       f"time r = {worst_relaxation(beta):.4g}" if auto else "declared")}
-    t = time_at(beta)
-    if capped:
+                                       f"time r = {cost.worst_relaxation(beta):.4g}" if windows is None else "declared")}
+    t = cost.time_at(beta)
+    if capped and clip_radius is not None:
         # never colder than the untempered posterior (beta = n, L the mean loss); with the clip, the
-        # budget left over buys a larger radius (less clipping): the largest radius whose mu at beta = n
-        # still meets the path's share (geometric bisection; mu grows with the radius)
-        if clip_radius is not None:
-            r_lo, r_hi = clip_radius, clip_radius * 1e6
-            if path_privacy.path_mu(beta, sensitivity(beta, r_hi), t, friction, num_chains) <= mu_path:
-                r_lo = r_hi
-            for _ in range(200):
-                if r_hi / r_lo < 1 + 1e-10:
-                    break
-                mid = math.sqrt(r_lo * r_hi)
-                ok = path_privacy.path_mu(beta, sensitivity(beta, mid), t, friction, num_chains) <= mu_path
-                r_lo, r_hi = (mid, r_hi) if ok else (r_lo, mid)
-            clip_radius = r_lo
+        # budget left over buys a larger radius (less clipping)
+        clip_radius = widest_clip_radius(cost, beta, mu_path)
+        cost = dataclasses.replace(cost, clip_radius=clip_radius)
     A = precision_matrix(sm, beta, kappa_P, lam)
     P = np.linalg.inv(A)
     P = 0.5 * (P + P.T)
-    delta_P = sensitivity(beta)
+    delta_P = cost.sensitivity(beta)
     path_ev = path_privacy.path_event(beta, delta_P, t, friction, num_chains,
                                       extra_assumptions=(("per-example gradients clipped to ||C^T g|| <= tau in "
                                                           "whatever metric C the run uses, including one adapted "
@@ -288,21 +279,11 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                                                           "admissible rows (dp_infer.privacy.metric_sensitivity)",)))
     if path_ev.mu > mu_path * (1 + 1e-12):
         raise AssertionError("posterior plan overspent the path budget")  # pragma: no cover
-    parts = [path_ev] + ([sm.event] if sm.event is not None else [])
-    if mu_int > 0:
-        parts.append(newton_event(mu_int, n=n))
-    mu = math.sqrt(sum(float(e.mu) ** 2 for e in parts))
-    event = GdpEvent(mu=mu, label="posterior_mode",
-                     assumptions=tuple(a for e in parts for a in e.assumptions),
-                     metadata={"parts": [e.to_dict() for e in parts]})
-    # step: the Hessian of U in phi coordinates is below C^T (beta kappa_max (S + e I) + Lambda) C
-    C = np.linalg.cholesky(P)
+    event = posterior_event(path_ev, sm, mu_int, n)
+    mu = float(event.mu)
     # the clipped link's curvature can exceed the loss's own (the logistic's weighted link: 1/2 vs 1/4)
     kappa_step = kappa * (CLIPPED_CURVATURE_FACTOR[loss.name] if clip_radius is not None else 1.0)
-    A_step = precision_matrix(sm, beta, kappa_step, lam, noise_margin=sm.noise_norm_bound)
-    if sm.matrix is None:  # no data information: the declared bound kappa R^2 in every direction
-        A_step = np.diag(lam) + beta * kappa_step * (row_norm or 1.0) ** 2 * np.eye(dim)
-    M_phi = float(np.linalg.eigvalsh(C.T @ A_step @ C)[-1])
+    M_phi = preconditioned_curvature_bound(P, sm, beta, kappa_step, lam, row_norm)
     h, num_steps, thinning = step_schedule(M_phi, horizon=t, num_draws=num_draws, friction=friction,
                                            safety=step_safety, min_steps=200)
     if num_steps == math.inf:
@@ -334,18 +315,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         # the global curvature bound's ingredients (step_bound_matrix): released or public only
         "step_noise_margin": sm.noise_norm_bound, "step_row_norm_sq": (row_norm or 1.0) ** 2,
     }
-    assumptions = (
-        "Gaussian prior N(0, diag(1 / prior_precision)), data independent",
-        f"per-example gradients phi'(<theta, x>) x with |phi'| <= {c.link_derivative_bound}" if
-        c.link_derivative_bound is not None else f"per-example gradient difference <= G = {c.grad_diff:g}",
-        *(() if clip_radius is None else (
-            f"per-example gradients clipped in the preconditioner's metric to ||C^T g|| <= {clip_radius:.4g} / "
-            "sqrt(beta) (the target is the Gibbs posterior of the clipped loss, dp_infer.losses.metric_clip)",)),
-        "rows in the admissible set of the schema" if rows is not None else f"rows of norm <= {loss.row_norm:g}",
-        f"replace-one neighbouring datasets with n = {n} (public)",
-        "initial point (the prior mean), beta, preconditioner, step, horizon and chains are fixed before "
-        "sampling from public inputs and accounted releases only",
-    )
+    assumptions = _posterior_assumptions(loss, clip_radius, rows, n)
     notes = (*((f"beta capped at n = {n} (the untempered posterior): the budget allows more; "
                 + (f"the rest widened the clip radius to {clip_radius:.4g}" if clip_radius is not None else
                    f"the plan spends mu = {mu:.4g} of the target's {mu_total:.4g}"),) if capped else ()),
