@@ -96,6 +96,9 @@ SLOW_TESTS = (
     "test_compilation.py::test_second_process_hits_the_cache",
     "test_privacy_regressions.py::test_extend_a_model_run_keeps_the_clipped_row_count_in_its_report",
     "diagnostics/test_released_interval.py::test_the_arviz_export_carries_the_intervals_and_a_saved_run_gives_them_back",
+    # the one driver's walks (issue 38): every entry point end to end; the driver's own tests stay everyday
+    "infer/test_driver.py::test_every_entry_point_charges_exactly_its_plans_event_before_reading_the_data",
+    "infer/test_driver.py::test_the_cli_runs_through_the_driver",
 )
 
 
