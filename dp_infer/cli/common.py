@@ -3,11 +3,10 @@ the printed privacy report and mixing block."""
 
 from __future__ import annotations
 
-import contextlib
 
 import click
 
-from ..privacy.ledger import charged, open_ledger
+from ..privacy.ledger import open_ledger
 
 NONPRIVATE_BANNER = "NON-PRIVATE (computed on the private data, not covered by any guarantee)"
 
@@ -78,21 +77,6 @@ def cli_ledger(ledger, dataset_id, budget):
         echo_spent(led_, ledger, dataset_id, f"charged {receipt.run_label!r} before sampling")
 
     return open_, announce
-
-
-@contextlib.contextmanager
-def charged_command(ledger, dataset_id, budget, event, command: str, route: str):
-    """The CLI's use of the one charge protocol (:func:`dp_infer.privacy.ledger.charged`): charge
-    before the body, print the spend, complete after; a crash keeps the charge."""
-    led = open_cli_ledger(ledger, dataset_id, budget)
-    if led is None:
-        note_unrecorded()
-
-    def announce(led_, receipt):
-        echo_spent(led_, ledger, dataset_id, f"charged {receipt.run_label!r} before sampling")
-
-    with charged(led, dataset_id, event, f"dp-infer {command} {route}", on_charge=announce) as receipt:
-        yield receipt
 
 
 def echo_nonprivate_accuracy(loss, X, y, X_test, y_test) -> None:
