@@ -75,7 +75,7 @@ from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment, private_second_moment_of_gram
 from .fit_model import prepare_model
 from .preflight import check_plan_resources, check_sampling_options
-from .posterior import PosteriorRun, released_draws
+from .posterior import PosteriorRun, released_draws, warn_if_unmixed
 from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss, clipped_loss
 from ..model.bridge import ModelLoss
@@ -414,6 +414,7 @@ def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> Posteri
                                      jax.random.fold_in(key, 2))
         if why is not None:
             run.report_extras["interval_release_skipped"] = why
+    warn_if_unmixed(run)
     return run
 
 

@@ -45,6 +45,18 @@ from ..parallel.sharded_posterior import ShardedMetricPotential, sharded_second_
 __all__ = ["fit_posterior", "sample_posterior", "PosteriorRun", "PRECONDITIONERS", "released_draws", "warn_if_diverged"]
 
 PRECONDITIONERS = ("private", "public", "prior")
+#: a run whose max R-hat exceeds this did not mix (ArviZ's strict threshold is 1.01; this is the plain failure)
+UNMIXED_RHAT = 1.1
+#: a run whose min bulk ESS is below this share of the planned ESS did not mix
+UNMIXED_ESS_SHARE = 0.2
+
+
+def warn_if_unmixed(run) -> None:
+    """Warn (one line) and keep in the report when a posterior run's chains did not mix."""
+    msg = run.mixing_verdict()
+    if msg is not None:
+        warnings.warn(msg, UserWarning, stacklevel=4)
+        run.report_extras["mixing_warning"] = msg
 
 
 def warn_if_diverged(theta, diverging) -> None:
@@ -92,6 +104,21 @@ class PosteriorRun(PrivateRun):
         d = super().report()
         d["posterior"]["achieved"] = self.achieved_mixing()
         return d
+
+    def mixing_verdict(self) -> str | None:
+        """One line when the chains did not mix (max R-hat above :data:`UNMIXED_RHAT` or min bulk ESS
+        below :data:`UNMIXED_ESS_SHARE` of the planned ESS), saying what to change; None when they did.
+        Post-processing of the released draws (free)."""
+        if self.theta is None or not np.all(np.isfinite(self.theta)):
+            return None  # a diverged run says so itself (warn_if_diverged)
+        ach = self.achieved_mixing()
+        planned = float((self.plan.posterior or {}).get("ess_target") or 0)
+        if ach["max_rhat"] <= UNMIXED_RHAT and ach["min_ess_bulk"] >= UNMIXED_ESS_SHARE * planned:
+            return None
+        return (f"the chains did not mix: max R-hat {ach['max_rhat']:.3f}, min bulk ESS {ach['min_ess_bulk']:.0f} of "
+                f"{planned:.0f} planned; the tempered draws (and their credible intervals) are not reliable: declare a "
+                "smaller mixing_rate (the plan runs longer), reparametrise a hierarchy (non-centred), or use "
+                "preconditioner='fisher' for a model")
 
     def released_segment(self, mcmc) -> tuple[np.ndarray, np.ndarray | None]:
         """The kernel ran on ``phi``: :func:`released_draws` of this run's plan."""
@@ -435,6 +462,7 @@ def _run_posterior_route(charged_plan: SamplingPlan, data, public) -> PrivateRun
     run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=public["progress_bar"],
                            chain_method=public["chain_method"])
     release_for_intervals(run, loss, X, y, jax.random.fold_in(key, 2))
+    warn_if_unmixed(run)
     if public["interval_release_skipped"] is not None:
         run.report_extras["interval_release_skipped"] = public["interval_release_skipped"]
     return run

@@ -278,3 +278,25 @@ def test_posterior_run_matches_nuts_at_the_same_temperature():
     assert np.all(np.abs(ours.mean(0) - ref.mean(0)) <= 4 * sd * math.sqrt(1 / 200 + 1 / 800))
     ratio = ours.std(0) / sd
     assert np.all((ratio > 0.85) & (ratio < 1.2))  # ULA's O(h) inflation at h M_phi = 0.25 is <= 7%
+
+
+def test_a_run_whose_chains_did_not_mix_says_so_in_one_line():
+    # issue 37 part 6: a run that does not mix says so. A declared mixing rate 125x too optimistic
+    # plans ~1/125 of the time the chains need: R-hat ~3 and ESS ~5 of 100 planned (measured, seed 3)
+    import warnings
+
+    import dp_infer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    X /= np.maximum(1, np.linalg.norm(X, axis=1))[:, None]
+    y = (rng.uniform(size=2000) < 1 / (1 + np.exp(-X @ np.array([1.0, -1.0, 0.5])))).astype(float)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        run = dp_infer.fit(dp_infer.logistic(row_norm=1.0), X, y, eps=1.0, delta=1e-5, target="posterior",
+                           prior_precision=1.0, ess=100, mixing_rate=50.0, seed=3, progress_bar=False)
+    said = [str(x.message) for x in w if str(x.message).startswith("the chains did not mix")]
+    assert len(said) == 1 and "\n" not in said[0] and "mixing_rate" in said[0]
+    assert run.report()["mixing_warning"] == said[0]
+    ach = run.achieved_mixing()
+    assert ach["max_rhat"] > 1.1 or ach["min_ess_bulk"] < 20
