@@ -99,6 +99,10 @@ SLOW_TESTS = (
     # the one driver's walks (issue 38): every entry point end to end; the driver's own tests stay everyday
     "infer/test_driver.py::test_every_entry_point_charges_exactly_its_plans_event_before_reading_the_data",
     "infer/test_driver.py::test_the_cli_runs_through_the_driver",
+    # a model run's interval release (issue 37): the end-to-end runs; the plan's checks stay everyday
+    "infer/test_model_intervals.py::test_the_ledger_is_charged_the_event_with_the_release_and_the_release_is_made",
+    "infer/test_model_intervals.py::test_the_release_noise_is_accounted_in_the_reported_sd",
+    "infer/test_model_intervals.py::test_interval_share_0_makes_no_release_and_the_default_says_why_it_skipped",
 )
 
 
