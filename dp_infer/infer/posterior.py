@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -55,7 +56,8 @@ def warn_if_unmixed(run) -> None:
     """Warn (one line) and keep in the report when a posterior run's chains did not mix."""
     msg = run.mixing_verdict()
     if msg is not None:
-        warnings.warn(msg, UserWarning, stacklevel=4)
+        # attributed to the caller's line, however deep the driver called the route
+        warnings.warn(msg, UserWarning, skip_file_prefixes=(str(Path(__file__).parents[1]),))
         run.report_extras["mixing_warning"] = msg
 
 
