@@ -168,7 +168,7 @@ def sample_rashomon(model: LinearModelClass | PerExampleLoss, X, y, psi: float, 
                                        dataset_id=dataset_id)
     return execute(RASHOMON_ROUTE, public, (X, y), ledger=ledger, dataset_id=dataset_id, plan=rp, hooks=hooks,
                    prefix="--" if hooks is not None else "",
-                   label=None if run_label is None else (lambda rp: f"{run_label} {rp.sampling_plan.route}"))
+                   label=None if run_label is None else (lambda rp: f"{run_label} {_route_name(rp)}"))
 
 
 def rashomon_report(rp, seed, key_impl: str, *, ledger_given: bool, dataset_id: str) -> dict:
@@ -195,6 +195,12 @@ def rashomon_report(rp, seed, key_impl: str, *, ledger_given: bool, dataset_id: 
                        "guarantee": f"pure {eps_total:.4g}-DP over {rp.num_chains} purified final draw(s) "
                                     "(each chain a certified trajectory + purification; basic composition)"})
     return report
+
+
+def _route_name(rp) -> str:
+    """The ledger label's route: the sampling plan's (the private modes), else the mode ('nonprivate',
+    which charges nothing)."""
+    return rp.sampling_plan.route if rp.sampling_plan is not None else rp.mode
 
 
 def _plan_rashomon_route(public):
@@ -228,5 +234,5 @@ def _run_rashomon_route(rp, data, public) -> RashomonResult:
 #: the Rashomon-thresholded Gibbs law: :func:`plan_rashomon` plans (its ``charges()``: the path, or
 #: one purified event per chain), :func:`_sample_on_data` runs
 RASHOMON_ROUTE = register_route(Route("rashomon", _plan_rashomon_route, _run_rashomon_route,
-                                      label=lambda rp: f"dp_infer.rashomon {rp.sampling_plan.route}",
+                                      label=lambda rp: f"dp_infer.rashomon {_route_name(rp)}",
                                       preflight=None))

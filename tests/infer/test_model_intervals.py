@@ -207,11 +207,12 @@ def test_the_release_noise_is_accounted_in_the_reported_sd():
 
 @pytest.mark.slow
 def test_coverage_of_the_truth_on_a_logistic_model():
-    """20 datasets, n = 5000, d = 3, eps = 2, clip 4 (clipped on about 1% of the rows at the estimate),
-    90% intervals: the 60 pooled indicators cover at a rate within [0.78, 0.99] (binomial sd 0.039 at
-    0.9 over 60; 3 sds, coordinates of one dataset not independent). Measured: see the docs' section."""
+    """8 datasets, n = 5000, d = 3, eps = 2, clip 4 (clipped on about 1% of the rows at the estimate),
+    90% intervals: the 24 pooled indicators cover at a rate within [0.70, 1.0] (binomial sd 0.061 at
+    0.9 over 24; about 3 sds below, coordinates of one dataset not independent). The 20-dataset
+    measurement (55 of 60, 0.92) is in docs/how-to/numpyro-model.md; 8 keep the slow tier's time."""
     hits, ratios = [], []
-    for r in range(20):
+    for r in range(8):
         X, y, truth = _logit_data(r, 5000)
         run = dp_infer.fit(model=logreg, X=X, y=y, target="posterior", eps=2.0, delta=DELTA, clip_norm=4.0, ess=200,
                            seed=1000 + r, progress_bar=False)
@@ -219,7 +220,7 @@ def test_coverage_of_the_truth_on_a_logistic_model():
         hits.append((iv.lower <= truth) & (truth <= iv.upper))
         ratios.append(iv.width_ratio)
     cover = float(np.mean(hits))
-    assert 0.78 <= cover <= 0.99, (cover, np.mean(hits, axis=0))
+    assert 0.70 <= cover <= 1.0, (cover, np.mean(hits, axis=0))
     assert 1.0 < float(np.median(ratios)) < 2.0
 
 
