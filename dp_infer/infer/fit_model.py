@@ -201,6 +201,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
     return execute(MODEL_ROUTE, public, (X, y, prepared), ledger=ledger, dataset_id=dataset_id,
                    hooks=Hooks(planned=lambda plan: (check_extra_fields(extra_fields, plan.kernel, bool(debug)),
                                                      refuse_unused_horizon(horizon, plan)),
+                               finish=lambda run, keeper, receipt: release_clip_count(run, public, y, prepared),
                                step="fit(model=...): the private clip count"))
 
 
@@ -219,9 +220,15 @@ def _run_model_route(plan, data, public):
     c_prior = public["prior_curvature"]
     ml, opts = public["ml"], dict(public["sample"])
     model, sample = opts.pop("model"), opts.pop("sample")
-    seed, key_impl = opts["seed"], opts["key_impl"]
-    run = sample_model(model, X, y, plan, sample=sample, clip_norm=ml.loss.clip_norm,
-                       prior_curvature=c_prior, _prepared=prepared, **opts)
+    return sample_model(model, X, y, plan, sample=sample, clip_norm=ml.loss.clip_norm,
+                        prior_curvature=c_prior, _prepared=prepared, **opts)
+
+
+def release_clip_count(run, public, y, prepared):
+    """The private count of the rows the clip touches at the released posterior mean (charged with the
+    run, part of the plan's event); made after the draws are kept, so a failure here keeps them."""
+    ml = public["ml"]
+    seed, key_impl = public["sample"]["seed"], public["sample"]["key_impl"]
     mu_count = public["mu_count"]
     if mu_count > 0:
         import jax
@@ -240,7 +247,6 @@ def _run_model_route(plan, data, public):
 
             warnings.warn(msg, UserWarning, stacklevel=5)
             counted["warning"] = msg
-    return run
 
 
 def ml_X(X):
