@@ -20,7 +20,7 @@ from dp_infer.infer.driver import Hooks, Route, execute, plan_charges, register_
 from dp_infer.infer.fallback import DrawsKeptError
 from dp_infer.privacy.events import GdpEvent
 from dp_infer.privacy.ledger import Ledger
-from tests.infer.test_one_door import DELTA, _ledger, _python_entry_points, data  # noqa: F401 - fixture
+from tests.infer.test_one_door import DELTA, _ledger, _python_entry_points, data, write_csv  # noqa: F401 - fixture
 
 
 # ---------------------------------------------------------------------- the driver alone
@@ -234,11 +234,7 @@ def test_the_cli_runs_through_the_driver(tmp_path, data, monkeypatch):
     from dp_infer.cli import main
 
     X, y = data
-    csv = tmp_path / "d.csv"
-    with open(csv, "w") as f:
-        f.write("a,b,c,y\n")
-        for row, label in zip(X, y):
-            f.write(",".join(f"{v:.6f}" for v in row) + f",{int(label)}\n")
+    csv = write_csv(tmp_path / "d.csv", X, y)
     names = []
     original = driver.run_route
 

@@ -40,6 +40,15 @@ def _ledger(tmp_path, eps_budget=1000.0):
     return led
 
 
+def write_csv(path, X, y):
+    """The rows as a CSV with a header (features a, b, c; label y), for the CLI's walks."""
+    with open(path, "w") as f:
+        f.write("a,b,c,y\n")
+        for row, label in zip(X, y):
+            f.write(",".join(f"{v:.6f}" for v in row) + f",{int(label)}\n")
+    return path
+
+
 def _spent(led):
     return led.spent("default")["eps"]
 
@@ -210,11 +219,7 @@ def test_every_cli_spending_command_charges_what_it_reports(tmp_path, data, argv
     from dp_infer.cli import main
 
     X, y = data
-    csv = tmp_path / "d.csv"
-    with open(csv, "w") as f:
-        f.write("a,b,c,y\n")
-        for row, label in zip(X, y):
-            f.write(",".join(f"{v:.6f}" for v in row) + f",{int(label)}\n")
+    csv = write_csv(tmp_path / "d.csv", X, y)
     led_path = tmp_path / "ledger.sqlite"
     args = [a.format(csv=csv) for a in argv] + ["--ledger", str(led_path), "--budget", "1000", str(DELTA),
                                                 "--reproducible-seed", "1", "--no-progress"]
