@@ -24,6 +24,11 @@ from .demo import DEFAULT_PLOTS, DEMO_PRIOR_PRECISION, FULL_ESS, QUICK_ESS, run_
 
 
 from ..infer.preflight import HORIZON_ROUTES  # the estimate routes that run the --horizon asked for
+from ..losses.registry import cli_losses
+
+#: ``dp-infer sample --loss NAME``: the built-in losses that build themselves from the command's options
+#: (their behaviours' ``cli_name`` and ``from_cli``, :mod:`dp_infer.losses.behaviour`)
+SAMPLE_LOSSES = {name: b for name, b in cli_losses().items() if b.from_cli is not None}
 
 
 def check_horizon_request(horizon_asked, route, loss) -> None:
@@ -122,7 +127,7 @@ def report_estimate_run(run, loss, X, y, *, X_test, y_test, out, nonprivate, fea
         mixing_block(dt, report)
     else:
         click.echo(f"released: {plan.release} (too few draws for R-hat/ESS; more chains cost privacy)")
-    if X_test is not None and loss.name in ("logistic", "model_nll"):
+    if X_test is not None and loss.behaviour.point_prediction == "probability":
         keeper.step = "the predictions on the test data"
         acc_priv = np_ref.accuracy(run.estimate(), X_test, y_test)
         click.echo("")
@@ -206,7 +211,7 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
 @click.command()
 @click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--target", default=None, help="name of the label column (with --schema: the schema's target)")
-@click.option("--loss", "loss_name", type=click.Choice(["logistic", "huber", "hinge", "quantile"]),
+@click.option("--loss", "loss_name", type=click.Choice(list(SAMPLE_LOSSES)),
               default="logistic", show_default=True,
               help="hinge / quantile have no smoothness: they run the proximal sampler")
 @click.option("--quantile", "quantile_level", type=float, default=0.5, show_default=True,
@@ -231,8 +236,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
 
     --mode posterior plans for --ess effective draws of N(0, I / --prior-precision) x exp(-beta L)
     (with --schema, the sensitivity is taken over the rows the schema admits)."""
-    from .. import datasets, losses
-    from ..losses import nonsmooth as losses_nonsmooth
+    from .. import datasets
 
     preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
     horizon_asked = horizon
@@ -251,8 +255,9 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     if schema_file is not None:  # read, encoded and checked before anything is charged
         from .schema_commands import schema_sample_data
 
-        if loss_name in ("hinge", "quantile"):
-            raise ValueError("loss: --loss hinge/quantile are not available with --schema yet (use a numeric CSV)")
+        if not SAMPLE_LOSSES[loss_name].smooth:
+            raise ValueError(f"loss: --loss {'/'.join(k for k, b in SAMPLE_LOSSES.items() if not b.smooth)} are not "
+                             "available with --schema yet (use a numeric CSV)")
         d = schema_sample_data(csv_file, schema_file, target=target, test_csv=test_csv, split=split,
                                split_seed=split_seed, nonprivate=nonprivate)
         if mode == "posterior":
@@ -269,10 +274,8 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
         return
     if target is None or split is not None:
         raise ValueError("target: --target is required without --schema (and --split needs --schema)")
-    loss = {"logistic": lambda: losses.logistic(row_norm=row_norm),
-            "huber": lambda: losses.huber(threshold=huber_threshold, row_norm=row_norm),
-            "hinge": lambda: losses_nonsmooth.hinge(row_norm=row_norm),
-            "quantile": lambda: losses_nonsmooth.quantile(quantile_level, row_norm=row_norm)}[loss_name]()
+    loss = SAMPLE_LOSSES[loss_name].from_cli({"row_norm": row_norm, "huber_threshold": huber_threshold,
+                                              "quantile_level": quantile_level})
     X, y, names = datasets.load_csv(csv_file, target)
     Xt = yt = None
     if test_csv:  # read, matched by name and checked (labels too) before anything is charged

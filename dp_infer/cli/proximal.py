@@ -52,7 +52,7 @@ def run_and_report_proximal(loss, X, y, *, command, eps, delta, pure, route, cha
         print_report(report)
         click.echo(f"released: the final position of each of {plan.num_draws} chain(s) "
                    "(too few draws for R-hat/ESS; more chains cost privacy)")
-        if X_test is not None and loss.name == "hinge":
+        if X_test is not None and loss.behaviour.point_prediction == "label":
             keeper.step = "the predictions on the test data"
             acc = np_ref.accuracy(run.estimate(), X_test, y_test)
             click.echo(f"route: proximal; test accuracy of the released estimate on the public test data, "

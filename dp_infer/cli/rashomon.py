@@ -18,9 +18,14 @@ import time
 import click
 import numpy as np
 
+from ..losses.registry import cli_losses
+from ..rashomon.models import KINDS
+
 __all__ = ["rashomon_command"]
 
-LOSSES = {"logistic": "logistic", "smoothed-hinge": "smoothed_hinge", "squared": "squared"}
+#: ``--loss NAME``: the Rashomon model classes (:data:`dp_infer.rashomon.models.KINDS`) by their losses'
+#: command-line names (the behaviours' ``cli_name``, :mod:`dp_infer.losses.behaviour`)
+LOSSES = {name: b for name, b in cli_losses().items() if b.name in KINDS}
 #: Above this many loss evaluations the exact pairwise swap gives way to random permutations.
 EXACT_SWAP_BUDGET = 300_000_000
 
@@ -146,15 +151,17 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
                          "gives no guarantee)")
     if radius is not None and radius <= 0:
         raise ValueError(f"--radius must lie in (0, inf), got {radius!r}")
-    if loss_name == "squared" and (radius is None or label_bound is None):
-        raise ValueError("--loss squared needs --label-bound and --radius (its gradient is bounded only "
+    kind = LOSSES[loss_name].name
+    regression = LOSSES[loss_name].point_prediction == "value"  # squared: bounded only on a bounded domain
+    if regression and (radius is None or label_bound is None):
+        raise ValueError(f"--loss {loss_name} needs --label-bound and --radius (its gradient is bounded only "
                          "on a bounded domain)")
-    if adult and loss_name == "squared":
-        raise ValueError("--loss squared is for regression; the Adult labels are 0/1")
+    if adult and regression:
+        raise ValueError(f"--loss {loss_name} is for regression; the Adult labels are 0/1")
     # the model class without its domain (dimension unknown yet) validates every model option now
-    linear_model(LOSSES[loss_name], row_norm=row_norm, l2=l2, intercept=intercept, label_bound=label_bound,
+    linear_model(kind, row_norm=row_norm, l2=l2, intercept=intercept, label_bound=label_bound,
                  hinge_smoothing=hinge_smoothing,
-                 domain=L2Ball(1, radius) if loss_name == "squared" else None)
+                 domain=L2Ball(1, radius) if regression else None)
 
     if adult:
         data = datasets.load_adult(row_norm=row_norm)
@@ -176,7 +183,7 @@ def rashomon_command(csv_file, adult, target, eval_csv, loss_name, intercept, la
         click.echo(f"  {NONPRIVATE_BANNER}: private rows clipped: {n_clipped}")
     dim = X.shape[1] + int(intercept)
     domain = None if radius is None else L2Ball(dim, radius)
-    model = linear_model(LOSSES[loss_name], row_norm=row_norm, l2=l2, intercept=intercept,
+    model = linear_model(kind, row_norm=row_norm, l2=l2, intercept=intercept,
                          label_bound=label_bound, hinge_smoothing=hinge_smoothing, domain=domain)
     kw = dict(mode=mode, horizon=horizon, num_chains=chains, num_draws=draws, seed=seed,
               threshold_width=threshold_width, feature_names=names)

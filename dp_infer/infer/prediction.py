@@ -2,8 +2,9 @@
 
 Two sources of a predictive distribution:
 
-* a built-in loss (``logistic``, ``multinomial_logistic``, ``huber``, ``squared``, ``poisson``):
-  the linear score ``X @ theta`` through the loss's link, averaged over the released draws;
+* a loss whose behaviour has a prediction rule (built in: ``logistic``, ``multinomial_logistic``,
+  ``squared``, ``huber``, ``poisson``): the linear score ``X @ theta`` through the loss's link,
+  averaged over the released draws (:mod:`dp_infer.losses.behaviour`);
 * a NumPyro model: the conditional mean of its observed site (``fn.mean``, and ``fn.probs`` for a
   Bernoulli or categorical likelihood) with every released draw substituted for the latent sites,
   averaged over draws -- the mean of NumPyro's ``Predictive`` without the sampling noise.
@@ -21,13 +22,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
-from scipy.special import expit
+
+from ..losses.registry import BUILTIN_BEHAVIOURS, loss_behaviour
 
 __all__ = ["align_features", "loss_predictive", "model_predictive", "log_loss", "expected_calibration_error",
            "LINEAR_LOSSES"]
 
-#: built-in losses whose prediction is a link of the linear score ``X @ theta``
-LINEAR_LOSSES = ("logistic", "multinomial_logistic", "huber", "squared", "poisson")
+#: built-in losses with a prediction rule (a link of the linear score ``X @ theta``): their behaviours'
+LINEAR_LOSSES = tuple(b.name for b in BUILTIN_BEHAVIOURS if b.predictive is not None)
 
 
 def align_features(X, feature_names: Sequence[str] | None, num_features: int | None) -> np.ndarray:
@@ -59,27 +61,19 @@ def _thin(n: int, max_draws: int | None) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, max_draws).round().astype(int))
 
 
-def loss_predictive(loss_name: str, theta: np.ndarray, X: np.ndarray, *, max_draws: int | None = 1000) -> dict:
-    """Mean prediction (and class probabilities) of a built-in loss over draws ``theta`` (S, d)."""
+def loss_predictive(loss, theta: np.ndarray, X: np.ndarray, *, max_draws: int | None = 1000) -> dict:
+    """Mean prediction (and class probabilities) over draws ``theta`` (S, d) by the loss's prediction
+    rule (``behaviour.predictive``, :mod:`dp_infer.losses.behaviour`). ``loss``: a
+    :class:`~dp_infer.losses.base.PerExampleLoss` (its own behaviour), a behaviour, or a stored loss
+    name (a built-in loss's, :func:`dp_infer.losses.registry.loss_behaviour`)."""
+    behaviour = loss_behaviour(loss)
+    if behaviour is None or behaviour.predictive is None:
+        name = loss if isinstance(loss, str) else getattr(loss, "name", type(loss).__name__)
+        raise ValueError(f"no prediction rule for the loss {name!r}: predictions need a loss whose behaviour has "
+                         f"one (built in: {LINEAR_LOSSES}) or the NumPyro model (PrivateRun.load(path, model=...))")
     theta = np.asarray(theta, dtype=np.float64)
     theta = theta[_thin(theta.shape[0], max_draws)]
-    if loss_name == "logistic":
-        p = expit(X @ theta.T).mean(axis=1)
-        return {"mean": p, "probs": p, "kind": "binary"}
-    if loss_name == "multinomial_logistic":
-        d = X.shape[1]
-        W = theta.reshape(theta.shape[0], d, -1)
-        logits = np.einsum("nd,sdk->snk", X, W)
-        logits -= logits.max(axis=-1, keepdims=True)
-        p = np.exp(logits)
-        p = (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
-        return {"mean": p @ np.arange(p.shape[1]), "probs": p, "kind": "categorical"}
-    if loss_name == "poisson":
-        return {"mean": np.exp(X @ theta.T).mean(axis=1), "kind": "count"}
-    if loss_name in ("huber", "squared"):
-        return {"mean": (X @ theta.T).mean(axis=1), "kind": "continuous"}
-    raise ValueError(f"no prediction rule for the loss {loss_name!r}: predictions need a built-in loss "
-                     f"{LINEAR_LOSSES} or the NumPyro model (PrivateRun.load(path, model=...))")
+    return behaviour.predictive(X, theta)
 
 
 def log_loss(p, y, eps: float = 1e-12) -> float:

@@ -109,15 +109,18 @@ class ProximalRun:
         print(self.summary())
 
     def predict(self, X) -> np.ndarray:
-        """Point predictions from the released estimate (post-processing): class labels 0/1 for the
-        hinge loss (the sign of the margin), the linear predictor for absolute / quantile losses."""
+        """Point predictions from the released estimate (post-processing), by the loss's behaviour
+        (``point_prediction``, :mod:`dp_infer.losses.behaviour`): class labels 0/1 for the hinge loss
+        (the sign of the margin), the linear predictor for absolute / quantile losses."""
+        from ..losses.registry import loss_behaviour
         from .prediction import align_features
 
         Xa = align_features(X, self.feature_names, self.final.shape[1])
         z = Xa @ self.estimate()
-        if self.loss_name == "hinge":
+        point = getattr(loss_behaviour(self.loss_name), "point_prediction", None)
+        if point == "label":
             return (z > 0).astype(int)
-        if self.loss_name in ("absolute", "quantile"):
+        if point == "value":
             return z
         raise ValueError(f"no prediction rule for the loss {self.loss_name!r} on the proximal route")
 

@@ -45,6 +45,7 @@ import numpy as np
 
 from .._validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
 from ..domains import Domain, Euclidean
+from .behaviour import CUSTOM, LossBehaviour
 from .row_blocks import blocked_loss_sum, clip_tree, clipped_mean
 
 
@@ -119,6 +120,9 @@ class PerExampleLoss:
     num_params_fn: Callable[[int], int] = field(default=lambda d: d)
     clip_norm: float | None = None
     index_fn: Callable[[jax.Array, jax.Array], jax.Array] | None = None
+    #: what the loss does beyond its value and constants (clip link, prediction, CLI name):
+    #: :mod:`dp_infer.losses.behaviour`; set by each built-in loss's constructor
+    behaviour: LossBehaviour = CUSTOM
 
     def num_params(self, num_features: int) -> int:
         """Length of the flat parameter vector for data with ``num_features`` columns."""
@@ -216,17 +220,19 @@ def constants_with_l2(lip: float, grad_diff: float, smooth: float | None, l2: fl
 
 
 def glm_loss(name: str, link: Callable[[jax.Array, jax.Array], jax.Array], constants: LossConstants,
-             row_norm: float, label_check=None, l2: float = 0.0, domain: Domain | None = None) -> PerExampleLoss:
+             row_norm: float, label_check=None, l2: float = 0.0, domain: Domain | None = None,
+             behaviour: LossBehaviour = CUSTOM) -> PerExampleLoss:
     """A generalised linear loss ``ell(theta; x, y) = link(<theta, x>, y)`` (+ its L2 term).
 
     ``link`` maps arrays of indices and labels elementwise (it is evaluated on ``X @ theta``);
-    the per-example ``fn`` is the same link of one dot product. The constants are the caller's.
+    the per-example ``fn`` is the same link of one dot product. The constants are the caller's;
+    ``behaviour`` (clipped link, prediction rule, CLI name: :mod:`dp_infer.losses.behaviour`) too.
     """
 
     def fn(theta, x, y):
         return link(jnp.dot(theta, x), y)
 
-    return PerExampleLoss(name, fn, constants, row_norm, label_check, l2, domain, index_fn=link)
+    return PerExampleLoss(name, fn, constants, row_norm, label_check, l2, domain, index_fn=link, behaviour=behaviour)
 
 
 # ----------------------------------------------------------------------------------------------

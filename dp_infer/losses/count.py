@@ -24,8 +24,14 @@ import numpy as np
 from .._validation import check_nonnegative, check_positive
 from ..domains import Box, Domain, L2Ball
 from .base import LossConstants, PerExampleLoss, constants_with_l2, domain_radius, glm_loss
+from .behaviour import LossBehaviour, linear_predictive
 
-__all__ = ["poisson", "poisson_nll", "poisson_constants", "max_param_norm"]
+__all__ = ["poisson", "poisson_nll", "poisson_constants", "max_param_norm", "POISSON", "BEHAVIOURS"]
+
+#: predictions: the mean count ``exp(<theta, x>)`` averaged over draws; no clip in the metric
+POISSON = LossBehaviour(name="poisson", predictive=linear_predictive(np.exp, "count"))
+#: this module's behaviours (:mod:`dp_infer.losses.registry` collects them)
+BEHAVIOURS = (POISSON,)
 
 
 def max_param_norm(domain: Domain) -> float:
@@ -83,4 +89,4 @@ def poisson(max_count: float, domain: Domain, row_norm: float = 1.0, l2: float =
         consts = LossConstants(lipschitz=k["lipschitz"] + l2 * r, grad_diff=k["grad_diff"],
                                smoothness=k["smoothness"] + l2, strong_convexity=l2,
                                value_range=k["value_range"] + 0.5 * l2 * r * r, convex=True)
-    return glm_loss("poisson", poisson_link, consts, R, labels, l2, domain)
+    return glm_loss("poisson", poisson_link, consts, R, labels, l2, domain, behaviour=POISSON)

@@ -3,21 +3,104 @@ squared, Huber and smoothed hinge (constants and their meaning: :mod:`dp_infer.l
 
 Each is ``phi(<theta, x>, y)`` (+ an optional L2 term) built by :func:`~dp_infer.losses.base.glm_loss`;
 the constants come from the declared row norm, label range and domain, never from the data.
+Each also carries its behaviour (:mod:`dp_infer.losses.behaviour`): the logistic, Huber and
+smoothed hinge losses their clipped links in the preconditioner's metric (how each bounds the
+derivative: :mod:`dp_infer.losses.metric_clip`), the regression and logistic losses their
+prediction rules, the command line's losses their ``--loss`` names.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import expit
 
 from .._validation import check_nonnegative, check_positive, check_positive_int
 from ..domains import Domain, Euclidean
 from .base import LossConstants, PerExampleLoss, constants_with_l2, domain_radius, glm_loss
+from .behaviour import LossBehaviour, linear_predictive
 
-__all__ = ["logistic", "multinomial_logistic", "squared", "huber", "smoothed_hinge"]
+__all__ = ["logistic", "multinomial_logistic", "squared", "huber", "smoothed_hinge", "LOGISTIC", "MULTINOMIAL_LOGISTIC",
+           "SQUARED", "HUBER", "SMOOTHED_HINGE", "BEHAVIOURS"]
+
+
+# ----------------------------------------------------------------------------------------------
+# clipped links f(z, y, a, params): the link with |f'| <= a for every label (metric_clip's doc)
+# ----------------------------------------------------------------------------------------------
+
+def _clipped_logistic(z, y, a, params):
+    """The logistic link with the label-free weight ``min(1, a / max(s, 1 - s))`` (metric_clip's doc)."""
+    m = (2.0 * y - 1.0) * z
+    a1 = jnp.minimum(a, 1.0)  # a >= 1: nothing changes (|s - y| <= 1)
+    big = a1 > 0.5
+    a_s = jnp.where(big, a1, 0.75)  # a safe value where the knot is 0 (unused there)
+    m_k = jnp.where(big, jnp.log(a_s) - jnp.log1p(-a_s), 0.0)  # sigmoid(m_k) = a for a > 1/2
+    e_k = jnp.exp(-m_k)
+    above = m >= m_k  # ties to the outer pieces: with a <= 1/2 the middle piece is empty (m_k = 0)
+    below = (m < -m_k) & ~above
+    c_hi = jax.nn.softplus(-m_k) - a1 * e_k  # continuity at m = m_k
+    c_lo = jax.nn.softplus(m_k) - a1 * m_k  # continuity at m = -m_k
+    m_mid = jnp.where(above | below, 0.0, m)  # a safe value outside the middle piece (no clip gradient)
+    hi = a1 * jnp.exp(-jnp.where(above, m, m_k)) + c_hi
+    lo = -a1 * jnp.where(below, m, -m_k) + c_lo
+    return jnp.where(above, hi, jnp.where(below, lo, jax.nn.softplus(-m_mid)))
+
+
+def _clipped_huber(z, y, a, params):
+    t = jnp.minimum(params["threshold"], a)
+    r = z - y
+    ar = jnp.abs(r)
+    return jnp.where(ar <= t, 0.5 * r * r, t * (ar - 0.5 * t))
+
+
+def _clipped_smoothed_hinge(z, y, a, params):
+    g = params["smoothing"]
+    m = (2.0 * y - 1.0) * z
+    a1 = jnp.minimum(a, 1.0)
+    knee = 1.0 - a1 * g  # where the derivative reaches -a1 (inside the quadratic piece)
+    quad = (1.0 - m) ** 2 / (2.0 * g)
+    base = jnp.where(m >= 1.0, 0.0, jnp.where(m <= 1.0 - g, 1.0 - m - 0.5 * g, quad))
+    lin = (1.0 - knee) ** 2 / (2.0 * g) - a1 * (m - knee)
+    return jnp.where((a < 1.0) & (m < knee), lin, base)
+
+
+def _categorical_predictive(X, theta):
+    """Softmax probabilities of ``theta = vec(W)`` (S, d K) averaged over draws; mean: the expected class."""
+    d = X.shape[1]
+    W = theta.reshape(theta.shape[0], d, -1)
+    logits = np.einsum("nd,sdk->snk", X, W)
+    logits -= logits.max(axis=-1, keepdims=True)
+    p = np.exp(logits)
+    p = (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
+    return {"mean": p @ np.arange(p.shape[1]), "probs": p, "kind": "categorical"}
+
+
+def _identity(s):
+    return s
+
+
+#: the logistic's weighted link has curvature up to 1/2 where the logistic's own is 1/4: factor 2
+LOGISTIC = LossBehaviour(name="logistic", clipped_link=_clipped_logistic, clipped_curvature_factor=2.0,
+                         predictive=linear_predictive(expit, "binary", probs=True), point_prediction="probability",
+                         cli_name="logistic", from_cli=lambda o: logistic(row_norm=o["row_norm"]))
+MULTINOMIAL_LOGISTIC = LossBehaviour(name="multinomial_logistic", predictive=_categorical_predictive,
+                                     one_coefficient_per_feature=False)
+SQUARED = LossBehaviour(name="squared", predictive=linear_predictive(_identity, "continuous"),
+                        point_prediction="value", cli_name="squared")
+#: clip_params: the threshold (set per loss by :func:`huber`)
+HUBER = LossBehaviour(name="huber", clipped_link=_clipped_huber, clipped_curvature_factor=1.0,
+                      predictive=linear_predictive(_identity, "continuous"), point_prediction="value", cli_name="huber",
+                      from_cli=lambda o: huber(threshold=o["huber_threshold"], row_norm=o["row_norm"]))
+#: clip_params: the smoothing gamma (set per loss by :func:`smoothed_hinge` and
+#: :func:`dp_infer.losses.nonsmooth.smoothed_hinge`, the same function of the margin)
+SMOOTHED_HINGE = LossBehaviour(name="smoothed_hinge", clipped_link=_clipped_smoothed_hinge,
+                               clipped_curvature_factor=1.0, point_prediction="label", cli_name="smoothed-hinge")
+#: this module's behaviours (:mod:`dp_infer.losses.registry` collects them)
+BEHAVIOURS = (LOGISTIC, MULTINOMIAL_LOGISTIC, SQUARED, HUBER, SMOOTHED_HINGE)
 
 
 def _binary_labels(y: np.ndarray) -> None:
@@ -39,7 +122,7 @@ def logistic(row_norm: float = 1.0, l2: float = 0.0, domain: Domain | None = Non
         return jax.nn.softplus(z) - y * z
 
     consts = constants_with_l2(R, 2 * R, R * R / 4, l2, domain, lambda r: r * R, link=1.0, convex=True)
-    return glm_loss("logistic", link, consts, R, _binary_labels, l2, domain)
+    return glm_loss("logistic", link, consts, R, _binary_labels, l2, domain, behaviour=LOGISTIC)
 
 
 def multinomial_logistic(num_classes: int, row_norm: float = 1.0, l2: float = 0.0,
@@ -68,7 +151,7 @@ def multinomial_logistic(num_classes: int, row_norm: float = 1.0, l2: float = 0.
     consts = constants_with_l2(math.sqrt(2) * R, 2 * math.sqrt(2) * R, R * R / 2, l2, domain,
                       lambda r: 2 * r * R, convex=True)
     return PerExampleLoss("multinomial_logistic", fn, consts, R, labels, l2, domain,
-                          num_params_fn=lambda d: d * K)
+                          num_params_fn=lambda d: d * K, behaviour=MULTINOMIAL_LOGISTIC)
 
 
 def squared(label_bound: float, domain: Domain, row_norm: float = 1.0, l2: float = 0.0) -> PerExampleLoss:
@@ -98,7 +181,7 @@ def squared(label_bound: float, domain: Domain, row_norm: float = 1.0, l2: float
 
     consts = constants_with_l2(lip, 2 * lip, R * R, l2, domain, lambda rr: 0.5 * (rr * R + B) ** 2,
                                link=r * R + B, convex=True)
-    return glm_loss("squared", link, consts, R, labels, l2, domain)
+    return glm_loss("squared", link, consts, R, labels, l2, domain, behaviour=SQUARED)
 
 
 def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
@@ -117,7 +200,8 @@ def huber(threshold: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
         return jnp.where(a <= t, 0.5 * r * r, t * (a - 0.5 * t))
 
     consts = constants_with_l2(t * R, 2 * t * R, R * R, l2, domain, lambda r: None, link=t, convex=True)
-    return glm_loss("huber", link, consts, R, None, l2, domain)
+    return glm_loss("huber", link, consts, R, None, l2, domain,
+                    behaviour=replace(HUBER, clip_params=(("threshold", t),)))
 
 
 def smoothed_hinge(smoothing: float = 1.0, row_norm: float = 1.0, l2: float = 0.0,
@@ -137,6 +221,7 @@ def smoothed_hinge(smoothing: float = 1.0, row_norm: float = 1.0, l2: float = 0.
         return jnp.where(z >= 1.0, 0.0, jnp.where(z <= 1.0 - g, 1.0 - z - 0.5 * g, (1.0 - z) ** 2 / (2.0 * g)))
 
     consts = constants_with_l2(R, 2 * R, R * R / g, l2, domain, lambda r: r * R + 1.0, link=1.0, convex=True)
-    return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain)
+    return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain,
+                    behaviour=replace(SMOOTHED_HINGE, clip_params=(("smoothing", g),)))
 
 

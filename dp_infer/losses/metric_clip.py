@@ -31,11 +31,15 @@ nothing changes):
   one's 0.18 and 0.18 (docs/how-to/posterior.md, "Lever 1"). In the margin ``m = (2y - 1) z``, with
   ``m_k = log(a / (1 - a))`` for ``a > 1/2`` (else 0): ``softplus(-m)`` for ``|m| <= m_k``,
   ``a e^-m + c_+`` above, ``-a m + c_-`` below (constants for continuity). Its curvature is at most
-  ``1/2`` (the logistic's own is ``1/4``): :data:`CLIPPED_CURVATURE_FACTOR`.
+  ``1/2`` (the logistic's own is ``1/4``): its behaviour's ``clipped_curvature_factor`` is 2.
 * huber(t) of the residual ``r = z - y``: huber with threshold ``min(t, a)`` (the residual's
   derivative clipped; for errors symmetric about 0 this keeps the location consistent);
 * smoothed hinge(gamma), margin ``m``: unchanged for ``m >= 1 - a gamma``, tangent line of slope
   ``-a`` below (for ``a < 1``; a margin loss, not a likelihood: no consistency to keep).
+
+Each link lives beside its loss (:mod:`dp_infer.losses.glm`) and is carried by the loss's behaviour
+(``loss.behaviour.clipped_link``, :mod:`dp_infer.losses.behaviour`) with its parameters and its
+curvature factor: a GLM loss of your own clips once its behaviour declares a link.
 
 The planner parametrises ``tau = r_clip / sqrt(beta)``: ``sqrt(beta) ||C^T g|| = sqrt(g^T (beta
 P) g)`` and ``(beta P)^-1 = kappa_P S + Lambda / beta`` is the preconditioner's model of the
@@ -55,85 +59,47 @@ import numpy as np
 
 from .._validation import check_positive
 from .base import PerExampleLoss
+from .registry import BUILTIN_BEHAVIOURS
 
 __all__ = ["CLIPPABLE_LOSSES", "CLIPPED_CURVATURE_FACTOR", "DEFAULT_CLIP_FACTOR", "clippable", "clipped_link",
            "clip_levels", "clipped_potential", "clipped_row_share", "default_clip_radius", "resolve_clip_radius"]
 
 
-def _logistic(z, y, a, params):
-    """The logistic link with the label-free weight ``min(1, a / max(s, 1 - s))`` (module doc)."""
-    m = (2.0 * y - 1.0) * z
-    a1 = jnp.minimum(a, 1.0)  # a >= 1: nothing changes (|s - y| <= 1)
-    big = a1 > 0.5
-    a_s = jnp.where(big, a1, 0.75)  # a safe value where the knot is 0 (unused there)
-    m_k = jnp.where(big, jnp.log(a_s) - jnp.log1p(-a_s), 0.0)  # sigmoid(m_k) = a for a > 1/2
-    e_k = jnp.exp(-m_k)
-    above = m >= m_k  # ties to the outer pieces: with a <= 1/2 the middle piece is empty (m_k = 0)
-    below = (m < -m_k) & ~above
-    c_hi = jax.nn.softplus(-m_k) - a1 * e_k  # continuity at m = m_k
-    c_lo = jax.nn.softplus(m_k) - a1 * m_k  # continuity at m = -m_k
-    m_mid = jnp.where(above | below, 0.0, m)  # a safe value outside the middle piece (no clip gradient)
-    hi = a1 * jnp.exp(-jnp.where(above, m, m_k)) + c_hi
-    lo = -a1 * jnp.where(below, m, -m_k) + c_lo
-    return jnp.where(above, hi, jnp.where(below, lo, jax.nn.softplus(-m_mid)))
-
-
-def _huber(z, y, a, params):
-    t = jnp.minimum(params["threshold"], a)
-    r = z - y
-    ar = jnp.abs(r)
-    return jnp.where(ar <= t, 0.5 * r * r, t * (ar - 0.5 * t))
-
-
-def _smoothed_hinge(z, y, a, params):
-    g = params["smoothing"]
-    m = (2.0 * y - 1.0) * z
-    a1 = jnp.minimum(a, 1.0)
-    knee = 1.0 - a1 * g  # where the derivative reaches -a1 (inside the quadratic piece)
-    quad = (1.0 - m) ** 2 / (2.0 * g)
-    base = jnp.where(m >= 1.0, 0.0, jnp.where(m <= 1.0 - g, 1.0 - m - 0.5 * g, quad))
-    lin = (1.0 - knee) ** 2 / (2.0 * g) - a1 * (m - knee)
-    return jnp.where((a < 1.0) & (m < knee), lin, base)
-
-
-#: built-in losses with a closed-form clipped link (module doc), and the declared parameters it needs
-CLIPPABLE_LOSSES: dict[str, Callable] = {"logistic": _logistic, "huber": _huber, "smoothed_hinge": _smoothed_hinge}
-
 #: the posterior mode's default clip radius is this multiple of sqrt(dim) (:func:`default_clip_radius`)
 DEFAULT_CLIP_FACTOR = 1.0
 
-#: the clipped link's curvature bound over the loss's own (``sup |f''| / sup |phi''|``): the step
-#: size of a clipped plan uses it (the logistic's weighted link reaches 1/2 where its own is 1/4)
-CLIPPED_CURVATURE_FACTOR: dict[str, float] = {"logistic": 2.0, "huber": 1.0, "smoothed_hinge": 1.0}
+
+def _builtin(field: str) -> dict:
+    return {b.name: getattr(b, field) for b in BUILTIN_BEHAVIOURS if b.clippable}
 
 
-def _params(loss: PerExampleLoss) -> dict:
-    if loss.name == "huber":
-        return {"threshold": float(loss.constants.link_derivative_bound)}
-    if loss.name == "smoothed_hinge":
-        # phi'' <= 1 / gamma: M = R^2 / gamma (+ l2), recover gamma from the declared constants
-        return {"smoothing": loss.row_norm ** 2 / (loss.constants.smoothness - loss.l2)}
-    return {}
+#: the built-in losses with a clipped link, and each one's link ``f(z, y, a, params)``: read from
+#: the losses' behaviours (``loss.behaviour.clipped_link``; the links live beside their losses)
+CLIPPABLE_LOSSES: dict[str, Callable] = _builtin("clipped_link")
+
+#: the clipped link's curvature bound over the loss's own (``sup |f''| / sup |phi''|``) of the built-in
+#: clippable losses: the step size of a clipped plan uses it (the logistic's weighted link reaches 1/2
+#: where its own is 1/4); read from ``loss.behaviour.clipped_curvature_factor``
+CLIPPED_CURVATURE_FACTOR: dict[str, float] = _builtin("clipped_curvature_factor")
 
 
 def clippable(loss: PerExampleLoss) -> bool:
-    """Whether ``loss`` has a clipped closed form here: a built-in GLM loss of ``CLIPPABLE_LOSSES``
-    with its index function, not already clipped per example."""
-    return loss.name in CLIPPABLE_LOSSES and loss.index_fn is not None and loss.clip_norm is None
+    """Whether ``loss`` has a clipped closed form: a GLM loss (with its index function, not already
+    clipped per example) whose behaviour carries a clipped link (``loss.behaviour.clipped_link``)."""
+    return loss.behaviour.clippable and loss.index_fn is not None and loss.clip_norm is None
 
 
 def clipped_link(loss: PerExampleLoss) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
     """``f(z, y, a)``: the loss's link with its derivative bounded by ``a`` for every label
-    (elementwise; how, per loss, in the module doc).
+    (elementwise; how, per loss, in the module doc), from the loss's behaviour.
 
-    Raises for a loss without a closed form here (``CLIPPABLE_LOSSES``)."""
+    Raises for a loss without one (:func:`clippable`)."""
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
     if not clippable(loss):
-        raise ValueError(f"clipping in the metric needs one of the built-in GLM losses {tuple(CLIPPABLE_LOSSES)}, "
-                         f"got {loss.name!r}: pass clip_radius=None")
-    f, params = CLIPPABLE_LOSSES[loss.name], _params(loss)
-    return lambda z, y, a: f(z, y, a, params)
+        raise ValueError(f"clipping in the metric needs a GLM loss whose behaviour has a clipped link (built in: "
+                         f"{tuple(CLIPPABLE_LOSSES)}), got {loss.name!r}: pass clip_radius=None")
+    return loss.behaviour.bound_clipped_link()
 
 
 def clip_levels(XC, tau: float):

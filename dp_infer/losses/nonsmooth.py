@@ -27,6 +27,7 @@ same L and G; they are what the Langevin routes can run, at a bias of at most
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import jax.numpy as jnp
 import numpy as np
@@ -34,8 +35,23 @@ import numpy as np
 from .._validation import check_nonnegative, check_positive
 from ..domains import Domain
 from .base import PerExampleLoss, constants_with_l2, domain_radius, glm_loss
+from .behaviour import LossBehaviour
+from .glm import SMOOTHED_HINGE
 
-__all__ = ["hinge", "absolute", "quantile", "smoothed_hinge", "smoothed_quantile"]
+__all__ = ["hinge", "absolute", "quantile", "smoothed_hinge", "smoothed_quantile", "HINGE", "ABSOLUTE", "QUANTILE",
+           "SMOOTHED_QUANTILE", "BEHAVIOURS"]
+
+#: the proximal route's losses (no smoothness); point predictions from the released estimate: the
+#: margin's sign (hinge), the linear predictor (absolute, quantile)
+HINGE = LossBehaviour(name="hinge", point_prediction="label", cli_name="hinge", smooth=False,
+                      from_cli=lambda o: hinge(row_norm=o["row_norm"]))
+ABSOLUTE = LossBehaviour(name="absolute", point_prediction="value", smooth=False)
+QUANTILE = LossBehaviour(name="quantile", point_prediction="value", cli_name="quantile", smooth=False,
+                         from_cli=lambda o: quantile(o["quantile_level"], row_norm=o["row_norm"]))
+SMOOTHED_QUANTILE = LossBehaviour(name="smoothed_quantile")
+#: this module's behaviours (:mod:`dp_infer.losses.registry` collects them; the smoothed hinge is
+#: :data:`dp_infer.losses.glm.SMOOTHED_HINGE`, the same function of the margin)
+BEHAVIOURS = (HINGE, ABSOLUTE, QUANTILE, SMOOTHED_QUANTILE)
 
 
 def _binary_labels(y: np.ndarray) -> None:
@@ -85,7 +101,7 @@ def hinge(row_norm: float = 1.0, domain: Domain | None = None) -> PerExampleLoss
         return jnp.maximum(0.0, 1.0 - (2.0 * y - 1.0) * z)
 
     consts = constants_with_l2(R, 2.0 * R, None, 0.0, domain, lambda r: 1.0 + r * R, convex=True)
-    return glm_loss("hinge", link, consts, R, _binary_labels, 0.0, domain)
+    return glm_loss("hinge", link, consts, R, _binary_labels, 0.0, domain, behaviour=HINGE)
 
 
 def absolute(row_norm: float = 1.0, label_bound: float | None = None,
@@ -103,7 +119,7 @@ def absolute(row_norm: float = 1.0, label_bound: float | None = None,
         return jnp.abs(z - y)
 
     consts = constants_with_l2(R, 2.0 * R, None, 0.0, domain, _regression_range(1.0, R, B), convex=True)
-    return glm_loss("absolute", link, consts, R, _bounded_labels(B), 0.0, domain)
+    return glm_loss("absolute", link, consts, R, _bounded_labels(B), 0.0, domain, behaviour=ABSOLUTE)
 
 
 def quantile(tau: float = 0.5, row_norm: float = 1.0, label_bound: float | None = None,
@@ -124,7 +140,7 @@ def quantile(tau: float = 0.5, row_norm: float = 1.0, label_bound: float | None 
         return jnp.maximum(t * r, (t - 1.0) * r)
 
     consts = constants_with_l2(slope * R, 2.0 * slope * R, None, 0.0, domain, _regression_range(slope, R, B), convex=True)
-    return glm_loss(f"quantile({t:g})", link, consts, R, _bounded_labels(B), 0.0, domain)
+    return glm_loss(f"quantile({t:g})", link, consts, R, _bounded_labels(B), 0.0, domain, behaviour=QUANTILE)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -154,7 +170,8 @@ def smoothed_hinge(smoothing: float = 0.5, row_norm: float = 1.0, l2: float = 0.
         return jnp.where(z <= 0.0, 0.0, jnp.where(z <= w, 0.5 * z * z / w, z - 0.5 * w))
 
     consts = constants_with_l2(R, 2.0 * R, R * R / w, l2, domain, lambda r: 1.0 + r * R, convex=True)
-    return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain)
+    return glm_loss("smoothed_hinge", link, consts, R, _binary_labels, l2, domain,
+                    behaviour=replace(SMOOTHED_HINGE, clip_params=(("smoothing", w),)))
 
 
 def smoothed_quantile(tau: float = 0.5, smoothing: float = 0.5, row_norm: float = 1.0,
@@ -179,7 +196,8 @@ def smoothed_quantile(tau: float = 0.5, smoothing: float = 0.5, row_norm: float 
 
     consts = constants_with_l2(slope * R, 2.0 * slope * R, R * R / (2.0 * w), l2, domain,
                       _regression_range(slope, R, B), convex=True)
-    return glm_loss(f"smoothed_quantile({t:g})", link, consts, R, _bounded_labels(B), l2, domain)
+    return glm_loss(f"smoothed_quantile({t:g})", link, consts, R, _bounded_labels(B), l2, domain,
+                    behaviour=SMOOTHED_QUANTILE)
 
 
 def base_lipschitz(loss: PerExampleLoss) -> float:

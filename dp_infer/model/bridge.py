@@ -50,8 +50,15 @@ from numpyro.primitives import Messenger
 from .._validation import check_finite_array, check_positive
 from .row_args import RowArg, check_model_kwargs, pack_row_args
 from ..losses import PerExampleLoss, clipped_loss
+from ..losses.behaviour import LossBehaviour
 
-__all__ = ["ModelLoss", "SiteLayout", "loss_from_model"]
+__all__ = ["ModelLoss", "SiteLayout", "loss_from_model", "MODEL_NLL"]
+
+#: the behaviour of :func:`loss_from_model`'s loss: the model's likelihood without its prior, which
+#: ``fit(loss)`` refuses (it would drop the prior)
+MODEL_NLL = LossBehaviour(name="model_nll", fit_refusal=(
+    "loss comes from loss_from_model: fit(loss) would drop the model's prior (it lives in "
+    "ModelLoss.prior_potential); call fit(model=..., X=..., y=...) instead"))
 
 
 class _drop_observations(Messenger):
@@ -288,7 +295,7 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
         layouts.append(lay)
         plates.update(p)
     loss = clipped_loss(nll_one, clip_norm, name="model_nll", smoothness=smoothness)
-    loss = replace(loss, num_params_fn=_FixedDim(dim))
+    loss = replace(loss, num_params_fn=_FixedDim(dim), behaviour=MODEL_NLL)
     return ModelLoss(loss, prior_potential, unravel, tuple(latent), dim, _constrain, model,
                      tuple(layouts), tuple(observed), x_name, y_name, int(X.shape[1]), plates, unc,
                      row_args, dict(static))
