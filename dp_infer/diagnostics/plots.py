@@ -1,7 +1,9 @@
 """Plots for private runs: ArviZ (arviz-plots, matplotlib backend) and privacy/utility charts.
 
-All functions write a PNG and return its :class:`~pathlib.Path`; figures are closed after
-saving. Importing this module selects matplotlib's non-interactive ``Agg`` backend unless
+All functions write a PNG and return its :class:`~pathlib.Path` (the figure closed after saving);
+the ArviZ plots and :func:`plot_intervals` called without a path return the matplotlib figure
+instead (to show in a notebook). Every figure of a run carries its privacy stamp (the eps, delta
+spent, from the tree's report) and a legend where several chains or sources are drawn. Importing this module selects matplotlib's non-interactive ``Agg`` backend unless
 ``pyplot`` is already imported or ``MPLBACKEND`` is set (so notebooks keep theirs).
 
 MCMC plots read only the ``posterior`` and ``sample_stats.diverging`` groups; a non-private
@@ -34,6 +36,8 @@ __all__ = [
     "plot_rank",
     "plot_autocorr",
     "plot_forest",
+    "plot_intervals",
+    "privacy_stamp",
     "plot_privacy_utility",
     "plot_budget",
     "write_report_plots",
@@ -71,18 +75,39 @@ def _figure(pc):
     return pc.viz["figure"].item()
 
 
-def _finish(pc, dt: xr.DataTree, path: str | Path) -> Path:
+def privacy_stamp(report: Mapping | None) -> str:
+    """One line for a figure: the (eps, delta) a run spent (its report's ``eps_spent``, else its target
+    ``eps``, and ``delta``), or that the figure holds no private release's report."""
+    eps = None if not report else report.get("eps_spent", report.get("eps"))
+    if eps is None:
+        return "no privacy report attached"
+    delta = report.get("delta")
+    return (f"private release: ε = {float(eps):.3g}"
+            + ("" if delta is None else f", δ = {float(delta):.2g}") + " (dp_infer)")
+
+
+def _stamp(fig, dt: xr.DataTree) -> None:
+    """The run's privacy stamp (top left), and the red NON-PRIVATE banner of a debug tree."""
+    from . import DEBUG_WARNING, PRIVATE_ATTR, get_report, is_private
+
+    if PRIVATE_ATTR in dt.attrs and not is_private(dt):
+        fig.text(0.005, 0.005, DEBUG_WARNING, color="red", ha="left", va="bottom", fontsize=8, weight="bold",
+                 bbox={"facecolor": "white", "edgecolor": "red", "alpha": 0.9})
+        return
+    fig.text(0.005, 0.995, privacy_stamp(get_report(dt)), ha="left", va="top", fontsize=7, color="0.3")
+
+
+def _finish(pc, dt: xr.DataTree, path: str | Path | None):
+    """Stamp the figure; write it to ``path`` and close it (returns the path), or return the figure."""
     import matplotlib.pyplot as plt
 
-    from . import DEBUG_WARNING, PRIVATE_ATTR, is_private
-
+    fig = _figure(pc)
+    _stamp(fig, dt)
+    if path is None:
+        return fig
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig = _figure(pc)
     try:
-        if PRIVATE_ATTR in dt.attrs and not is_private(dt):
-            fig.text(0.005, 0.005, DEBUG_WARNING, color="red", ha="left", va="bottom", fontsize=8, weight="bold",
-                     bbox={"facecolor": "white", "edgecolor": "red", "alpha": 0.9})
         pc.savefig(path, dpi=100)
     finally:
         plt.close(fig)
@@ -98,41 +123,99 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
-def _arviz_plot(name: str, dt: Any, path: str | Path, var_names, max_components: int, coords=None,
-                **kw) -> Path:
+def _arviz_plot(name: str, dt: Any, path: str | Path | None, var_names, max_components: int, coords=None,
+                legend: bool = False, **kw):
     """Call ``az.<name>`` with the matplotlib backend on ``coords`` (ArviZ's selection, e.g.
-    ``{"feature": ["age", "hours-per-week"]}``) or else the first ``max_components`` per variable."""
+    ``{"feature": ["age", "hours-per-week"]}``) or else the first ``max_components`` per variable;
+    ``legend``: a legend of the chains (when there are several)."""
     import arviz as az
 
     dt = _as_tree(dt)
     with quiet_nonfinite():
         pc = getattr(az, name)(dt, var_names=var_names, coords=coords if coords is not None else
                                _limit(dt, max_components), backend="matplotlib", **kw)
+    if legend and dt["posterior"].sizes.get("chain", 1) > 1:
+        try:
+            pc.add_legend("chain")
+        except Exception:  # noqa: BLE001 - arviz-plots' legend API is experimental: the plot stands without it
+            pass
     return _finish(pc, dt, path)
 
 
-def plot_trace(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
-               max_components: int = MAX_COMPONENTS, coords: Mapping | None = None) -> Path:
-    """Trace + marginal density per variable (``az.plot_trace_dist``), divergences as a rug."""
-    return _arviz_plot("plot_trace_dist", dt, path, var_names, max_components, coords)
+def plot_trace(dt: Any, path: str | Path | None = None, *, var_names: Sequence[str] | None = None,
+               max_components: int = MAX_COMPONENTS, coords: Mapping | None = None):
+    """Trace + marginal density per component (``az.plot_trace_dist``, one row each, titled by its
+    coordinate: ``theta[age]``), divergences as a rug, chains in the legend. Returns the PNG's path, or
+    the figure when ``path`` is None."""
+    return _arviz_plot("plot_trace_dist", dt, path, var_names, max_components, coords, legend=True, compact=False)
 
 
-def plot_rank(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
-              max_components: int = MAX_COMPONENTS, coords: Mapping | None = None) -> Path:
-    """Rank ECDF-difference plot per variable and chain (``az.plot_rank``)."""
-    return _arviz_plot("plot_rank", dt, path, var_names, max_components, coords)
+def plot_rank(dt: Any, path: str | Path | None = None, *, var_names: Sequence[str] | None = None,
+              max_components: int = MAX_COMPONENTS, coords: Mapping | None = None):
+    """Rank ECDF-difference plot per variable and chain (``az.plot_rank``), chains in the legend.
+    Returns the PNG's path, or the figure when ``path`` is None."""
+    return _arviz_plot("plot_rank", dt, path, var_names, max_components, coords, legend=True)
 
 
-def plot_forest(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
-                max_components: int = 30, coords: Mapping | None = None) -> Path:
-    """Posterior mean and credible intervals per parameter, chains combined (``az.plot_forest``)."""
+def plot_forest(dt: Any, path: str | Path | None = None, *, var_names: Sequence[str] | None = None,
+                max_components: int = 30, coords: Mapping | None = None):
+    """Mean and equal-tailed intervals of the draws per parameter, chains combined (``az.plot_forest``).
+    Returns the PNG's path, or the figure when ``path`` is None."""
     return _arviz_plot("plot_forest", dt, path, var_names, max_components, coords, combined=True)
 
 
-def plot_autocorr(dt: Any, path: str | Path, *, var_names: Sequence[str] | None = None,
-                  max_components: int = MAX_COMPONENTS, max_lag: int | None = None) -> Path:
-    """Autocorrelation per variable and chain (``az.plot_autocorr``)."""
+def plot_autocorr(dt: Any, path: str | Path | None = None, *, var_names: Sequence[str] | None = None,
+                  max_components: int = MAX_COMPONENTS, max_lag: int | None = None):
+    """Autocorrelation per variable and chain (``az.plot_autocorr``). Returns the PNG's path, or the
+    figure when ``path`` is None."""
     return _arviz_plot("plot_autocorr", dt, path, var_names, max_components, max_lag=max_lag)
+
+
+def plot_intervals(intervals: Any, names: Sequence[str] | None = None, *, reference: Mapping | None = None,
+                   reference_label: str = "NON-PRIVATE posterior", report: Mapping | None = None,
+                   select: Sequence[str] | None = None, path: str | Path | None = None, title: str | None = None):
+    """A run's released intervals (:meth:`~dp_infer.infer.run.PrivateRun.intervals`: centre and
+    ``[lower, upper]`` per coordinate) beside a reference's (``{"centre": ..., "lower": ..., "upper": ...}``,
+    e.g. a non-private posterior's, drawn in grey and labelled ``reference_label``), one row per
+    coordinate named by ``names`` (``select``: only those), with a legend and the run's privacy stamp
+    (``report``: the run's report). Returns the PNG's path, or the figure when ``path`` is None."""
+    import matplotlib.pyplot as plt
+
+    centre = np.asarray(intervals.centre, dtype=np.float64)
+    d = centre.size
+    names = [f"theta[{j}]" for j in range(d)] if names is None else [str(v) for v in names]
+    if len(names) != d:
+        raise ValueError(f"names must have {d} entries (one per coordinate), got {len(names)}")
+    rows = list(range(d)) if select is None else [names.index(str(v)) for v in select]
+    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.6))
+    ypos = np.arange(len(rows))[::-1].astype(float)
+    lo, hi = np.asarray(intervals.lower)[rows], np.asarray(intervals.upper)[rows]
+    prob = getattr(intervals, "prob", None)
+    lab = f"private run: released {100 * prob:g}% intervals" if prob else "private run: released intervals"
+    ax.hlines(ypos + 0.15, lo, hi, color="C0", lw=2.5, label=lab)
+    ax.plot(centre[rows], ypos + 0.15, "o", color="C0")
+    if reference is not None:
+        rc = np.asarray(reference["centre"], dtype=np.float64)[rows]
+        rl, ru = np.asarray(reference["lower"])[rows], np.asarray(reference["upper"])[rows]
+        ax.hlines(ypos - 0.15, rl, ru, color="0.45", lw=2.5, label=reference_label)
+        ax.plot(rc, ypos - 0.15, "s", color="0.45")
+    ax.axvline(0.0, color="k", lw=0.6, ls=":")
+    ax.set_yticks(ypos, [names[j] for j in rows])
+    ax.set_xlabel("coefficient")
+    ax.set_title(title or "released intervals" + (" vs the non-private posterior" if reference is not None else ""))
+    ax.legend(loc="best", fontsize=8)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.text(0.995, 0.995, privacy_stamp(report), ha="right", va="top", fontsize=7, color="0.3")
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    if path is None:
+        return fig
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
 
 
 _REPORT_PLOTS = (("trace", plot_trace), ("rank", plot_rank), ("autocorr", plot_autocorr))

@@ -48,7 +48,7 @@ from .._validation import check_positive
 from ..model.score_release import MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, solve_floored
 from ..routes.newton_release import noise_floor
 
-__all__ = ["run_intervals_text", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
+__all__ = ["run_intervals_text", "interval_names", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
            "PRIOR_DOMINATED_SHARE", "LONG_NEWTON_STEP"]
 
 #: a coordinate whose posterior variance is above this share of the prior's is flagged: the prior decides it
@@ -294,6 +294,16 @@ def format_intervals(iv: ParameterIntervals, names=None, *, rows: int | None = N
     return "\n".join(lines)
 
 
+def interval_names(run) -> list[str] | None:
+    """The names of a run's interval coordinates: a model run's release names its unconstrained
+    coordinates (``w[age]``, ``tau (log)``); a loss run's are its feature names when they name every
+    coordinate; else None."""
+    rel = (getattr(run, "report_extras", None) or {}).get("interval_release") or {}
+    fn = rel.get("names") if rel.get("kind") == "model_score" else None
+    fn = fn or getattr(run, "feature_names", None)
+    return [str(v) for v in fn] if fn and len(fn) == run.plan.dim else None
+
+
 def run_intervals_text(run, heading: str, *, prob: float = 0.9, names=None, rows: int | None = None) -> str:
     """The intervals block every door prints (the summary, ``dp-infer sample`` and ``report``, the
     demo): ``heading`` then :func:`format_intervals` of :func:`run_intervals`, or one line saying why
@@ -304,6 +314,5 @@ def run_intervals_text(run, heading: str, *, prob: float = 0.9, names=None, rows
     except ValueError as e:
         return f"intervals for theta: not available ({e})"
     if names is None:
-        fn = getattr(run, "feature_names", None)
-        names = fn if fn and len(fn) == run.plan.dim else None
+        names = interval_names(run)
     return heading + "\n" + format_intervals(iv, names, rows=rows)

@@ -41,7 +41,7 @@ from .driver import Hooks, Route, execute, register_route
 from ..model.clipping import (DEFAULT_COUNT_SHARE, check_bounds, clip_warning, composed_event, default_clip_norm,
                               private_clip_count, split_budget)
 
-__all__ = ["fit_model", "sample_model", "plan_model", "prepare_model"]
+__all__ = ["fit_model", "sample_model", "plan_model", "prepare_model", "check_feature_names", "model_coords_dims"]
 
 
 def _check_mapping(name: str, value) -> dict:
@@ -96,11 +96,13 @@ def sample_model(model: Callable, X, y, plan, *, sample: Callable, clip_norm: fl
                  smoothness: float | None = None, init_strategy=None, coords: dict | None = None,
                  dims: dict | None = None, x_name: str = "X", y_name: str = "y", domain=None,
                  prior_curvature: float | None = None, model_kwargs: dict | None = None,
-                 index_ranges: dict | None = None, _prepared=None, **sample_kwargs) -> PrivateRun:
+                 index_ranges: dict | None = None, feature_names=None, _prepared=None,
+                 **sample_kwargs) -> PrivateRun:
     """Run ``plan`` on a NumPyro model's tempered posterior (``dp_infer.sample(model=..., plan=...)``).
 
     The plan must have been made for the model's dimension (``loss_from_model(...).dim``) and n
     rows; ``sample_kwargs`` are :func:`dp_infer.sample`'s (seed, chain_method, extra_fields, ...).
+    ``feature_names``: as :func:`fit_model`.
     """
     if _prepared is None:
         ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name,
@@ -111,7 +113,7 @@ def sample_model(model: Callable, X, y, plan, *, sample: Callable, clip_norm: fl
         raise ValueError(f"route {plan.route!r} fixes the start law {plan.init_law!r}: init_strategy is refused")
     use_strategy = plan.init_law == "point" and (domain is None or init_strategy is not None)
     init_params = partial(initial_positions, ml, init_strategy, num_chains=plan.num_chains) if use_strategy else None
-    names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+    names = check_feature_names(feature_names, X)
     run = sample(ml.loss, rows, y, plan, domain=domain, prior_potential=ml.prior_potential,
                  init_params=init_params, **sample_kwargs)
     desc = ml.describe()
@@ -124,17 +126,47 @@ def sample_model(model: Callable, X, y, plan, *, sample: Callable, clip_norm: fl
     run.model_description = desc
     run._constrain = ml.constrain
     run.feature_names = names
+    run.coords, run.dims = model_coords_dims(ml, names, coords, dims)
+    return run
+
+
+def check_feature_names(feature_names, X) -> list[str] | None:
+    """The features' names of a run (public, checked before anything is charged): ``feature_names``
+    (one per column of X; X may be the number of columns), else a DataFrame's column names, else None.
+    Names given with a DataFrame must be its columns (predictions match new rows' columns by name)."""
+    cols = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+    if feature_names is None:
+        return cols
+    if isinstance(feature_names, str) or not hasattr(feature_names, "__len__"):
+        raise ValueError(f"feature_names must be a list of names (one per column of X), got {feature_names!r}")
+    names = [str(v) for v in feature_names]
+    if isinstance(X, int):  # the number of columns (row-sharded data)
+        num = X
+    else:
+        num = int(np.shape(ml_X(X))[1]) if np.ndim(ml_X(X)) == 2 else None
+    if num is not None and len(names) != num:
+        raise ValueError(f"feature_names must have {num} entries (one per column of X), got {len(names)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"feature_names must be distinct, got {names}")
+    if cols is not None and names != cols:
+        raise ValueError(f"feature_names {names} differ from the DataFrame's columns {cols}: give one or the other")
+    return names
+
+
+def model_coords_dims(ml, names, coords: dict | None = None, dims: dict | None = None) -> tuple[dict | None, dict]:
+    """ArviZ ``(coords, dims)`` of a model run: the model's own (plate ranges, ``<site>_dim_<i>``), every
+    vector latent site with one entry per feature (and no dims of its own) on the dimension ``feature``
+    labelled by ``names``, then the user's ``coords`` / ``dims`` over them."""
+    coords, dims = dict(coords or {}), dict(dims or {})
     model_dims = ml.dims()
     auto = {}
-    if names:  # a DataFrame's column names label a coefficient vector with one entry per column
+    if names:  # the features' names label a coefficient vector with one entry per column
         for site in ml.sites:
             if site.name not in dims and len(site.shape) == 1 and site.shape[0] == len(names) \
-                    and site.dims[0] == f"{site.name}_dim_0":
+                    and site.dims[0] == f"{site.name}_dim_0" and f"{site.name}_dim_0" not in coords:
                 model_dims[site.name] = ["feature"]
-                auto["feature"] = names
-    run.coords = {**ml.coords(), **auto, **coords} or None
-    run.dims = {**model_dims, **dims}
-    return run
+                auto["feature"] = list(names)
+    return {**ml.coords(), **auto, **coords} or None, {**model_dims, **dims}
 
 
 def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: float | None,
@@ -147,7 +179,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
               domain=None, ledger=None, dataset_id: str = "default", seed: int | None = None,
               key_impl: str = "threefry2x32", progress_bar: bool = True, chain_method: str = "vectorized",
               extra_fields: tuple = (), debug: bool = False, model_kwargs: dict | None = None,
-              index_ranges: dict | None = None, **calibrate_kwargs: Any) -> PrivateRun:
+              index_ranges: dict | None = None, feature_names=None, **calibrate_kwargs: Any) -> PrivateRun:
     """Private draws from a NumPyro model's tempered posterior (see the module docstring).
 
     :param model: ``model(X=None, y=None)`` observing ``y`` inside a ``numpyro.plate`` over rows
@@ -176,9 +208,13 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
         constants (Python numbers); see :mod:`dp_infer.model.bridge`.
     :param index_ranges: the declared number of levels of every integer per-row argument
         (``{"group": 8}``: indices in ``0 .. 7``, checked before anything is charged).
+    :param feature_names: the names of X's columns (public; default: a DataFrame's column names). They
+        label every vector latent site with one entry per column (ArviZ dim ``feature``: the summary,
+        the exported coords, the intervals) and match new rows' columns by name in predictions.
     Everything else is :func:`dp_infer.fit`'s.
     """
     check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method, num_chains=num_chains)
+    check_feature_names(feature_names, X)
     prepared = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims, x_name, y_name,
                              model_kwargs, index_ranges, bounds)
     ml = prepared[0]
@@ -196,7 +232,7 @@ def fit_model(model: Callable, X, y, *, sample: Callable, eps: float, delta: flo
               "sample": dict(model=model, sample=sample, smoothness=smoothness, init_strategy=init_strategy,
                              domain=domain, seed=seed, key_impl=key_impl,
                              progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
-                             debug=debug)}
+                             debug=debug, feature_names=feature_names)}
     # the rows (packed with the model's per-row arguments by prepare_model) are the route's data
     return execute(MODEL_ROUTE, public, (X, y, prepared), ledger=ledger, dataset_id=dataset_id,
                    hooks=Hooks(planned=lambda plan: (check_extra_fields(extra_fields, plan.kernel, bool(debug)),

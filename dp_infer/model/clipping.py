@@ -35,7 +35,8 @@ from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
 from ..randomness import gaussian_noise
 
-__all__ = ["default_clip_norm", "split_budget", "private_clip_count", "DEFAULT_COUNT_SHARE", "BOUND_KEYS"]
+__all__ = ["default_clip_norm", "split_budget", "private_clip_count", "private_example_clip_count",
+           "DEFAULT_COUNT_SHARE", "BOUND_KEYS"]
 
 #: share of the run's mu^2 (GDP) spent on the clipped-row count: the run keeps sqrt(0.95) of its mu
 #: (beta about 2.5% smaller); at eps = 1, delta = 1e-5 the count's noise sd is about 16 rows
@@ -152,8 +153,15 @@ def private_clip_count(ml, theta_flat, X, y, clip_norm: float, mu_count: float, 
     """The noisy number of rows whose per-example gradient norm exceeds ``clip_norm`` at
     ``theta_flat`` (a released quantity: the posterior mean), with noise ``N(0, 1 / mu_count^2)``.
     The caller has charged ``count_event(mu_count)`` with the run."""
+    return private_example_clip_count(ml.loss.example, theta_flat, X, y, clip_norm, mu_count, key)
+
+
+def private_example_clip_count(example_fn, theta_flat, X, y, clip_norm: float, mu_count: float, key) -> dict:
+    """:func:`private_clip_count` for any per-example loss ``example_fn(theta, x, y)`` (a clipped
+    :class:`~dp_infer.losses.PerExampleLoss`'s ``example``: its unclipped per-example loss). The caller
+    has charged ``count_event(mu_count)`` with the run."""
     theta = jnp.asarray(theta_flat, dtype=jnp.float32)
-    grad_one = jax.grad(ml.loss.example)
+    grad_one = jax.grad(example_fn)
 
     @jax.jit
     def norms(Xb, yb):

@@ -457,6 +457,49 @@ def test_plots_write_png(tmp_path):
     assert _is_png(P.plot_budget(spent + [{"run": "fit 3", "eps": 0.4}], 1.0, tmp_path / "over.png"))
 
 
+def test_plots_without_a_path_return_stamped_figures_named_by_feature_with_legends(tmp_path):
+    """Issue 41: the notebooks show figures, not PNG files; every figure says what it releases."""
+    import types
+
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(13)
+    dt = D.to_datatree({"theta": rng.normal(size=(2, 60, 3))}, FakePlan(), dims={"theta": ["feature"]},
+                       coords={"feature": ["age", "hours", "score"]})
+    stamp = P.privacy_stamp(D.get_report(dt))
+    assert stamp.startswith("private release: ε = 1") and "δ = 1e-05" in stamp
+    assert P.privacy_stamp(None) == "no privacy report attached"
+    for fn in (P.plot_trace, P.plot_rank, P.plot_forest):
+        fig = fn(dt, coords={"feature": ["age", "score"]})
+        try:
+            assert isinstance(fig, plt.Figure) and stamp in [t.get_text() for t in fig.texts]
+            if fn is not P.plot_forest:  # two chains: a legend tells them apart
+                assert fig.legends
+        finally:
+            plt.close(fig)
+    trace = P.plot_trace(dt, coords={"feature": ["age", "score"]})
+    try:  # one row per component, titled by its feature
+        labels = " ".join(a.get_ylabel() + a.get_xlabel() + a.get_title() for a in trace.axes)
+        assert "age" in labels and "score" in labels
+    finally:
+        plt.close(trace)
+    assert _is_png(P.plot_trace(dt, tmp_path / "t.png"))  # with a path: the PNG, as before
+    iv = types.SimpleNamespace(centre=np.array([0.5, -1.0]), lower=np.array([0.0, -2.0]),
+                               upper=np.array([1.0, 0.0]), prob=0.9)
+    ref = {"centre": np.array([0.4, -0.9]), "lower": np.array([0.2, -1.2]), "upper": np.array([0.6, -0.6])}
+    fig = P.plot_intervals(iv, ["age", "hours"], reference=ref, report=D.get_report(dt))
+    try:
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert legend == ["private run: released 90% intervals", "NON-PRIVATE posterior"]
+        assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["age", "hours"]
+        assert stamp in [t.get_text() for t in fig.texts]
+    finally:
+        plt.close(fig)
+    assert _is_png(P.plot_intervals(iv, ["age", "hours"], path=tmp_path / "iv.png"))
+    with pytest.raises(ValueError, match="2 entries"):
+        P.plot_intervals(iv, ["age"])
+
+
 def test_report_from_file(tmp_path):
     rng = np.random.default_rng(12)
     x = ar1(rng, 2, 200, 0.99, [-10.0, 10.0])
