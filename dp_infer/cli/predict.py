@@ -46,11 +46,16 @@ def load_model_function(spec: str):
 
 
 def read_rows(data_file, run) -> tuple[object, list[str]]:
-    """The rows to predict as a DataFrame with the run's feature columns (matched by name)."""
+    """The rows to predict as a DataFrame with the run's feature columns (matched by name); the CSV's
+    field delimiter is sniffed (:func:`dp_infer.datasets.sniff_delimiter`)."""
     import pandas as pd
 
+    from ..datasets import sniff_delimiter
+
     try:
-        df = pd.read_csv(data_file)
+        with open(data_file, newline="") as fh:  # ',', ';', tab or '|', as sample and the schema reader read it
+            sep = sniff_delimiter(fh)
+        df = pd.read_csv(data_file, sep=sep)
     except Exception as e:  # noqa: BLE001 - a malformed file: one line
         raise ValueError(f"{data_file} is not a readable CSV file: {type(e).__name__}: {str(e).splitlines()[0]}") from None
     df.columns = [str(c).strip() for c in df.columns]

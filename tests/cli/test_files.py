@@ -24,6 +24,7 @@ def csvs(tmp_path_factory):
     new = df.head(25)
     new[["c", "label", "a", "b"]].to_csv(d / "new_permuted.csv", index=False)
     new[["a", "c"]].to_csv(d / "new_missing.csv", index=False)
+    new[["c", "label", "a", "b"]].to_csv(d / "new_semicolon.csv", index=False, sep=";")
     return d, new
 
 
@@ -58,6 +59,11 @@ def test_sample_and_report_print_the_same_checks_and_predict_matches_by_name(mon
     Xn = Xn / np.maximum(1.0, np.linalg.norm(Xn, axis=1, keepdims=True))
     np.testing.assert_allclose(got["probability"], run.predict_proba(Xn), rtol=1e-5)
     np.testing.assert_array_equal(got["prediction"], (got["probability"] > 0.5).astype(int))
+    # a ';'-delimited file is read as such (issue 41: it was read as one column 'c;label;a;b')
+    semi = tmp_path / "preds_semi.csv"
+    code, so, err = run_cli(monkeypatch, capsys, ["predict", out, d / "new_semicolon.csv", "--out", semi])
+    assert code == 0, err
+    np.testing.assert_array_equal(pd.read_csv(semi)["probability"], got["probability"])
     code, so, err = run_cli(monkeypatch, capsys, ["predict", out, d / "new_missing.csv"])
     assert code == 2 and "lacks the feature column(s) ['b']" in err and len(err.strip().splitlines()) == 1
     # the history view: one unique, seed-free label per charged run
