@@ -113,8 +113,9 @@ def gdp_log_delta(eps: float, mu: float) -> float:
 
     ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (Balle & Wang 2018, eq. (6);
     Dong, Roth, Su, Cor. 2.13), evaluated as
-    ``log Phi(a) + log(1 - exp(eps + log Phi(b) - log Phi(a)))`` with ``log_ndtr``, raised by a bound on
-    its rounding, or in extended precision (mpmath) where that bound exceeds 1e-10 relative.
+    ``log Phi(a) + log(1 - exp(eps + log Phi(b) - log Phi(a)))`` with ``log_ndtr``, raised by a
+    bound on its rounding (assuming ``log_ndtr`` within a few ulps), or in extended precision
+    (mpmath) where that bound exceeds 1e-10 relative (small mu, or eps ~ mu^2 / 2 beyond ~1e15).
     """
     eps = check_nonnegative("eps", eps)
     mu = check_nonnegative("mu", mu)
@@ -129,14 +130,17 @@ def gdp_log_delta(eps: float, mu: float) -> float:
     if lb == -math.inf:  # e^eps Phi(b) / Phi(a) ~ |a| / |b| ~ 0 (b^2 - a^2 = 2 eps): delta = Phi(a)
         return la
     x = eps + lb - la
-    # x is off by <= _ULPS * magnitude (la, lb within a few ulps), log(1 - e^x) by that over 1 - e^x:
-    # the float result is raised by this bound; where it is not negligible (x near 0 for small mu:
-    # mu = 1e-12 was 13% low in delta, mu = 1e-17 gave 0; or eps ~ mu^2/2 ~ 1e300) use extended precision
+    # Rounding: la and lb are within a few ulps (relative), so x is off by <= _ULPS * magnitude and
+    # log(1 - e^x) by that over 1 - e^x. The float result is raised by this bound (it never
+    # under-reports); where the bound is not negligible -- x near 0 for small mu (mu = 1e-12,
+    # eps = 1e-11 came out 13% low in delta, mu = 1e-17 gave delta = 0), or x the difference of huge
+    # terms (eps ~ mu^2 / 2 ~ 1e300) -- the profile is evaluated in extended precision.
     magnitude = max(1.0, abs(la), abs(lb), eps)
     if x < 0.0 and (err := _ULPS * magnitude / -math.expm1(x)) <= 1e-10 * max(1.0, abs(ld := la + _log1mexp(x))):
         return min(ld + err, 0.0)
     if a < -1.0 and max(math.log(2.0 * eps) - 2.0 * math.log(mu), math.log(2.0)) <= 1e-12 * abs(la):
-        # deep tail: 1 - e^x >~ mu^2 / (2 eps) (Mills ratio), so Phi(a) >= delta is within log(2 eps / mu^2) of it
+        # deep lower tail: 1 - e^x >~ mu^2 / (2 eps) (Mills ratio), so Phi(a), an upper bound on
+        # delta, is within log(2 eps / mu^2) of it: below 1e-12 |log Phi(a)|, as good as float64 gets
         return la
     return _gdp_log_delta_extended(eps, mu, magnitude)
 
@@ -260,9 +264,11 @@ def rdp_log_delta(orders: Any, values: Any, eps: float) -> tuple[float, float]:
     return float(ld[i]), float(a[i])
 
 
-# orders searched for a linear curve, alpha - 1 = e^u in [1e-12, e^700]: below, alpha rounds to 1; above,
-# e^u overflows (both crashed at extreme rho). Every order gives a valid bound.
+# orders searched for a linear curve: alpha - 1 = e^u in [1e-12, e^700]. Below, alpha = 1 + e^u rounds to 1
+# (log1p(-1/alpha) fails: linear_rdp_epsilon crashed for rho / log(1/delta) > ~1e25); above, e^u overflows
+# (linear_rdp_log_delta crashed for eps / rho > ~e^703). Every order gives a valid bound.
 _U_MIN, _U_MAX = math.log(1e-12), 700.0
+
 
 def _cks_eps_linear(u: float, rho: float, ld: float) -> float:
     a = 1.0 + math.exp(u)
@@ -305,8 +311,12 @@ def linear_rdp_log_delta(rho: float, eps: float) -> tuple[float, float]:
         a = 1.0 + math.exp(u)
         return (a - 1.0) * (rho * a - eps + math.log1p(-1.0 / a)) - math.log(a)
 
-    # f is convex in alpha, minimal at alpha - 1 <= eps/(2 rho) + 1/sqrt(2 rho): a fine grid near the
-    # Mironov optimum eps/(2 rho), and a wide one up to e^4/sqrt(rho) (near eps = 0, alpha ~ 1/sqrt(2 rho)).
+    # f is convex in alpha (f'(alpha) = rho (2 alpha - 1) - eps + log(1 - 1/alpha) increases), with its
+    # minimum at alpha - 1 <= eps/(2 rho) + 1/sqrt(2 rho). Near alpha - 1 ~ eps/(2 rho) (the Mironov
+    # form's optimum) a fine grid; near eps = 0 the optimum is at alpha ~ 1/sqrt(2 rho), so a wide grid
+    # up to e^4/sqrt(rho) (at least 1e7; the old fixed end 1e7 missed it for rho < ~1e-14: delta 14%
+    # loose at rho = 1e-16). alpha - 1 >= 1e-12 keeps alpha > 1 representable (at eps = 0 the old grid
+    # reached alpha == 1.0: log1p(-1) failed).
     u0 = math.log(max(eps / (2.0 * rho), 1e-12))
     wide = np.linspace(_U_MIN, max(math.log(1e7), 4.0 - 0.5 * math.log(rho)), 241)
     grid = np.unique(np.clip(np.concatenate([u0 + np.linspace(-10.0, 6.0, 321), wide]), _U_MIN, _U_MAX))

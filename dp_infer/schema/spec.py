@@ -87,7 +87,8 @@ class Missing:
             if "fill" not in obj:
                 raise schema_error(where, "missing must be 'neutral', 'drop' or {fill: VALUE, indicator: true|false}")
             return cls("fill", obj["fill"], obj.get("indicator", True))
-        raise schema_error(where, f"missing must be 'neutral', 'drop' or {{fill: VALUE, indicator: ...}}, got {obj!r}")
+        raise schema_error(where, f"missing must be 'neutral', 'drop' or {{fill: VALUE, indicator: true|false}}, "
+                                  f"got {obj!r}")
 
 
 @dataclass(frozen=True)
@@ -296,15 +297,19 @@ class Schema:
 
     @property
     def n_is_public(self) -> bool:
-        """No column drops rows (no ``missing: drop``): n is the file's row count (schema only)."""
+        """True when no column drops rows (no ``missing: drop``): the number of encoded rows is
+        then the number of rows in the file, whatever the cells hold. A schema property, never a
+        function of the data."""
         return not self.drop_columns
 
     @property
-    def drop_columns(self) -> tuple[str, ...]:  # features with missing: drop (they make n private)
+    def drop_columns(self) -> tuple[str, ...]:
+        """Feature names whose missing-value policy is ``drop`` (they make n private)."""
         return tuple(c.name for c in self.columns if c.missing.policy == "drop")
 
     def require_public_n(self, where: str = "schema") -> None:
-        """Refuse a schema whose ``missing: drop`` makes n private (on the schema alone)."""
+        """Refuse a schema whose ``missing: drop`` would make n private (checked on the schema
+        alone, before any row is read)."""
         if self.drop_columns:
             raise ValueError(f"{where}: column(s) {list(self.drop_columns)} declare missing: drop, which makes "
                              "n private (a file with one more missing cell has one row fewer); declare "
