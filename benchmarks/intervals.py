@@ -169,8 +169,9 @@ def one_stage_release(loss, X, y, *, point, mu: float, key) -> tuple[dict, list]
 
     from dp_infer.privacy.events import GdpEvent
     from dp_infer.randomness import gaussian_noise
-    from dp_infer.routes.newton_release import SCHEDULE, link_bounds, weighted_rows
-    from dp_infer.routes.preconditioning import private_second_moment_of_gram
+    from dp_infer.routes.newton_release import SCHEDULE, link_bounds
+    from dp_infer.releases.newton import weighted_rows
+    from dp_infer.releases.second_moment import private_second_moment_of_gram
 
     G_link, kappa = link_bounds(loss)
     n, d = X.shape

@@ -97,17 +97,17 @@ def one(X, y, Xt, yt, clip_norm, ess, log=print, preconditioner="prior", mixing_
     w, b = np.asarray(s["w"], dtype=float), np.asarray(s["b"], dtype=float)
     sd = np.r_[w.std(0), b.std()]
     mean = np.r_[w.mean(0), b.mean()]
-    scale = np.asarray(p.posterior["prior_scales"])
+    scale = np.asarray(p.posterior.model.prior_scales)
     phi_mean = run.posterior_mean() / scale
     frac = float(clipped_fraction(run.potential.loss, phi_mean, run.potential.X, run.potential.y))
     acc, ll = _predictive(w, b, Xt, yt)
     log(f"  clip {clip_norm:g}: beta = {p.beta:.4g}, max R-hat {rep['posterior']['achieved']['max_rhat']:.4f}, "
         f"min bulk ESS {rep['posterior']['achieved']['min_ess_bulk']:.0f}, sds {np.round(sd, 3)}, {wall:.0f} s")
     return {"clip_norm": clip_norm, "preconditioner": preconditioner, "kernel": p.kernel, "mixing_rate": mixing_rate,
-            "beta": p.beta, "beta_over_n": p.posterior["beta_over_n"],
-            "interval_inflation": p.posterior["interval_inflation"], "ess_target": ess,
-            "predicted_ess": p.posterior["predicted_ess"], "sd_floor": p.posterior["prior_sd_ratio_floor"],
-            "close_to_prior": p.posterior["close_to_prior"], "forecast": p.notes[-1],
+            "beta": p.beta, "beta_over_n": p.posterior.beta_over_n,
+            "interval_inflation": p.posterior.interval_inflation, "ess_target": ess,
+            "predicted_ess": p.posterior.predicted_ess, "sd_floor": p.posterior.model.prior_sd_ratio_floor,
+            "close_to_prior": p.posterior.model.close_to_prior, "forecast": p.notes[-1],
             "eps_spent": rep["eps_spent"], "max_rhat": rep["posterior"]["achieved"]["max_rhat"],
             "min_ess_bulk": rep["posterior"]["achieved"]["min_ess_bulk"], "sd": sd.tolist(), "mean": mean.tolist(),
             "clipped_fraction_at_mean_NONPRIVATE": frac, "test_accuracy": acc, "test_log_loss": ll,

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dp_infer.routes.posterior import plan_posterior, preconditioner_chol
-from dp_infer.routes.preconditioning import private_second_moment
+from dp_infer.releases.second_moment import private_second_moment
 from dp_infer.privacy.conversions import gdp_mu
 
 

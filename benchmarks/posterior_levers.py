@@ -108,8 +108,8 @@ def offsets(run, X, y, theta_map, sd0) -> dict:
     flat = run.draws().reshape(-1, X.shape[1])
     out = {"mean_offset_median": float(np.median(np.abs(flat.mean(0) - theta_map) / sd0)),
            "mean_offset_max": float(np.max(np.abs(flat.mean(0) - theta_map) / sd0))}
-    post = run.plan.posterior or {}
-    tau = post.get("clip_tau")
+    post = run.plan.posterior
+    tau = post.clip_tau
     if tau is None:
         return out
     from dp_infer.routes.posterior import preconditioner_chol
@@ -166,7 +166,7 @@ def plan_table(eps_list, log=print):
     import jax
 
     from dp_infer.routes.posterior import plan_posterior
-    from dp_infer.routes.preconditioning import private_second_moment
+    from dp_infer.releases.second_moment import private_second_moment
 
     a = load_adult_natural()
     X = a.X_train
@@ -350,7 +350,7 @@ def numpyro_adult_cost(eps_list, log=print):
             grad_s = best
         r = {"eps": eps, "beta_over_n": plan.beta / X.shape[0], "steps": plan.num_steps, "gradient_seconds": grad_s,
              "expected_hours": plan.num_steps * grad_s / 3600, "smoothness": smooth,
-             "prior_sd_ratio_floor": plan.posterior["prior_sd_ratio_floor"]}
+             "prior_sd_ratio_floor": plan.posterior.model.prior_sd_ratio_floor}
         log(json.dumps(r))
         out.append(r)
     return out

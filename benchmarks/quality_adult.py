@@ -143,10 +143,10 @@ def baselines(a, X, y, run, *, eps: float, quick: bool, log=print) -> dict:
     R = a.rows.max_norm()
     # DP-GD, learning time matched, in the run's metric and on its path budget
     t0 = time.perf_counter()
-    M_phi = plan.posterior["step_bound_M_phi"]
+    M_phi = plan.posterior.step.bound_M_phi
     tau = plan.num_chains * plan.beta * plan.horizon
     th, info = dp_gd_metric(X, y, key=jax.random.PRNGKey(101), chol=preconditioner_chol(plan),
-                            sensitivity=plan.sensitivity, mu=plan.posterior["mu_path"], learning_time=tau,
+                            sensitivity=plan.sensitivity, mu=plan.posterior.mu_path, learning_time=tau,
                             step=plan.beta / M_phi, prior_precision=PRIOR_PRECISION, beta=plan.beta)
     out["dpgd_matched"] = {**point_summary(th, a.X_test, a.y_test), **info, "seconds": time.perf_counter() - t0}
     # DP-SGD with jax-privacy

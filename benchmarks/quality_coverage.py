@@ -105,7 +105,7 @@ def logistic_coverage(reps: int, *, n: int = 10_000, d: int = 10, eps: float = 1
             ess_min.append(float(mix.min_ess_bulk))
             rhat_max.append(float(mix.max_rhat))
             betas.append(p.beta)
-            infl.append(p.posterior["interval_inflation"])
+            infl.append(p.posterior.interval_inflation)
             flat = dr.reshape(-1, d)
             lo, hi = np.quantile(flat, [0.05, 0.95], axis=0)
             inside["posterior_mode"].append((lo <= theta) & (theta <= hi))

@@ -5,7 +5,9 @@ gradient difference between rows is ``x' - x``, so in the metric of a fixed prec
 sensitivity of the mean loss is ``Delta_P = max_{x, x' in box} ||P^(1/2) (x - x')|| / n``
 (attained at opposite vertices). D holds the canary at the maximising vertex ``v``, D' at ``-v``,
 the other rows at 0. The chains are preconditioned ULA (:mod:`dp_infer.kernels.preconditioned`)
-with beta from the path route at ``Delta_P``; the statistic is the path's Neyman-Pearson
+with beta from the path route at ``Delta_P``, run as the posterior mode runs them: the Langevin
+kernel's step (:func:`dp_infer.kernels.langevin.build_kernel`) on the reparametrised potential
+``V(phi) = U(C phi)`` (:func:`dp_infer.kernels.preconditioned.reparametrise`), ``theta = C phi``; the statistic is the path's Neyman-Pearson
 statistic: with ``u = c_D - c_D'`` the two paths' log-likelihood ratio is affine in
 ``<u, theta_K - theta_0> + h beta <P u, sum_{k<K} theta_k>`` (each step's mean shift ``h beta P u``
 is measured in the noise covariance ``2 h P``), so the audit is as strong as the claim is tight.
@@ -21,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random
 
-from ..kernels.preconditioned import Preconditioner, PreconditionedState, build_kernel
+from ..kernels import langevin
+from ..kernels.preconditioned import Preconditioner, reparametrise
 from ..privacy import path as path_privacy
 from ..privacy.conversions import gdp_epsilon
 from ..randomness import secret_key
@@ -54,17 +57,19 @@ def preconditioned_audit(P=((2.0, 0.9), (0.9, 0.6)), *, eps: float = 2.0, delta:
     Pu = Pm @ u
 
     def stats(key, c):
-        step = build_kernel(lambda th: beta * (th - jnp.asarray(c, jnp.float32)), h, pre)
+        c32 = jnp.asarray(c, jnp.float32)
+        V, to_theta, _ = reparametrise(lambda th: 0.5 * beta * jnp.sum((th - c32) ** 2), pre)  # beta x mean loss
+        step = langevin.build_kernel(jax.grad(V), h)
 
         def one(k):
             def body(carry, kk):
                 st, acc = carry
                 st2, _ = step(kk, st)
-                return (st2, acc + st.theta), None
+                return (st2, acc + to_theta(st.z)), None
 
-            init = PreconditionedState(jnp.zeros((), jnp.int32), jnp.zeros(2, jnp.float32))
+            init = langevin.init(jnp.zeros(2, jnp.float32))
             (last, acc), _ = jax.lax.scan(body, (init, jnp.zeros(2, jnp.float32)), random.split(k, K))
-            return last.theta, acc
+            return to_theta(last.z), acc
 
         out = []
         keys = random.split(key, num_samples)

@@ -114,16 +114,16 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
 
     p = plan.posterior
     expected = expected_seconds(plan)
-    click.echo(f"Plan ({'full' if full else 'quick'}: {plan.num_chains} chains planned for {p['ess_target']} effective "
+    click.echo(f"Plan ({'full' if full else 'quick'}: {plan.num_chains} chains planned for {p.ess_target} effective "
                f"draws; {'the quick default asks ' + str(QUICK_ESS) if full else '--full asks ' + str(FULL_ESS)})")
     click.echo("forecast from public inputs only (n, dimension, prior, the loss's declared constants, the schema's "
                "admissible rows; the public test rows stand in for the private second moment):")
     click.echo(f"  target       prior x exp(-beta L) at (eps, delta) = ({eps:g}, {delta:g}): beta = {plan.beta:.4g}, "
-               f"beta / n = {p['beta_over_n']:.3g}")
-    click.echo(f"  intervals    about {p['interval_inflation']:.3g}x as wide as the untempered posterior's "
+               f"beta / n = {p.beta_over_n:.3g}")
+    click.echo(f"  intervals    about {p.interval_inflation:.3g}x as wide as the untempered posterior's "
                "(sqrt(n / beta))")
-    if p.get("interval_share"):
-        click.echo(f"  theta        an interval release of {p['interval_share']:.0%} of mu^2 after sampling: intervals for "
+    if p.interval_share:
+        click.echo(f"  theta        an interval release of {p.interval_share:.0%} of mu^2 after sampling: intervals for "
                    "theta (the draws get the rest)")
     else:
         from ..privacy.conversions import gdp_mu
@@ -132,10 +132,10 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
         why = default_interval_share(losses.logistic(row_norm=1.0), plan.dim, n=plan.n, mu=gdp_mu(eps, delta))[1]
         click.echo(f"  theta        no interval release{': ' + why if why else ''}")
     steps = expected_steps(plan)
-    adapted = p.get("adaptation") is not None
-    click.echo(f"  draws        predicted bulk ESS {p['predicted_ess']:.0f} over {plan.num_chains} chains x "
+    adapted = p.adaptation is not None
+    click.echo(f"  draws        predicted bulk ESS {p.predicted_ess:.0f} over {plan.num_chains} chains x "
                f"{'about ' if adapted else ''}{steps} steps ("
-               + (f"metric adapted from the chains' own draws in {len(p['adaptation']['windows'])} windows, "
+               + (f"metric adapted from the chains' own draws in {len(p.adaptation.windows)} windows, "
                   if adapted else f"step {plan.step_size:.3g}, ")
                + f"{plan.num_draws} draws kept per chain)")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -230,9 +230,9 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
         _print_forecast(plan, full=full, eps=eps, delta=delta)
         _prior_warning(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess, chains=chains,
                        rows=rows, precond_share=precond_share, kernel=kernel, friction=friction, clip_radius=clip_radius)
-        if plan.posterior["interval_inflation"] > 10:
+        if plan.posterior.interval_inflation > 10:
             click.echo(f"  note         at this n and eps the tempered posterior is far wider than the data's own: "
-                       f"its sd is about {plan.posterior['interval_inflation']:.3g}x the untempered posterior's; "
+                       f"its sd is about {plan.posterior.interval_inflation:.3g}x the untempered posterior's; "
                        "read the draws as a private posterior at that temperature")
         click.echo("")
         led = open_cli_ledger(ledger, dataset_id, budget)
@@ -273,7 +273,7 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
     report = get_report(dt)
     p = run.plan.posterior
     click.echo(f"as run (the private second moment replaced the stand-in): beta = {run.plan.beta:.4g} "
-               f"(beta / n = {p['beta_over_n']:.3g}, intervals {p['interval_inflation']:.3g}x), "
+               f"(beta / n = {p.beta_over_n:.3g}, intervals {p.interval_inflation:.3g}x), "
                f"{run.plan.num_chains} chains x {run.plan.num_steps} steps; "
                f"spent (eps, delta) = ({report['eps_spent']:.3g}, {delta:g})")
     if out is not None:  # written first: the draws are paid for
@@ -300,8 +300,8 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
              f"(the run's interval release; the {TABLE_ROWS} of {dim} with the largest |centre| / sd):",
         names=a.feature_names, rows=TABLE_ROWS))
     click.echo("")
-    click.echo(f"the tempered draws (a private posterior at beta / n = {p['beta_over_n']:.3g}, "
-               f"{p['interval_inflation']:.3g}x wider than the data's own): the {len(shown)} of {dim} with the largest "
+    click.echo(f"the tempered draws (a private posterior at beta / n = {p.beta_over_n:.3g}, "
+               f"{p.interval_inflation:.3g}x wider than the data's own): the {len(shown)} of {dim} with the largest "
                "|mean| / sd; 90% credible intervals of the tempered posterior")
     fmt = {c: (lambda x: f"{x:.3g}") for c in ("mean", "sd", "5%", "95%")}
     fmt.update({"ess_bulk": lambda x: f"{x:.0f}", "r_hat": lambda x: f"{x:.3f}"})
@@ -310,7 +310,7 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
     click.echo("")
     click.echo(f"mixing (ArviZ, {mix.num_chains} chains x {mix.num_draws} draws after burn-in): max R-hat "
                f"{mix.max_rhat:.3f} ({worst_rhat}), min bulk ESS {mix.min_ess_bulk:.0f} (planned "
-               f"{p['predicted_ess']:.0f}), min tail ESS {mix.min_ess_tail:.0f}, divergent draws {mix.num_divergences}")
+               f"{p.predicted_ess:.0f}), min tail ESS {mix.min_ess_tail:.0f}, divergent draws {mix.num_divergences}")
     if not full and mix.max_rhat > mix.rhat_max:
         click.echo(f"  quick plan: R-hat above {mix.rhat_max} on {int((mtab['r_hat'] > mix.rhat_max).sum())} of {dim} "
                    f"coefficients is expected at {ess} effective draws; --full plans {FULL_ESS}, which meets it")
@@ -343,7 +343,7 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
             except ValueError:  # no beta meets this eps at this ess: nothing to draw
                 continue
             forecasts.append({"method": f"posterior mode, ESS {ess} (forecast)", "eps": e,
-                              "interval_width_vs_untempered": fp.posterior["interval_inflation"]})
+                              "interval_width_vs_untempered": fp.posterior.interval_inflation})
     keeper.step = "the plots"
     written = _write_plots(dt, shown, mtab, forecasts, eps, plots_dir)
     click.echo("")

@@ -77,16 +77,16 @@ def _print_plan(plan) -> None:
     p = plan.posterior
     click.echo("Posterior mode (data independent plan: n, dimension, prior, the loss's declared constants, "
                "the schema's admissible rows and the second moment's release)")
-    click.echo(f"target: prior x exp(-beta L), beta = {plan.beta:.4g} (beta / n = {p['beta_over_n']:.3g}; "
-               f"credible intervals {p['interval_inflation']:.3g} x as wide as the untempered posterior's)")
+    click.echo(f"target: prior x exp(-beta L), beta = {plan.beta:.4g} (beta / n = {p.beta_over_n:.3g}; "
+               f"credible intervals {p.interval_inflation:.3g} x as wide as the untempered posterior's)")
     click.echo(f"chains: {plan.num_chains} x {plan.num_steps} steps of size {plan.step_size:.3g} "
                f"(horizon {plan.horizon:.4g}, burn-in {plan.burn_in} of {plan.num_draws} draws per chain), "
-               f"kernel {plan.kernel}, preconditioner from the {p['second_moment']['source']} second moment")
-    click.echo(f"planned bulk ESS: {p['predicted_ess']:.0f} (asked {p['ess_target']}); one more effective draw "
-               f"would cost eps + {p['eps_per_extra_effective_draw']:.2g}")
-    click.echo(f"sensitivity in the preconditioner's metric: {plan.sensitivity:.4g} ({p['sensitivity_bound']})")
-    if p.get("clip_radius") is not None:
-        click.echo(f"per-example gradients clipped in the preconditioner's metric at radius {p['clip_radius']:.3g} "
+               f"kernel {plan.kernel}, preconditioner from the {p.second_moment['source']} second moment")
+    click.echo(f"planned bulk ESS: {p.predicted_ess:.0f} (asked {p.ess_target}); one more effective draw "
+               f"would cost eps + {p.eps_per_extra_effective_draw:.2g}")
+    click.echo(f"sensitivity in the preconditioner's metric: {plan.sensitivity:.4g} ({p.sensitivity_bound})")
+    if p.clip_radius is not None:
+        click.echo(f"per-example gradients clipped in the preconditioner's metric at radius {p.clip_radius:.3g} "
                    "(the draws target the Gibbs posterior of the clipped loss; how many rows the clip touched is "
                    "not reported: it is a function of the private data)")
 
@@ -164,11 +164,11 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
 
         click.echo(run_intervals_text(
             run, "coefficients: 90% intervals for theta, what the data say (the run's interval release; the tempered "
-                 f"draws above are {run.plan.posterior['interval_inflation']:.3g}x wider than the data's own posterior):"))
-        if X_test is not None and loss.name == "logistic":
+                 f"draws above are {run.plan.posterior.interval_inflation:.3g}x wider than the data's own posterior):"))
+        if X_test is not None and loss.behaviour.point_prediction == "probability":
             keeper.step = "the predictions on the test data"
             draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)
-            prob = loss_predictive("logistic", draws, X_test)["probs"]
+            prob = loss_predictive(loss, draws, X_test)["probs"]
             yt = np.asarray(y_test, dtype=float) > 0.5
             click.echo("")
             click.echo(f"on the public test data ((eps, delta) = ({report['eps_spent']:.3g}, {delta:g})): accuracy of "

@@ -269,7 +269,7 @@ def run_noise_aware_interval(run, prob: float = 0.9, *, shrinkage_correction: bo
                          "model's (its prior is the model's own and its gradients are clipped): not supported")
     if plan.prior_precision is None:
         raise ValueError("noise_aware_interval: the run's plan has no prior_precision")
-    if (plan.posterior or {}).get("clip_radius") is not None:
+    if plan.posterior is not None and plan.posterior.clip_radius is not None:
         # measured: 0.325-0.875 per coordinate at nominal 0.9 (logistic, n = 2000, d = 3, eps = 1, 40 datasets)
         raise ValueError("noise_aware_interval covers the unclipped Gibbs posterior; this run clipped its per-example "
                          "gradients in the metric (clip_radius, the posterior mode's default), whose target (a weighted "

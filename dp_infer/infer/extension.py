@@ -38,7 +38,8 @@ def extended_plan(plan: SamplingPlan, steps: int) -> SamplingPlan:
     whole path (beta, sensitivity, step size, chains unchanged), eps recomputed at plan.delta."""
     total = plan.num_steps + int(steps)
     # a posterior run that adapted its metric ran warm-up phases before these steps: they are part of the path
-    warmup = float(((plan.posterior or {}).get("adaptation") or {}).get("warmup_time", 0.0))
+    adaptation = None if plan.posterior is None else plan.posterior.adaptation
+    warmup = 0.0 if adaptation is None else float(adaptation.warmup_time)
     event = path_privacy.path_event(plan.beta, plan.sensitivity, warmup + total * plan.step_size, plan.friction,
                                     plan.num_chains)
     parts = list(plan.event.metadata.get("parts") or ())

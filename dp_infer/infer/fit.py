@@ -14,11 +14,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.infer import MCMC
 
 from .._validation import check_choice, check_delta, check_finite_array, check_target_epsilon
-from ..domains import Domain, Euclidean
-from ..kernels import Langevin, UnderdampedLangevin
+from ..domains import Domain
 from ..kernels._common import check_extra_fields
 from ..losses import PerExampleLoss
 from ..routes.calibrate import calibrate
@@ -27,8 +25,12 @@ from ..routes.posterior import DEFAULT_POSTERIOR_KERNEL
 from ..potentials import gibbs_potential
 from ..randomness import secret_key
 from .preflight import check_sampling_options, refuse_unused_horizon
+from .chains import plan_kernel, run_chains, site_potential
+from .fit_model import check_feature_names
 from .run import PrivateRun
 from .driver import Hooks, Route, execute, register_route
+from ..model.clipping import (DEFAULT_COUNT_SHARE, clip_warning, composed_event, private_example_clip_count,
+                              split_budget)
 from ..parallel.sharding import (ShardedPotential, ShardedRows, check_placed_rows, same_key_on_all_processes,
                                  shard_rows)
 
@@ -37,14 +39,6 @@ __all__ = ["PrivateRun", "sample", "fit", "TARGETS"]
 #: what a run is planned for: an accurate private estimate, or draws of a tempered posterior
 TARGETS = ("estimate", "posterior")
 
-
-
-def _kernel(plan: SamplingPlan, potential_fn, domain: Domain | None, debug: bool = False):
-    dom = None if isinstance(domain, Euclidean) else domain
-    if plan.kernel == "langevin":
-        return Langevin(potential_fn=potential_fn, step_size=plan.step_size, domain=dom, debug=debug)
-    return UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size,
-                               friction=plan.friction, domain=dom, debug=debug)
 
 
 def _user_initial_points(init_params, plan: SamplingPlan, key) -> jax.Array:
@@ -171,19 +165,15 @@ def sample(loss: PerExampleLoss | None = None, X=None, y=None, plan: SamplingPla
     else:
         init = _user_initial_points(init_params, plan, key_init)
 
-    def potential_fn(z, *data):
-        return potential(z["theta"], *data)
-
+    kernel = plan_kernel(plan.kernel, site_potential(potential, "theta"), step_size=plan.step_size,
+                         friction=plan.friction, domain=domain, debug=bool(debug))
     # sharded: the data are arguments of the jitted loop, chains split along the mesh's "chains"
-    chains = potential.chain_method(plan.num_chains, chain_method) if sharded else chain_method
-    mcmc = MCMC(_kernel(plan, potential_fn, domain, bool(debug)), num_warmup=0, num_samples=plan.num_steps,
-                num_chains=plan.num_chains, thinning=plan.thinning, chain_method=chains,
-                progress_bar=progress_bar, jit_model_args=sharded)
-    init_params = {"theta": init if plan.num_chains > 1 else init[0]}
-    if sharded:
-        init_params = {"theta": potential.place_chains(init_params["theta"])}
-    mcmc.run(key_run, *(potential.args() if sharded else ()), init_params=init_params,
-             extra_fields=tuple(f for f in extra_fields if f not in ("z", "diverging")))
+    mcmc = run_chains(kernel, "theta", init, num_steps=plan.num_steps, thinning=plan.thinning,
+                      num_chains=plan.num_chains, key=key_run,
+                      chain_method=potential.chain_method(plan.num_chains, chain_method) if sharded else chain_method,
+                      progress_bar=progress_bar, args=potential.args() if sharded else (),
+                      extra_fields=tuple(f for f in extra_fields if f not in ("z", "diverging")),
+                      place_chains=potential.place_chains if sharded else None)
     run = PrivateRun.from_mcmc(mcmc, plan, potential, source, feature_names=feature_names)
     if plan.release == "purified_mean":
         run.purified = purify_estimate(plan, domain, run.posterior_mean(), key_purify)
@@ -221,17 +211,24 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         lam_rel: float | None = None, num_draws: int = 1000, domain: Domain | None = None,
         seed: int | None = None, key_impl: str = "threefry2x32", progress_bar: bool = True,
         chain_method: str = "vectorized", extra_fields: tuple = (), debug: bool = False,
-        ledger=None, dataset_id: str = "default", mesh=None, **calibrate_kwargs: Any) -> PrivateRun:
+        ledger=None, dataset_id: str = "default", mesh=None, feature_names=None,
+        **calibrate_kwargs: Any) -> PrivateRun:
     """Calibrate a plan for (eps, delta) — pure eps when ``delta`` is None — and sample it.
 
     Give a per-example ``loss``, or a NumPyro ``model=`` (see :func:`dp_infer.infer.fit_model.fit_model`
-    for its options: ``clip_norm``, ``smoothness``, ``init_strategy``, ``coords``, ``dims``, ...).
+    for its options: ``clip_norm``, ``smoothness``, ``init_strategy``, ``coords``, ``dims``,
+    ``feature_names``, ...).
     The plan comes from :func:`dp_infer.routes.calibrate.calibrate` (data independent: n, the
     dimension and the loss's declared constants only). ``X, y`` are checked against the loss's
     declared bounds before anything runs. With ``ledger`` (a Ledger or its file) the plan's event
     is charged to ``dataset_id`` after planning and before sampling. ``seed=None`` (default):
     secret noise from the operating system; an integer seed makes the run reproducible by whoever
     holds it. ``chain_method``, ``extra_fields``, ``debug``: as :func:`sample`.
+
+    A loss with ``clip_norm`` (:func:`dp_infer.losses.clipped_loss`) gets a private count of the rows its
+    clip touches at the released posterior mean, as a model run does (``clip_count_share`` of the run's
+    mu^2, default 0.05, composed into the plan's event and charged with it; 0 turns it off): it is in
+    ``run.clipped_rows``, or the reason there is none in ``run.report()["clipped_rows_skipped"]``.
 
     ``horizon`` (Langevin time; default None: 1.0 where a route runs it) is run by the trajectory and
     pure routes; asked for explicitly and not run by the route chosen, it is refused before the charge.
@@ -246,6 +243,10 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     ``clip_norm``, ``model_kwargs``, ``preconditioner="fisher"`` for the scores' private second
     moment as the metric, ...); ``"estimate"`` (default) optimises the excess-risk
     bound of the route's target (its draws are an estimate path, not a posterior).
+
+    ``feature_names``: the names of X's columns (public; default: a DataFrame's column names), for a loss
+    or a model: they name the coefficients in the summary, the ArviZ export and the intervals, and match
+    new rows' columns by name in predictions (refused before anything is charged when they do not fit X).
 
     ``mesh`` (a :func:`dp_infer.parallel.sharding.data_mesh` or ``"auto"``: all devices), or ``X`` given
     as :class:`~dp_infer.parallel.sharding.ShardedRows` with ``y=None``, samples the same plan on
@@ -272,7 +273,7 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                                         num_draws=num_draws, domain=domain, seed=seed, key_impl=key_impl,
                                         progress_bar=progress_bar, chain_method=chain_method,
                                         extra_fields=extra_fields, debug=debug, ledger=ledger,
-                                        dataset_id=dataset_id, **calibrate_kwargs)
+                                        dataset_id=dataset_id, feature_names=feature_names, **calibrate_kwargs)
         if target != "estimate":
             raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
         from .fit_model import fit_model
@@ -281,21 +282,26 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                          num_chains=1 if num_chains is None else num_chains, kernel=kernel, friction=friction,
                          lam_rel=lam_rel, num_draws=num_draws, domain=domain, seed=seed, key_impl=key_impl,
                          progress_bar=progress_bar, chain_method=chain_method, extra_fields=extra_fields,
-                         debug=debug, ledger=ledger, dataset_id=dataset_id, **calibrate_kwargs)
+                         debug=debug, ledger=ledger, dataset_id=dataset_id, feature_names=feature_names,
+                         **calibrate_kwargs)
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer PerExampleLoss (or pass model=...), got {type(loss).__name__}")
-    if loss.name == "model_nll":
-        raise ValueError("loss comes from loss_from_model: fit(loss) would drop the model's prior (it lives in "
-                         "ModelLoss.prior_potential); call fit(model=..., X=..., y=...) instead")
+    if loss.behaviour.fit_refusal is not None:  # e.g. loss_from_model's likelihood without its prior
+        raise ValueError(loss.behaviour.fit_refusal)
+    count_share = calibrate_kwargs.pop("clip_count_share", None) if target == "estimate" else None
+    names = check_feature_names(feature_names, X.num_features if isinstance(X, ShardedRows) else X)
     if target == "posterior":
         from .posterior import fit_posterior
 
         refuse_estimate_options(route, horizon, lam_rel, domain, extra_fields, debug,
                                 "the prior is prior_precision, the draws live on R^d")
-        return fit_posterior(loss, X, y, eps=eps, delta=delta, num_chains=4 if num_chains is None else num_chains,
-                             kernel=kernel, friction=friction, seed=seed, key_impl=key_impl, ledger=ledger,
-                             dataset_id=dataset_id, progress_bar=progress_bar, chain_method=chain_method,
-                             num_draws=num_draws, mesh=mesh, **calibrate_kwargs)
+        run = fit_posterior(loss, X, y, eps=eps, delta=delta, num_chains=4 if num_chains is None else num_chains,
+                            kernel=kernel, friction=friction, seed=seed, key_impl=key_impl, ledger=ledger,
+                            dataset_id=dataset_id, progress_bar=progress_bar, chain_method=chain_method,
+                            num_draws=num_draws, mesh=mesh, **calibrate_kwargs)
+        if names is not None and not run.feature_names:  # labelling only (public names)
+            run.feature_names = names
+        return run
     if target != "estimate":
         raise ValueError(f"target must be one of ('estimate', 'posterior'), got {target!r}")
     num_chains = 1 if num_chains is None else num_chains
@@ -309,10 +315,15 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
         if (horizon, kernel, friction, num_draws) != (None, "langevin", None, 1000):
             raise ValueError("horizon, kernel, friction and num_draws apply to the Langevin routes, not to the "
                              "proximal route that runs losses without smoothness")
-        return fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
-                            domain=domain, seed=seed, key_impl=key_impl, ledger=ledger, dataset_id=dataset_id,
-                            **calibrate_kwargs)
-    names = X.columns if hasattr(X, "columns") else None
+        if count_share:
+            raise ValueError("clip_count_share: the proximal route (a loss without smoothness) releases no clipped-row "
+                             "count; declare the clipped loss's smoothness for the Langevin routes, or drop it")
+        run = fit_proximal(loss, X, y, eps=eps, delta=delta, num_chains=num_chains, lam_rel=lam_rel,
+                           domain=domain, seed=seed, key_impl=key_impl, ledger=ledger, dataset_id=dataset_id,
+                           **calibrate_kwargs)
+        if names is not None and not run.feature_names:  # labelling only (public names)
+            run.feature_names = names
+        return run
     if sharded:  # checked chunk by chunk while placed; n and d are all the plan sees
         if isinstance(X, ShardedRows):
             check_placed_rows(loss, X)  # placed by shard_rows, for this loss's labels and row norm
@@ -322,7 +333,9 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
     else:
         X, y = loss.check_data(X, y)
         n, d = X.shape
-    public = estimate_public(loss, n, loss.num_params(d), eps=eps, delta=delta, route=route,
+    count_share, count_skipped = clip_count_plan(loss, delta, count_share, sharded)
+    eps_run, mu_count = split_budget(eps, delta, count_share) if count_share > 0 else (eps, 0.0)
+    public = estimate_public(loss, n, loss.num_params(d), eps=eps_run, delta=delta, route=route,
                              domain=domain if domain is not None else loss.domain,
                              horizon=1.0 if horizon is None else horizon,
                              num_chains=num_chains, kernel=kernel, friction=friction, lam_rel=lam_rel,
@@ -330,10 +343,16 @@ def fit(loss: PerExampleLoss | None = None, X=None, y=None, *, eps: float, delta
                              sample_options=dict(seed=seed, key_impl=key_impl, progress_bar=progress_bar,
                                                  chain_method=chain_method, extra_fields=extra_fields, debug=debug,
                                                  mesh=mesh))
+    if mu_count > 0:  # composed into the plan's event (charged with the run), released after the draws
+        public["clip_count"] = {"eps": eps, "mu": mu_count, "seed": seed, "key_impl": key_impl}
 
     def label(run, keeper, receipt):
         if names is not None:
-            run.feature_names = [str(c) for c in names]
+            run.feature_names = list(names)
+        if count_skipped is not None:
+            run.report_extras["clipped_rows_skipped"] = count_skipped
+        if mu_count > 0:
+            release_loss_clip_count(run, loss, X, y, public["clip_count"])
 
     return execute(ESTIMATE_ROUTE, public, (loss, X, y), ledger=ledger, dataset_id=dataset_id,
                    hooks=Hooks(planned=lambda plan: (check_extra_fields(extra_fields, plan.kernel, bool(debug)),
@@ -357,7 +376,53 @@ def estimate_public(loss: PerExampleLoss, n: int, dim: int, *, eps, delta, route
 
 
 def _plan_estimate(public) -> SamplingPlan:
-    return calibrate(public["constants"], public["n"], public["dim"], **public["calibrate"])
+    plan = calibrate(public["constants"], public["n"], public["dim"], **public["calibrate"])
+    count = public.get("clip_count")
+    if count:  # a clipped loss's private clipped-row count, charged with the run (as a model run's)
+        plan = dataclasses.replace(plan, eps=count["eps"], event=composed_event(plan.event, count["mu"]), options=())
+    return plan
+
+
+def clip_count_plan(loss: PerExampleLoss, delta, share, sharded: bool) -> tuple[float, str | None]:
+    """``(share, why_not)``: the share of the run's mu^2 spent on the private count of the rows a
+    clipped loss's clip touches (``run.clipped_rows``), as a model run's
+    (:data:`~dp_infer.model.clipping.DEFAULT_COUNT_SHARE` by default), or 0 and the reason there is
+    none (a loss without ``clip_norm``, a pure-eps target, row-sharded data, ``clip_count_share=0``)."""
+    if loss.clip_norm is None:
+        if share:
+            raise ValueError("clip_count_share: the loss has no clip_norm (nothing is clipped, nothing to count)")
+        return 0.0, None
+    asked = share is not None
+    share = DEFAULT_COUNT_SHARE if share is None else share
+    if not 0 <= share < 1:
+        raise ValueError(f"clip_count_share must lie in [0, 1), got {share!r}")
+    why = ("a pure-eps target (delta=None): the count's Gaussian noise needs delta > 0" if delta is None else
+           "row-sharded data (mesh): the count is made on one device only" if sharded else None)
+    if why is not None and asked and share > 0:
+        raise ValueError(f"clip_count_share: no clipped-row count is made for {why}")
+    why = why or ("clip_count_share=0" if share == 0 else None)
+    return (0.0, f"no private count of the clipped rows was made: {why}") if why else (float(share), None)
+
+
+def release_loss_clip_count(run, loss: PerExampleLoss, X, y, count: dict) -> None:
+    """The private count of the rows whose per-example gradient the clipped loss's clip touches at the
+    released posterior mean (charged with the run: part of the plan's event), kept in
+    ``run.clipped_rows`` (the charged figures in ``run.report_extras["clipped_rows"]``); a warning when
+    it says the clip is active on more than a tenth of the rows. Made after the draws are kept."""
+    if run.purified is not None or run.theta is None:  # pragma: no cover - clipped losses run the trajectory route
+        return
+    key, _ = secret_key(count["seed"], impl=count["key_impl"])
+    key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
+    counted = private_example_clip_count(loss.example, run.posterior_mean(), X, y, loss.clip_norm, count["mu"], key)
+    run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
+    run.clipped_rows = counted
+    msg = clip_warning(counted)
+    if msg:
+        import warnings
+        from pathlib import Path
+
+        warnings.warn(msg, UserWarning, skip_file_prefixes=(str(Path(__file__).parents[1]),))
+        counted["warning"] = msg
 
 
 def _run_estimate(plan: SamplingPlan, data, public) -> PrivateRun:

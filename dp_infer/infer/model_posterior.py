@@ -65,27 +65,28 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.infer import MCMC
 
 from .._validation import check_choice, check_delta, check_finite_array, check_positive, check_target_epsilon
 from ..model.fisher import FISHER_POINT, score_gram
 from ..model import score_release as _sr
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
-from ..routes.preconditioning import SecondMoment, pending_second_moment, private_second_moment_of_gram
-from .fit_model import prepare_model
+from ..routes.preconditioning import SecondMoment, pending_second_moment
+from ..releases.second_moment import private_second_moment_of_gram
+from .fit_model import check_feature_names, model_coords_dims, prepare_model
 from .preflight import check_plan_resources, check_sampling_options
 from .posterior import PosteriorRun, released_draws, warn_if_unmixed
-from ..kernels import Langevin, UnderdampedLangevin
 from ..losses import PerExampleLoss, clipped_loss
 from ..model.bridge import ModelLoss
 from ..model.initial import describe_strategy, initial_positions, prior_curvature
 from ..model.initial import prior_scales as model_prior_scales
 from ..routes.plan import KERNELS, SamplingPlan, step_schedule
 from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
+from ..routes.posterior_details import ModelPrior
 from ..potentials import GibbsPotential
 from ..randomness import secret_key
 from .driver import Hooks, Route, execute, register_route
+from .chains import plan_kernel, run_chains, site_potential
 
 __all__ = ["fit_model_posterior", "plan_model_posterior", "whitened_loss", "CLOSE_TO_PRIOR", "MODEL_PRECONDITIONERS"]
 
@@ -172,31 +173,28 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
                               second_moment=second_moment, **kw)
     floor = 1.0 / math.sqrt(1.0 + plan.beta * kappa)
     close = floor >= CLOSE_TO_PRIOR
-    post = dict(plan.posterior)
+    post = plan.posterior
     forecast_steps = None
     if second_moment is not None and second_moment.matrix is None:
         # before the release: the run's metric (beta kappa_P F + c I)^-1 and step matrix
         # beta kappa (F + e I) + c I give M_phi <= max(1, kappa / kappa_P) + beta kappa e / c whatever F is
-        ratio = fisher_curvature / post["preconditioner_curvature"]
+        ratio = fisher_curvature / post.step.preconditioner_curvature
         M = max(1.0, ratio) + plan.beta * fisher_curvature * second_moment.noise_norm_bound / max(1.0, c_prior)
         _, forecast_steps, _ = step_schedule(M, horizon=plan.horizon, num_draws=plan.num_draws, friction=plan.friction,
                                              safety=plan_kwargs.get("step_safety", 0.25), min_steps=200)
         forecast_steps = int(forecast_steps)
-    post["forecast_num_steps"] = forecast_steps
-    post.update({
-        "prior": "the model's own prior, untempered (only the likelihood is tempered)",
-        "preconditioner_source": (f"prior scales per unconstrained coordinate: {source}" if second_moment is None
-                                  else f"prior scales per unconstrained coordinate ({source}), then the scores' "
-                                       f"second moment at {FISHER_POINT} ({second_moment.source})"),
-        "prior_scales": [float(v) for v in scales],
-        "clip": f"per-example gradients clipped to {C:g} in the preconditioner's metric (||C^T g|| <= {C:g})",
-        "clip_norm": C, "smoothness": kappa,
-        "smoothness_source": "declared" if smoothness is not None else "default: clip_norm",
-        "fisher_curvature": None if second_moment is None else float(fisher_curvature),
-        "prior_curvature_whitened": c_prior,
-        "prior_sd_ratio_floor": floor,
-        "close_to_prior": close,
-    })
+    model_prior = ModelPrior(
+        prior="the model's own prior, untempered (only the likelihood is tempered)",
+        preconditioner_source=(f"prior scales per unconstrained coordinate: {source}" if second_moment is None
+                               else f"prior scales per unconstrained coordinate ({source}), then the scores' "
+                                    f"second moment at {FISHER_POINT} ({second_moment.source})"),
+        prior_scales=tuple(float(v) for v in scales),
+        clip=f"per-example gradients clipped to {C:g} in the preconditioner's metric (||C^T g|| <= {C:g})",
+        clip_norm=C, smoothness=kappa,
+        smoothness_source="declared" if smoothness is not None else "default: clip_norm",
+        fisher_curvature=None if second_moment is None else float(fisher_curvature),
+        prior_curvature_whitened=c_prior, prior_sd_ratio_floor=floor, close_to_prior=close,
+        forecast_num_steps=forecast_steps)
     assumptions = (
         "the model's prior (data independent: read on placeholder rows, checked not to change with them)",
         f"per-example gradients (w.r.t. the prior-whitened latents) clipped to norm {C:g}: "
@@ -224,20 +222,22 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     if interval_share > 0:
         # the reserved part is the model's score release, not the loss route's Newton release: same mu,
         # its own sensitivities (2 C / n, 2 C^2 / n) and assumptions
-        score_ev = _sr.score_release_event(post["mu_interval"], n=n, clip_norm=C)
+        score_ev = _sr.score_release_event(post.mu_interval, n=n, clip_norm=C)
         parts = [p for p in event.metadata["parts"] if not str(p.get("label", "")).startswith("newton_release")]
         newton_assumptions = set(a for p in event.metadata["parts"] if str(p.get("label", "")).startswith(
             "newton_release") for a in p.get("assumptions", ()))
         event = GdpEvent(mu=event.mu, label=event.label,
                          assumptions=tuple(a for a in event.assumptions if a not in newton_assumptions)
                          + score_ev.assumptions, metadata={**event.metadata, "parts": parts + [score_ev.to_dict()]})
-        post["interval_release"] = ("mean clipped scores and their second moment in scoring steps from the draws' "
-                                    "mean (dp_infer.model.score_release)")
-        assumptions = assumptions + (f"interval release: {post['interval_share']:g} of the target's mu^2 "
-                                     f"(mu = {post['mu_interval']:.4g}), scores clipped to {C:g}",)
+        model_prior = dataclasses.replace(model_prior, interval_release=(
+            "mean clipped scores and their second moment in scoring steps from the draws' mean "
+            "(dp_infer.model.score_release)"))
+        assumptions = assumptions + (f"interval release: {post.interval_share:g} of the target's mu^2 "
+                                     f"(mu = {post.mu_interval:.4g}), scores clipped to {C:g}",)
     D = np.diag(scales)
     P = D @ np.asarray(plan.preconditioner, dtype=np.float64) @ D  # theta = s * phi: the metric in theta
-    plan = dataclasses.replace(plan, assumptions=assumptions, notes=notes, posterior=post,
+    plan = dataclasses.replace(plan, assumptions=assumptions, notes=notes,
+                               posterior=dataclasses.replace(post, model=model_prior),
                                prior_precision=None, event=event,
                                preconditioner=tuple(tuple(float(v) for v in row) for row in P))
     return plan, scales, loss
@@ -253,7 +253,8 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
                         index_ranges: dict | None = None, seed: int | None = None,
                         key_impl: str = "threefry2x32", ledger=None, dataset_id: str = "default",
                         progress_bar: bool = True, chain_method: str = "vectorized",
-                        interval_share: float | None = None, **plan_kwargs: Any) -> PosteriorRun:
+                        interval_share: float | None = None, feature_names=None,
+                        **plan_kwargs: Any) -> PosteriorRun:
     """Private draws of a NumPyro model's tempered posterior, planned for ``ess`` effective draws
     over ``num_chains`` chains at (eps, delta) (see the module docstring).
 
@@ -290,6 +291,8 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     else 0 with the reason in ``report_extras["interval_release_skipped"]``; 0: no release (the run
     and its budget exactly as without the option). Allowed: [0, 1), and below ``1 - precond_share``
     with ``preconditioner="fisher"``.
+
+    ``feature_names``: as :func:`~dp_infer.infer.fit_model.fit_model` (they also name the intervals).
     """
     eps = check_target_epsilon(eps)
     delta = check_delta(delta)
@@ -302,6 +305,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     check_sampling_options(seed=seed, key_impl=key_impl, num_chains=num_chains)  # the key is made after the charge
     if interval_share is not None:  # refused by name before anything is read or charged
         interval_share = _sr.check_interval_share(interval_share, precond_share if preconditioner == "fisher" else None)
+    names = check_feature_names(feature_names, X)
     ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims,
                                            x_name, y_name, model_kwargs, index_ranges)
     y = check_finite_array("y", y, ndim=1)
@@ -325,8 +329,9 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     mpp = MODEL_POSTERIOR_ROUTE.plan(public)  # planned once, here: the rows are checked with its loss
     rows, y = mpp.loss.check_data(rows, y)
     # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
-    public["prior_gauss"] = (*_sr.prior_gaussian(ml), _sr.unconstrained_names(ml)) if interval_share > 0 else None
-    names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+    run_coords, run_dims = model_coords_dims(ml, names, coords, dims)
+    public["prior_gauss"] = ((*_sr.prior_gaussian(ml), _sr.unconstrained_names(ml, run_coords, run_dims))
+                             if interval_share > 0 else None)
 
     def describe(run, keeper, receipt):
         desc = ml.describe()
@@ -337,8 +342,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
         run.model_description = desc
         run._constrain = ml.constrain
         run.feature_names = names
-        run.coords = {**ml.coords(), **coords} or None
-        run.dims = {**ml.dims(), **dims}
+        run.coords, run.dims = run_coords, run_dims
         why = run.report_extras.get("interval_release_skipped") or skipped
         if why is not None:
             run.report_extras["interval_release_skipped"] = why
@@ -396,17 +400,12 @@ def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> Posteri
     C_phi = C_theta / np.asarray(scales)[:, None]
     V = potential.reparametrised(C_phi) if fisher else potential
 
-    def potential_fn(z):
-        return V(z["phi"])
-
-    kern = (Langevin(potential_fn=potential_fn, step_size=plan.step_size) if plan.kernel == "langevin" else
-            UnderdampedLangevin(potential_fn=potential_fn, step_size=plan.step_size, friction=plan.friction))
+    kern = plan_kernel(plan.kernel, site_potential(V, "phi"), step_size=plan.step_size, friction=plan.friction)
     phi0 = np.asarray(initial_positions(ml, public["init_strategy"], key_init, plan.num_chains) / s, dtype=np.float64)
     psi0 = np.linalg.solve(C_phi, phi0.T).T if fisher else phi0
-    psi0 = jnp.asarray(psi0, dtype=jnp.result_type(float))
-    mcmc = MCMC(kern, num_warmup=0, num_samples=plan.num_steps, num_chains=plan.num_chains,
-                thinning=plan.thinning, chain_method=public["chain_method"], progress_bar=public["progress_bar"])
-    mcmc.run(key_run, init_params={"phi": psi0 if plan.num_chains > 1 else psi0[0]})
+    mcmc = run_chains(kern, "phi", jnp.asarray(psi0, dtype=jnp.result_type(float)), num_steps=plan.num_steps,
+                      thinning=plan.thinning, num_chains=plan.num_chains, key=key_run,
+                      chain_method=public["chain_method"], progress_bar=public["progress_bar"])
     run = PosteriorRun(plan, *released_draws(mcmc, plan), source, potential.describe(), _mcmc=mcmc,
                        _potential=potential)
     if public["interval_share"] > 0:
@@ -424,10 +423,10 @@ def _preflight_model_posterior(mpp: ModelPosteriorPlan, prefix: str = "") -> Non
 
 def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, scales, clip_norm: float,
                            prior_gauss, key) -> str | None:
-    """The score release the plan reserved (``posterior["mu_interval"]``, charged with the run), at the
+    """The score release the plan reserved (``posterior.mu_interval``, charged with the run), at the
     draws' mean in the whitened coordinates, kept in ``run.report_extras["interval_release"]``. Skipped
     (spending less than charged; the reason returned) when the draws are not finite."""
-    mu = (run.plan.posterior or {}).get("mu_interval") or 0.0
+    mu = 0.0 if run.plan.posterior is None else run.plan.posterior.mu_interval
     theta = run.draws().reshape(-1, run.plan.dim)
     if mu <= 0:
         return None

@@ -17,27 +17,24 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.infer import MCMC
 
 from .._validation import check_choice, check_delta, check_target_epsilon
 from .preflight import check_sampling_options
 from .run import PrivateRun
 from .driver import Route, execute, register_route
-from ..kernels import Langevin, UnderdampedLangevin
+from .chains import plan_kernel, run_chains, site_potential
 from ..losses import PerExampleLoss
+from ..routes import metric_adaptation
 from ..routes.plan import SamplingPlan
-from ..routes.plan import step_schedule
 from ..routes.posterior import (DEFAULT_ESS, DEFAULT_MIXING_RATE, DEFAULT_POSTERIOR_KERNEL, plan_posterior,
-                                preconditioner_chol, step_bound_matrix)
+                                preconditioner_chol)
 from ..losses.metric_clip import clipped_potential, resolve_clip_radius
 from ..potentials import GibbsPotential, gibbs_potential
-from ..routes.preconditioning import (
-    SecondMoment, adapted_metric, pending_second_moment, prior_second_moment, private_second_moment,
-    private_second_moment_of_gram, public_second_moment, second_moment_row_bound,
-)
+from ..routes.preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
+from ..releases.second_moment import private_second_moment, private_second_moment_of_gram, public_second_moment
 from ..privacy.conversions import gdp_mu
-from ..routes.newton_release import (default_interval_share, newton_releasable, release_newton_statistics,
-                                     weight_radius)
+from ..routes.newton_release import default_interval_share, newton_releasable, weight_radius
+from ..releases.newton import release_newton_statistics
 from ..privacy.events import GdpEvent
 from ..randomness import secret_key
 from ..parallel.sharding import ShardedRows, check_placed_rows, same_key_on_all_processes, shard_rows
@@ -114,7 +111,7 @@ class PosteriorRun(PrivateRun):
         if self.theta is None or not np.all(np.isfinite(self.theta)):
             return None  # a diverged run says so itself (warn_if_diverged)
         ach = self.achieved_mixing()
-        planned = float((self.plan.posterior or {}).get("ess_target") or 0)
+        planned = float(self.plan.posterior.ess_target if self.plan.posterior is not None else 0)
         if ach["max_rhat"] <= UNMIXED_RHAT and ach["min_ess_bulk"] >= UNMIXED_ESS_SHARE * planned:
             return None
         return (f"the chains did not mix: max R-hat {ach['max_rhat']:.3f}, min bulk ESS {ach['min_ess_bulk']:.0f} of "
@@ -130,8 +127,9 @@ class PosteriorRun(PrivateRun):
 class ClippedPotential:
     """The clipped chain's target ``U(theta)`` (a callable; holds the private data, never saved)."""
 
-    def __init__(self, U, description: dict):
+    def __init__(self, U, description: dict, loss=None):
         self._U, self._description = U, description
+        self.loss = loss  # the sampled loss (its behaviour: the run's prediction rule)
 
     def __call__(self, theta):
         return self._U(theta)
@@ -149,25 +147,16 @@ def _prior_term(precision: np.ndarray):
     return prior_potential
 
 
-def _kernel(plan: SamplingPlan, V, step_size: float):
-    def potential_fn(z, *data):  # data: the run arguments of a sharded potential (none on one device)
-        return V(z["phi"], *data)
-
-    if plan.kernel == "langevin":
-        return Langevin(potential_fn=potential_fn, step_size=step_size)
-    return UnderdampedLangevin(potential_fn=potential_fn, step_size=step_size, friction=plan.friction)
-
-
 def _run_chains(plan: SamplingPlan, V, *, step_size: float, num_steps: int, thinning: int, init_phi, key,
                 progress_bar: bool, chain_method: str, data: tuple = (), place_chains=None):
     """K chains of ``num_steps`` steps on ``V(phi, *data)`` from ``init_phi`` (shape (K, d)); returns the
     MCMC and the kept ``phi`` states, shape (K, draws, d). ``data``: a sharded potential's run
     arguments (passed to NumPyro's jitted loop, never closed over); ``place_chains``: its layout of
     the initial points."""
-    mcmc = MCMC(_kernel(plan, V, step_size), num_warmup=0, num_samples=num_steps, num_chains=plan.num_chains,
-                thinning=thinning, chain_method=chain_method, progress_bar=progress_bar, jit_model_args=bool(data))
-    init = jnp.asarray(init_phi if plan.num_chains > 1 else init_phi[0], dtype=jnp.float32)
-    mcmc.run(key, *data, init_params={"phi": init if place_chains is None else place_chains(init)})
+    kernel = plan_kernel(plan.kernel, site_potential(V, "phi"), step_size=step_size, friction=plan.friction)
+    mcmc = run_chains(kernel, "phi", jnp.asarray(init_phi, dtype=jnp.float32), num_steps=num_steps,
+                      thinning=thinning, num_chains=plan.num_chains, key=key, chain_method=chain_method,
+                      progress_bar=progress_bar, args=data, place_chains=place_chains)
     return mcmc, np.asarray(mcmc.get_samples(group_by_chain=True)["phi"], dtype=np.float64)
 
 
@@ -177,12 +166,12 @@ def _metric_potential(loss, data, plan: SamplingPlan, C, lam: np.ndarray, **desc
     metric), on one device (``data = (X, y)``) or on the rows' mesh (``data`` a
     :class:`~dp_infer.parallel.sharding.ShardedRows`). ``potential`` (kept by the run, never saved)
     is ``U(theta, *arguments)`` and describes the target (plus ``described``)."""
-    tau = (plan.posterior or {}).get("clip_tau")
+    tau = None if plan.posterior is None else plan.posterior.clip_tau
     desc = {"kind": "gibbs" if tau is None else "gibbs, per-example gradients clipped in the preconditioner's "
                                                   "metric (clipped loss, dp_infer.losses.metric_clip)",
             "beta": plan.beta, "n": plan.n, "dim": plan.dim, "loss": loss.describe()}
     if tau is not None:
-        desc.update(clip_tau=tau, clip_radius=plan.posterior.get("clip_radius"),
+        desc.update(clip_tau=tau, clip_radius=plan.posterior.clip_radius,
                     gradient_sensitivity_phi=plan.beta * plan.sensitivity)
     desc.update(described)
     if isinstance(data, ShardedRows):
@@ -195,80 +184,36 @@ def _metric_potential(loss, data, plan: SamplingPlan, C, lam: np.ndarray, **desc
         potential = GibbsPotential(loss, X, y, plan.beta, prior_potential=_prior_term(lam))
         return potential.reparametrised(C), (), potential
     U, V = clipped_potential(loss, X, y, beta=plan.beta, C=C, tau=tau, prior_precision=lam)
-    return V, (), ClippedPotential(U, desc)
+    return V, (), ClippedPotential(U, desc, loss)
 
 
 def _adapted_run(loss, data, plan: SamplingPlan, *, key, progress_bar: bool, chain_method: str):
-    """The ``adapt_metric`` plan: burn-in and window 1 in the planned metric, each next window in the
-    metric adapted from the previous window's draws, then the sampling phase in the metric adapted
-    from the last window's.
+    """The ``adapt_metric`` plan, driven by :mod:`dp_infer.routes.metric_adaptation` (``init / phase /
+    update / final``): burn-in and window 1 in the planned metric, each next window in the metric
+    adapted from the previous window's draws, then the sampling phase in the metric adapted from the
+    last window's. This function only runs the chains each phase asks for.
 
     Every phase runs at the plan's beta with gradients clipped to ``||C^T g|| <= tau`` in its own
     metric ``C``, so each step's sensitivity is ``2 tau / n`` whatever ``C`` is, and the plan's event
     (the whole time, all phases) covers the run. Each metric is post-processing of released draws.
-    Returns ``(mcmc, phi, plan')``: ``plan'`` is the plan of the final phase (its metric, step and
-    steps) with the phases' record in ``posterior["adaptation"]``; its event is the plan's.
+    Returns ``(mcmc, phi, plan', potential)``: ``plan'`` is the plan of the final phase (its metric,
+    step and steps) with the phases' record in ``posterior.adaptation``; its event is the plan's.
     ``data``: ``(X, y)`` or the rows placed on a mesh (:func:`_metric_potential`).
     """
-    post = plan.posterior
-    ad = dict(post["adaptation"])
     lam = np.asarray(plan.prior_precision)
-    A = step_bound_matrix(plan)
-    windows = list(ad["windows"])
-    burn = post["burn_in_time"]
-    final_time = ad["settle_time"] + post["sample_time"]
-    schedule = ([(burn + windows[0], burn)] + [(w, 0.0) for w in windows[1:]] + [(final_time, None)])
-    keys = jax.random.split(key, len(schedule))
-    C = preconditioner_chol(plan)
-    theta_last = np.zeros((plan.num_chains, plan.dim))
-    phases = []
-    # window draws kept for the covariance: about 200 per chain (the phase's whole path is released anyway)
-    for k, (time_k, keep_from) in enumerate(schedule):
-        if k == 0:
-            h_k = plan.step_size
-            steps_k = int(math.ceil(time_k / h_k))
-        else:
-            M_k = float(np.linalg.eigvalsh(C.T @ A @ C)[-1])
-            h_k, steps_k, _ = step_schedule(M_k, horizon=time_k, num_draws=1, friction=plan.friction,
-                                            safety=ad["step_safety"], min_steps=200)
-            if not math.isfinite(steps_k):
-                raise ValueError(f"the adapted metric's step cannot be planned (curvature bound {M_k:.4g})")
-            steps_k = int(steps_k)
-        num_draws_k = plan.num_draws if keep_from is None else 200
-        thin_k = max(1, steps_k // num_draws_k)
-        steps_k = thin_k * int(math.ceil(steps_k / thin_k))
-        h_k = time_k / steps_k
+    keys = jax.random.split(key, metric_adaptation.num_phases(plan))
+    state = metric_adaptation.init(plan)
+    while True:
+        spec = metric_adaptation.phase(plan, state)
+        C = state.chol
         V, args, potential = _metric_potential(loss, data, plan, C, lam, metric="adapted from the chains' draws")
-        init_phi = np.linalg.solve(C, theta_last.T).T
-        mcmc, phi = _run_chains(plan, V, step_size=h_k, num_steps=steps_k, thinning=thin_k, init_phi=init_phi,
-                                key=keys[k], progress_bar=progress_bar, chain_method=chain_method, data=args,
-                                place_chains=getattr(potential, "place_chains", None))
-        theta = phi @ C.T
-        if not np.all(np.isfinite(theta)):
-            raise ValueError(f"adaptation phase {k} produced non-finite draws (step {h_k:.4g}); the curvature bound "
-                             "does not hold: lower curvature= or use adapt_metric=False")
-        theta_last = theta[:, -1, :]
-        phases.append({"time": time_k, "step_size": h_k, "num_steps": steps_k, "thinning": thin_k})
-        if keep_from is None:
-            break
-        first = int(math.floor(theta.shape[1] * keep_from / time_k))
-        P = adapted_metric(theta[:, first:, :], current_chol=C, prior_precision=lam)
-        C = np.linalg.cholesky(P)
-    P_final = C @ C.T
-    ad["phases"] = phases
-    final = phases[-1]
-    draws = final["num_steps"] // final["thinning"]
-    new_post = {**post, "adaptation": ad}
-    final_plan = dataclasses.replace(
-        plan, preconditioner=tuple(tuple(float(v) for v in row) for row in P_final), step_size=final["step_size"],
-        num_steps=final["num_steps"], thinning=final["thinning"],
-        burn_in=int(math.ceil(draws * ad["settle_time"] / final_time)),
-        relaxation_time=1.0 / (post["mixing_rate_declared"] * final["step_size"]), posterior=new_post,
-        notes=tuple(plan.notes) + (
-            f"metric adapted from the chains' own draws in {len(windows)} windows (Langevin time "
-            f"{', '.join(f'{w:g}' for w in windows)} after {burn:g} of burn-in); the draws are the final phase's ({final['num_steps']} steps of "
-            f"{final['step_size']:.4g}); the event covers every phase",))
-    return mcmc, phi, final_plan, potential
+        init_phi = np.linalg.solve(C, state.theta_last.T).T
+        mcmc, phi = _run_chains(plan, V, step_size=spec.step_size, num_steps=spec.num_steps, thinning=spec.thinning,
+                                init_phi=init_phi, key=keys[spec.index], progress_bar=progress_bar,
+                                chain_method=chain_method, data=args, place_chains=getattr(potential, "place_chains", None))
+        state = metric_adaptation.update(plan, state, spec, phi @ C.T)
+        if spec.final:
+            return mcmc, phi, metric_adaptation.final(plan, state), potential
 
 
 def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, source,
@@ -291,7 +236,7 @@ def sample_posterior(loss: PerExampleLoss, X, y, plan: SamplingPlan, *, key, sou
                          f"n = {n}, dim = {dim}: re-plan")
     lam = np.asarray(plan.prior_precision)
     planned = plan
-    if (plan.posterior or {}).get("adaptation"):
+    if plan.posterior.adaptation is not None:
         # the clipped target is the final metric's (its clip levels): its potential is kept for extend()
         mcmc, phi, plan, potential = _adapted_run(loss, data, plan, key=key, progress_bar=progress_bar,
                                                   chain_method=chain_method)
@@ -471,12 +416,11 @@ def _run_posterior_route(charged_plan: SamplingPlan, data, public) -> PrivateRun
 
 
 def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key) -> None:
-    """The interval release the run's plan reserved (``posterior["mu_interval"]``, charged with the
+    """The interval release the run's plan reserved (``posterior.mu_interval``, charged with the
     run): Newton statistics of a weighted data loss from the draws' mean, in the final metric, kept in
     the run's report (:mod:`dp_infer.routes.newton_release`). Skipped (spending less than charged)
     when the draws are not finite: a diverged run, which says so."""
-    post = run.plan.posterior or {}
-    mu = post.get("mu_interval") or 0.0
+    mu = 0.0 if run.plan.posterior is None else run.plan.posterior.mu_interval
     draws = run.draws().reshape(-1, run.plan.dim)
     if mu <= 0 or not np.all(np.isfinite(draws)):
         return
@@ -495,7 +439,7 @@ def rows_second_moment(plan: SamplingPlan, loss: PerExampleLoss) -> np.ndarray:
     alone (no second moment)."""
     P = np.asarray(plan.preconditioner, dtype=np.float64)
     lam = np.diag(np.asarray(plan.prior_precision, dtype=np.float64))
-    S = (np.linalg.inv(0.5 * (P + P.T)) - lam) / (plan.beta * plan.posterior["preconditioner_curvature"])
+    S = (np.linalg.inv(0.5 * (P + P.T)) - lam) / (plan.beta * plan.posterior.step.preconditioner_curvature)
     w, V = np.linalg.eigh(0.5 * (S + S.T))
     S = (V * np.maximum(w, 0.0)) @ V.T
     if np.trace(S) <= 1e-9 * loss.row_norm ** 2:

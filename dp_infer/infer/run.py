@@ -22,6 +22,8 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from ..losses.base import PerExampleLoss
+from ..losses.registry import loss_behaviour
 from ..routes.plan import SamplingPlan
 from .prediction import align_features, labels_from, loss_predictive, model_predictive
 from .extension import EXTEND_ROUTE, extended_plan
@@ -268,12 +270,15 @@ class PrivateRun:
         dimension: ``centre``, ``sd``, ``lower``, ``upper``, ``data_share``, ``width_ratio``, ``flag``."""
         import xarray as xr
 
+        from ..diagnostics.released_interval import interval_names
+
         try:
             iv = self.intervals(0.9)
         except ValueError:
             return
         dim = (dims or {}).get("theta", ["theta_dim_0"])[0]
-        coord = {dim: list((coords or {}).get(dim, range(self.plan.dim)))}
+        named = interval_names(self) if self.model_description is not None else None  # w[age], tau (log)
+        coord = {dim: named or list((coords or {}).get(dim, range(self.plan.dim)))}
         ds = xr.Dataset({k: (dim, np.asarray(getattr(iv, k), dtype=np.float64))
                          for k in ("centre", "sd", "lower", "upper", "data_share", "width_ratio")}, coords=coord)
         ds["flag"] = (dim, np.asarray([f.split(":")[0] for f in iv.flags], dtype=str))
@@ -348,7 +353,7 @@ class PrivateRun:
             names = self.model_description.get("data_arguments", ["X", "y"])
             return model_predictive(self.model, self.get_samples(), Xa, x_name=names[0], y_name=names[1],
                                     site=site, max_draws=max_draws)
-        loss = (self.potential_description.get("loss") or {}).get("name")
+        loss = self._loss()
         theta = self.estimate()[None, :] if self.purified is not None else self.draws().reshape(-1, self.plan.dim)
         if not np.all(np.isfinite(theta)):  # a diverged chain or a damaged file: no silent class 0
             raise ValueError("theta: the released draws hold a non-finite value (NaN or inf: a diverged chain or a "
@@ -360,8 +365,15 @@ class PrivateRun:
             return self.model_description.get("num_features")
         if self.feature_names:
             return len(self.feature_names)
-        loss = (self.potential_description.get("loss") or {}).get("name")
-        return self.plan.dim if loss in ("logistic", "huber", "squared", "poisson") else None
+        rule = loss_behaviour(self._loss())
+        return self.plan.dim if rule is not None and rule.predictive is not None and rule.one_coefficient_per_feature \
+            else None
+
+    def _loss(self):
+        """The sampled loss in the process that sampled (its behaviour holds the prediction rule), else
+        its stored name (a built-in loss's behaviour: :func:`dp_infer.losses.registry.loss_behaviour`)."""
+        own = getattr(self._potential, "loss", None)
+        return own if isinstance(own, PerExampleLoss) else (self.potential_description.get("loss") or {}).get("name")
 
     def predict(self, X, *, site: str | None = None, max_draws: int | None = 1000) -> np.ndarray:
         """Point predictions for the rows ``X`` (post-processing of the release): class labels

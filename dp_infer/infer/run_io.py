@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..routes.plan import SamplingPlan
+from ..routes.posterior_details import PosteriorDetails
 from ..privacy.events import event_from_dict
 
 __all__ = ["MODEL_ATTR", "CLIPPED_ROWS_ATTR", "plan_from_dict", "run_from_tree", "run_from_fallback",
@@ -22,6 +23,8 @@ MODEL_ATTR = "dp_infer_model"
 #: root attribute of a model run that released a charged private count of the rows its clip touched
 CLIPPED_ROWS_ATTR = "dp_infer_clipped_rows"
 _TUPLE_FIELDS = ("assumptions", "notes")
+#: keys a run's report adds to the plan's ``posterior`` section (measurements, not plan fields)
+REPORT_ONLY_POSTERIOR_KEYS = ("achieved",)
 
 
 def plan_from_dict(d: dict) -> SamplingPlan:
@@ -39,6 +42,10 @@ def plan_from_dict(d: dict) -> SamplingPlan:
             continue
         v = d[f.name]
         kw[f.name] = tuple(v) if f.name in _TUPLE_FIELDS and v is not None else v
+    if kw.get("posterior") is not None:
+        # a report adds what the run measured (``achieved``: ESS and R-hat) beside the plan's fields
+        kw["posterior"] = PosteriorDetails.from_dict({k: v for k, v in kw["posterior"].items()
+                                                      if k not in REPORT_ONLY_POSTERIOR_KEYS})
     own = list(kw.get("assumptions", ()))
     ev = list(event.assumptions)
     if ev and own[len(own) - len(ev):] == ev:
@@ -165,7 +172,8 @@ def run_from_tree(cls, dt, *, model: Callable | None = None):
 
 
 #: report items that are not part of the plan, kept by a loaded run so its report is the saved one
-_KEPT_REPORT_KEYS = ("routes_considered", "clipped_rows", "interval_release", "interval_release_skipped")
+_KEPT_REPORT_KEYS = ("routes_considered", "clipped_rows", "clipped_rows_skipped", "interval_release",
+                     "interval_release_skipped")
 
 
 def _clipped_rows(value, report: dict) -> dict | None:

@@ -5,7 +5,11 @@ Cholesky factor ``C`` (``P = C C^T``). The chain is exactly plain Langevin on th
 reparametrised potential ``V(phi) = U(C phi)`` with ``theta = C phi``:
 ``phi - h grad V(phi) + sqrt(2h) xi = C^-1 (theta - h C C^T grad U(theta)) + sqrt(2h) xi``,
 so every kernel of :mod:`dp_infer.kernels` (overdamped or underdamped) becomes preconditioned by
-running it on ``V`` (:func:`reparametrise`) and mapping its draws back (post-processing).
+running it on ``V`` (:func:`reparametrise`) and mapping its draws back (post-processing). There is
+one step here, not two: :func:`build_kernel` runs the Langevin kernel's own step
+(:func:`dp_infer.kernels.langevin.build_kernel`, the one NumPyro's ``Langevin`` runs in the posterior
+mode) on ``V`` and carries ``theta = C phi`` beside ``phi``, so the audit of this kernel
+(:mod:`dp_infer.audit.preconditioned`) checks the chain the product runs.
 Privacy: the step is a Gaussian mechanism with covariance ``2 h P``, whose sensitivity is measured
 in the P metric (:mod:`dp_infer.privacy.metric_sensitivity`); the path accountant then applies
 unchanged with ``Delta = Delta_P``.
@@ -23,10 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_finite_array, check_positive
-from ..randomness import gaussian_noise
+from . import langevin
 from ._common import SamplingAlgorithm, logdensity_to_grad, plan_parameters
 
-__all__ = ["Preconditioner", "reparametrise", "build_kernel", "as_top_level_api", "stationary_covariance"]
+__all__ = ["Preconditioner", "PreconditionedState", "reparametrise", "init", "build_kernel", "as_top_level_api",
+           "stationary_covariance"]
 
 
 class Preconditioner(NamedTuple):
@@ -85,8 +90,11 @@ def reparametrise(potential_fn: Callable, pre: Preconditioner):
 
 
 class PreconditionedState(NamedTuple):
+    """The chain's own position ``phi`` (the Langevin step's) and the released ``theta = C phi``."""
+
     i: jax.Array
     theta: jax.Array
+    phi: jax.Array
 
 
 class PreconditionedInfo(NamedTuple):
@@ -95,20 +103,30 @@ class PreconditionedInfo(NamedTuple):
     diverging: jax.Array
 
 
-def build_kernel(grad_fn: Callable, step_size: float, pre: Preconditioner) -> Callable:
-    """``step(rng_key, state) -> (state, info)`` for preconditioned ULA in theta coordinates.
+def init(position, pre: Preconditioner) -> PreconditionedState:
+    """The state at ``theta = position`` (chosen without looking at private data), ``phi = C^-1 theta``."""
+    theta = jnp.asarray(position)
+    theta = theta if jnp.issubdtype(theta.dtype, jnp.floating) else theta.astype(jnp.result_type(float))
+    Cinv = jnp.asarray(np.linalg.inv(pre.chol), dtype=theta.dtype)
+    return PreconditionedState(jnp.zeros((), jnp.int32), theta, Cinv @ theta)
 
-    Draws the same chain as plain ULA on :func:`reparametrise`'s ``V`` (same keys, same noise),
-    mapped by ``theta = C phi``.
+
+def build_kernel(grad_fn: Callable, step_size: float, pre: Preconditioner) -> Callable:
+    """``step(rng_key, state) -> (state, info)`` for preconditioned ULA, ``theta <- theta - h P grad U
+    + sqrt(2h) C xi``.
+
+    The step is the Langevin kernel's (:func:`dp_infer.kernels.langevin.build_kernel`) on the
+    reparametrised potential's gradient ``grad V(phi) = C^T grad U(C phi)``; ``theta = C phi`` is carried
+    beside ``phi`` (start from :func:`init`).
     """
     h = check_positive("step_size", step_size)
-    P = jnp.asarray(pre.matrix, dtype=jnp.float32)
     C = jnp.asarray(pre.chol, dtype=jnp.float32)
+    core = langevin.build_kernel(lambda phi: C.T @ grad_fn(C @ phi), h)
 
     def step(rng_key, state: PreconditionedState):
-        xi = gaussian_noise(rng_key, state.theta.shape, state.theta.dtype)
-        theta = state.theta - h * (P @ grad_fn(state.theta)) + jnp.sqrt(2.0 * h) * (C @ xi)
-        return PreconditionedState(state.i + 1, theta), PreconditionedInfo(~jnp.all(jnp.isfinite(theta)))
+        inner, _ = core(rng_key, langevin.LangevinState(state.i, state.phi, jnp.zeros((), bool), None))
+        theta = C @ inner.z
+        return PreconditionedState(inner.i, theta, inner.z), PreconditionedInfo(~jnp.all(jnp.isfinite(theta)))
 
     return step
 
@@ -125,9 +143,7 @@ def as_top_level_api(logdensity_fn: Callable, step_size: float | None = None,
     step = build_kernel(logdensity_to_grad(logdensity_fn), h, preconditioner)
 
     def init_fn(position, rng_key=None) -> PreconditionedState:
-        theta = jnp.asarray(position)
-        theta = theta if jnp.issubdtype(theta.dtype, jnp.floating) else theta.astype(jnp.result_type(float))
-        return PreconditionedState(jnp.zeros((), jnp.int32), theta)
+        return init(position, preconditioner)
 
     return SamplingAlgorithm(init_fn, step)
 

@@ -5,7 +5,7 @@ model path's posterior mode (``fit(model=..., target="posterior", preconditioner
 log-likelihood) of row i in the prior-whitened coordinates ``phi = theta / s``, taken at the
 public point ``phi = 0`` (the unconstrained origin: no data, no draw), each clipped to the run's
 ``clip_norm`` C. It is the empirical Fisher information at that point. Released with the Gaussian
-mechanism of :func:`dp_infer.routes.preconditioning.private_second_moment_of_gram`: every clipped
+mechanism of :func:`dp_infer.releases.second_moment.private_second_moment_of_gram`: every clipped
 score has ``||g_i||^2 <= C^2``, so the replace-one sensitivity of ``F`` is ``2 C^2 / n`` (Frobenius),
 whatever the model does (a non-finite score counts as 0, as in the run's own clip).
 

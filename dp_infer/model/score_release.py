@@ -10,7 +10,7 @@ before any row is read). After sampling, in the prior-whitened unconstrained coo
   ``g = (1/n) sum_i clip_C(grad_phi nll_i(phi))`` (the gradient of the mean negative
   log-likelihood; replace-one L2 sensitivity ``2 C / n``) and the clipped scores' second moment
   ``J = (1/n) sum_i g_i g_i^T`` (Frobenius sensitivity ``2 C^2 / n``,
-  :func:`~dp_infer.routes.preconditioning.private_second_moment_of_gram`, projected onto the PSD
+  :func:`~dp_infer.releases.second_moment.private_second_moment_of_gram`, projected onto the PSD
   cone); then a scoring step ``phi - J^-1 g`` (the BHHH / Fisher-scoring step: ``J`` stands in for
   the Hessian) held within :data:`TRUST_RADIUS` of the draws' sds;
 * at the new point, the mean clipped score again (the largest share: its noise is what privacy
@@ -217,10 +217,12 @@ def prior_gaussian(ml, num_draws: int = 4000) -> tuple[np.ndarray, np.ndarray]:
     return np.where(np.isfinite(med), med, 0.0), np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
 
 
-def unconstrained_names(ml) -> list[str]:
+def unconstrained_names(ml, coords: dict | None = None, dims: dict | None = None) -> list[str]:
     """A name per unconstrained coordinate (the flat vector's order): ``site`` for a scalar site,
     ``site[i]`` / ``site[i,j]`` for an array one, with the support's transform noted (e.g.
-    ``tau (log)`` for a positive site). Public: the model's layout only."""
+    ``tau (log)`` for a positive site). With ArviZ ``coords`` / ``dims`` (a run's), an axis whose dim
+    has labels of its length is named by them (``w[age]``). Public: the model's layout only."""
+    coords, dims = coords or {}, dims or {}
     idx = ml.unravel(jnp.arange(ml.dim, dtype=jnp.result_type(float)))
     names = [""] * ml.dim
     for site, v in idx.items():
@@ -231,8 +233,12 @@ def unconstrained_names(ml) -> list[str]:
         if v.ndim == 0:
             names[int(v)] = site + tag
         else:
+            axes = list(dims.get(site) or []) + [None] * v.ndim
+            labels = [list(coords[a]) if a in coords and len(coords[a]) == size else None
+                      for a, size in zip(axes, v.shape)]
             for ix in np.ndindex(v.shape):
-                names[int(v[ix])] = f"{site}[{','.join(str(i) for i in ix)}]{tag}"
+                parts = (str(i) if lab is None else str(lab[i]) for i, lab in zip(ix, labels))
+                names[int(v[ix])] = f"{site}[{','.join(parts)}]{tag}"
     return names
 
 
@@ -245,7 +251,7 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
     ``trust_covariance``: the draws' covariance in phi (public); ``prior_mean`` / ``prior_sd``: the
     prior's Gaussian stand-in in theta (public); ``key``: a JAX key (secret unless seeded)."""
     from ..routes.newton_release import noise_floor
-    from ..routes.preconditioning import private_second_moment_of_gram
+    from ..releases.second_moment import private_second_moment_of_gram
 
     C = check_positive("clip_norm", clip_norm)
     n = int(np.asarray(X).shape[0])

@@ -44,7 +44,7 @@ __all__ = ["ShardedMetricPotential", "sharded_second_moment"]
 def sharded_second_moment(data: ShardedRows) -> tuple[np.ndarray, float]:
     """``(X'X, max_i ||x_i||^2)`` of the placed rows, summed where they live (float32 on the
     devices, returned as float64; padding rows are zero). NOT private: the input of
-    :func:`dp_infer.routes.preconditioning.private_second_moment_of_gram`, which adds the noise."""
+    :func:`dp_infer.releases.second_moment.private_second_moment_of_gram`, which adds the noise."""
     if not isinstance(data, ShardedRows):
         raise ValueError(f"data must be a dp_infer.parallel.sharding.ShardedRows, got {type(data).__name__}")
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.infer import MCMC
 
-from ..domains import Domain, Euclidean
-from ..kernels import Langevin
+from ..domains import Domain
 from ..losses import PerExampleLoss
+from ..infer.chains import plan_kernel, run_chains, site_potential
 from ..infer.driver import Route, execute, register_route
 from ..randomness import secret_key
 from .minimum import rashomon_minimum, threshold_base
@@ -40,16 +39,9 @@ def _smoothed_potential(loss, X, y, beta, threshold, lam_s, num_samples, key, di
 
 
 def _run_chains(potential, dim, step_size, num_steps, thinning, num_chains, domain, key, init):
-    def potential_fn(z):
-        return potential(z["theta"])
-
-    dom = None if (domain is None or isinstance(domain, Euclidean)) else domain
-    kern = Langevin(potential_fn=potential_fn, step_size=step_size, domain=dom)
-    mcmc = MCMC(kern, num_warmup=0, num_samples=num_steps, num_chains=num_chains,
-                thinning=thinning, chain_method="vectorized", progress_bar=False)
-    init = jnp.asarray(init, dtype=jnp.float32)
-    init_params = {"theta": jnp.broadcast_to(init, (num_chains, dim)) if num_chains > 1 else init}
-    mcmc.run(key, init_params=init_params)
+    kern = plan_kernel("langevin", site_potential(potential, "theta"), step_size=step_size, domain=domain)
+    init = jnp.broadcast_to(jnp.asarray(init, dtype=jnp.float32), (num_chains, dim))
+    mcmc = run_chains(kern, "theta", init, num_steps=num_steps, thinning=thinning, num_chains=num_chains, key=key)
     z = np.asarray(mcmc.get_samples(group_by_chain=True)["theta"])
     return z.reshape(num_chains, -1, dim)
 

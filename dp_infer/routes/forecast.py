@@ -178,13 +178,13 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     double = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **{**kw, "ess": 2 * ess})
     post = plan.posterior
     lam = np.asarray(plan.prior_precision)
-    kappa, kappa_P = post["curvature"], post["preconditioner_curvature"]
+    kappa, kappa_P = post.step.curvature, post.step.preconditioner_curvature
     steps = plan.num_steps
     notes = []
     if preconditioner != "prior":
         M_phi = kappa / kappa_P + plan.beta * kappa * e / float(lam.min())
         safety = plan_kwargs.get("step_safety", 0.25)
-        if post.get("adaptation") is None:
+        if post.adaptation is None:
             _, steps, _ = step_schedule(M_phi, horizon=plan.horizon, num_draws=plan.num_draws,
                                         friction=plan.friction, safety=safety, min_steps=200)
         else:  # burn-in and window 1 at the plan's step, the rest in the adapted metric at its own safety
@@ -198,7 +198,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     ratio = math.sqrt(lam_typ / (plan.beta * kappa_P * m2 + lam_typ))
     infl_typ = math.sqrt((n * kappa_P * m2 + lam_typ) / (plan.beta * kappa_P * m2 + lam_typ))
     seconds = FIXED_SECONDS + sampling_seconds(steps, n, dim, num_chains)
-    if not post["sensitivity_bound"].startswith("per-example"):
+    if not post.sensitivity_bound.startswith("per-example"):
         notes.append("the sensitivity comes from the rows (not the clip): the run's beta depends on the released "
                      "second moment and may differ from this forecast")
     share = float(plan_kwargs.get("interval_share") or 0.0)
@@ -212,7 +212,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     return PosteriorForecast(intervals=intervals, 
         n=n, dim=dim, eps=eps, delta=delta, ess=ess, num_chains=num_chains, beta=plan.beta,
         beta_over_n=plan.beta / n, interval_inflation=math.sqrt(n / plan.beta), inflation_typical=infl_typ,
-        sd_ratio_to_prior=ratio, close_to_prior=ratio > CLOSE_TO_PRIOR, predicted_ess=post["predicted_ess"],
-        num_steps=int(steps), seconds=seconds, eps_per_extra_effective_draw=post["eps_per_extra_effective_draw"],
+        sd_ratio_to_prior=ratio, close_to_prior=ratio > CLOSE_TO_PRIOR, predicted_ess=post.predicted_ess,
+        num_steps=int(steps), seconds=seconds, eps_per_extra_effective_draw=post.eps_per_extra_effective_draw,
         beta_at_double_ess=double.beta, clip_radius=clip_radius, second_moment=sm.source,
         prior_held_below=(1 / CLOSE_TO_PRIOR ** 2 - 1) * lam_typ / (plan.beta * kappa_P), notes=tuple(notes))

@@ -8,8 +8,9 @@ flatter (there: 3x too flat). Newton steps of the data's own loss from the draws
 distance in a few steps (3 there, on the smooth logistic loss; the chain's clipped link has linear
 pieces where Newton's method jumps). The points are post-processing of released draws; the
 gradients, the curvatures and the scores' second moment come from the rows. This module releases
-them with Gaussian mechanisms, all charged as one part of the run's event
-(:func:`dp_infer.routes.posterior.plan_posterior`'s ``interval_share``).
+them with Gaussian mechanisms (:func:`dp_infer.releases.newton.release_newton_statistics`: this module
+holds the plan's side, the schedule, the event and the forecasts, and reads no rows), all charged as
+one part of the run's event (:func:`dp_infer.routes.posterior.plan_posterior`'s ``interval_share``).
 
 The loss. A generalised linear loss ``phi(<theta, x>, y)`` with ``|phi'| <= G`` and
 ``0 <= phi'' <= kappa`` (the loss's declared link bounds), in the run's metric ``theta = C psi``
@@ -26,7 +27,7 @@ keep weight 1.
 
 The release, stage by stage (:data:`SCHEDULE`; each statistic a Gaussian mechanism, replace-one
 sensitivities: a mean gradient ``2 G rho / n`` in L2, a gram of rows of squared norm ``<= b``:
-``2 b / n`` in Frobenius, via :func:`~dp_infer.routes.preconditioning.private_second_moment_of_gram`,
+``2 b / n`` in Frobenius, via :func:`~dp_infer.releases.second_moment.private_second_moment_of_gram`,
 projected onto the PSD cone): at the point of each stage the curvature ``H`` and the gradient
 ``g``, then a Newton step ``point - C H^-1 g`` held inside the draws' bulk (:data:`TRUST_RADIUS`);
 the last stage adds the scores' second moment ``J`` and its statistics form the interval
@@ -42,18 +43,15 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._validation import check_finite_array, check_positive, check_positive_int
+from .._validation import check_positive, check_positive_int
 from ..losses.base import PerExampleLoss
 from ..privacy.events import GdpEvent
-from ..randomness import gaussian_noise
 
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
-           "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds", "noise_floor", "newton_releasable", "newton_event", "release_newton_statistics",
-           "weight_radius", "weighted_rows"]
+           "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds",
+           "noise_floor", "newton_releasable", "newton_event", "weight_radius"]
 
 #: share of the target's mu^2 a posterior run reserves for the interval release by default: the
 #: intervals' width is set by the last stage's gradient noise (its variance over the sampling
@@ -200,98 +198,7 @@ def newton_event(mu: float, *, n: int) -> GdpEvent:
                     metadata={"parts": [{"statistic": k, "mu": v, "stage": st} for k, v, st in _parts(mu)], "n": n})
 
 
-def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(G, W)``: each row's weighted gradient ``w phi' C^T x`` (norm ``<= G_link rho``) and curvature
-    row ``sqrt(w phi'') C^T x`` (squared norm ``<= kappa rho^2``) at ``theta``, in psi-coordinates,
-    ``w = min(1, rho^2 / ||C^T x||^2)`` (the module doc). Reads the rows: the release's inputs."""
-    C = np.asarray(chol, dtype=np.float64)
-    XC = np.asarray(X, dtype=np.float64) @ C
-    sq = np.sum(XC * XC, axis=1)
-    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
-    return _rows(loss, XC, w, np.asarray(X, dtype=np.float64) @ np.asarray(theta, dtype=np.float64),
-                 np.asarray(y, dtype=np.float64))
-
-
-def _rows(loss: PerExampleLoss, XC: np.ndarray, w: np.ndarray, z: np.ndarray, y: np.ndarray):
-    """Per-row weighted gradients ``w phi' C^T x`` and curvature rows ``sqrt(w phi'') C^T x`` (psi)."""
-    zz, yy = jnp.asarray(z, dtype=jnp.float32), jnp.asarray(y, dtype=jnp.float32)
-    d1 = np.asarray(jax.vmap(jax.grad(loss.index_fn))(zz, yy), dtype=np.float64)
-    d2 = np.asarray(jax.vmap(jax.grad(jax.grad(loss.index_fn)))(zz, yy), dtype=np.float64)
-    return (w * d1)[:, None] * XC, np.sqrt(w * np.maximum(d2, 0.0))[:, None] * XC
-
-
 def noise_floor(d: int, sd: float) -> float:
     """The spectral size of a released d x d matrix's noise (entries of sd ``sd``): ``2 sqrt(d) sd``.
     A released curvature's eigenvalues below it carry no information; they are floored there."""
     return 2.0 * math.sqrt(d) * sd
-
-
-def _solve_floored(H: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
-    """``H^-1 g`` with H's eigenvalues floored at ``floor`` (and 1e-6 of its largest)."""
-    w, U = np.linalg.eigh(0.5 * (H + H.T))
-    w = np.maximum(w, max(floor, 1e-6 * max(float(w[-1]), 1e-300)))
-    return U @ ((U.T @ g) / w)
-
-
-def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: float, mu: float, key,
-                              trust_covariance) -> NewtonRelease:
-    """Release the module doc's statistics at GDP ``mu``.
-
-    ``X``, ``y``: the checked rows (the run's); ``point``: public theta (the draws' mean);
-    ``chol``: the run's metric factor C (public); ``rho``: the weights' radius
-    (:func:`weight_radius`, public); ``trust_covariance``: the draws' covariance in psi (public,
-    positive definite); ``key``: a JAX key (secret unless the run was seeded)."""
-    from .preconditioning import private_second_moment_of_gram
-
-    bounds = link_bounds(loss)
-    if bounds is None:
-        raise ValueError("loss: the interval release needs a generalised linear loss with declared link bounds")
-    G_link, kappa = bounds
-    X = check_finite_array("X", X, ndim=2)
-    n, d = X.shape
-    theta = check_finite_array("point", point, ndim=1)
-    C = check_finite_array("chol", chol, ndim=2)
-    S = check_finite_array("trust_covariance", trust_covariance, ndim=2)
-    if theta.shape != (d,) or C.shape != (d, d) or S.shape != (d, d):
-        raise ValueError(f"point must have {d} coordinates, chol and trust_covariance be {d} x {d}; got "
-                         f"{theta.shape}, {C.shape}, {S.shape}")
-    rho = check_positive("rho", rho)
-    y = np.asarray(y, dtype=np.float64)
-    ev = newton_event(mu, n=n)
-    parts = ev.metadata["parts"]
-    keys = jax.random.split(key, len(parts))
-    XC = X @ C
-    sq = np.sum(XC * XC, axis=1)
-    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
-    slack = 1.0 + 1e-9  # the bounds hold exactly in real arithmetic; float64 rounding stays far inside this
-    sens = {"gradient": 2.0 * G_link * rho * slack / n}
-    Si = np.linalg.inv(0.5 * (S + S.T))
-    point, path, out = theta, [theta], {}
-    for k, (part, kk) in enumerate(zip(parts, keys)):
-        Gr, Wr = _rows(loss, XC, w, X @ point, y)
-        kind = part["statistic"]
-        if kind == "gradient":
-            sd = sens["gradient"] / part["mu"]
-            g = Gr.mean(axis=0) + (loss.l2 * (C.T @ point) if loss.l2 else 0.0)
-            with jax.enable_x64(True):  # privacy noise: 53-bit quantiles, tail to 11.4 sds (dp_infer.randomness)
-                z = np.asarray(gaussian_noise(kk, (d,), jnp.float64), dtype=np.float64)
-            g = g + z * sd
-            out.update(gradient=g, gradient_sd=sd)
-            if k < len(parts) - 1:  # the stage's end: a Newton step, held inside the draws' bulk
-                step = _solve_floored(out["curvature"], g, noise_floor(d, out["curvature_sd"]))
-                r = float(np.sqrt(step @ Si @ step))
-                point = point - C @ (step * min(1.0, TRUST_RADIUS / r if r > 0 else 1.0))
-                path.append(point)
-        else:
-            rows, bound = (Wr, kappa * rho * rho * slack) if kind == "curvature" else (Gr, (G_link * rho) ** 2 * slack)
-            released = private_second_moment_of_gram(rows.T @ rows, n, max_sq_norm=bound, mu=part["mu"], key=kk)
-            M = released.matrix + (loss.l2 * (C.T @ C) if (loss.l2 and kind == "curvature") else 0.0)
-            out.update({kind: M, f"{kind}_sd": float(released.event.metadata["noise_sd"])})
-
-    def tup(a):
-        return tuple(float(v) for v in a) if np.ndim(a) == 1 else tuple(tuple(float(v) for v in r) for r in a)
-
-    return NewtonRelease(path=tuple(tup(p) for p in path), chol=tup(C), gradient=tup(out["gradient"]),
-                         gradient_sd=float(out["gradient_sd"]), curvature=tup(out["curvature"]),
-                         curvature_sd=float(out["curvature_sd"]), score=tup(out["score"]),
-                         score_sd=float(out["score_sd"]), rho=float(rho), mu=float(mu), n=int(n), loss=loss.name)

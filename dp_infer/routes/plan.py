@@ -20,6 +20,7 @@ from ..losses import LossConstants
 from ..privacy import path as path_privacy
 from ..privacy.accountant import Accountant
 from ..privacy.events import PrivacyEvent
+from .posterior_details import PosteriorDetails
 
 __all__ = ["SamplingPlan", "RouteOption", "plan_trajectory", "step_schedule", "explain_options"]
 
@@ -64,8 +65,9 @@ class SamplingPlan:
     effective draws of ``prior x exp(-beta L)``, with the Gaussian prior's precision
     ``prior_precision`` (per coordinate), a preconditioner ``P`` fixed before sampling (the chain
     runs ``theta <- theta - h P grad U + sqrt(2h) P^(1/2) xi``; ``step_size`` is then in the
-    reparametrised coordinates ``phi = C^-1 theta``, ``P = C C^T``) and the predicted numbers in
-    ``posterior``).
+    reparametrised coordinates ``phi = C^-1 theta``, ``P = C C^T``) and the rest of the plan in
+    ``posterior``, a :class:`~dp_infer.routes.posterior_details.PosteriorDetails`: forecast, budget
+    split, step rule, clip and adaptation schedule).
     """
 
     route: str
@@ -97,7 +99,7 @@ class SamplingPlan:
     target: str = "estimate"
     prior_precision: tuple[float, ...] | None = None
     preconditioner: tuple[tuple[float, ...], ...] | None = None
-    posterior: dict | None = None
+    posterior: PosteriorDetails | None = None
     options: tuple = field(default=(), compare=False)
 
     @property
@@ -133,6 +135,7 @@ class SamplingPlan:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("event", "options")}
         d["horizon"] = self.horizon
         d["num_draws"] = self.num_draws
+        d["posterior"] = None if self.posterior is None else self.posterior.to_dict()
         d["event"] = self.event.to_dict()
         d["mu"] = getattr(self.event, "mu", None)
         d["eps_spent"] = self.spent()["eps"]

@@ -43,9 +43,10 @@ from .preconditioning import SecondMoment, precision_matrix, prior_second_moment
 from ..privacy import path as path_privacy
 from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
-from ..losses.metric_clip import CLIPPED_CURVATURE_FACTOR, DEFAULT_CLIP_FACTOR, clipped_link
+from ..losses.metric_clip import DEFAULT_CLIP_FACTOR, clipped_link
 from .newton_release import newton_event
 from .posterior_path import PathCost, coldest_beta, posterior_budget, widest_clip_radius
+from .posterior_details import AdaptationSchedule, ClipRule, PosteriorDetails, StepRule
 
 __all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expected_steps", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
            "DEFAULT_POSTERIOR_KERNEL",
@@ -256,10 +257,11 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     adaptation = None
     if adapt_metric:
         wins = [w * gamma for w in cost.windows_at(beta)]
-        adaptation = {"windows": wins, "settle_time": SETTLE_TIME, "warmup_time": burn_in_time + sum(wins),
-                      "step_safety": ADAPTED_STEP_SAFETY,
-                      "windows_rule": ("auto: doubling until the last is >= the planned metric's worst relaxation "
-                                       f"time r = {cost.worst_relaxation(beta):.4g}" if windows is None else "declared")}
+        adaptation = AdaptationSchedule(
+            windows=tuple(wins), settle_time=SETTLE_TIME, warmup_time=burn_in_time + sum(wins),
+            step_safety=ADAPTED_STEP_SAFETY,
+            windows_rule=("auto: doubling until the last is >= the planned metric's worst relaxation "
+                          f"time r = {cost.worst_relaxation(beta):.4g}" if windows is None else "declared"))
     t = cost.time_at(beta)
     if capped and clip_radius is not None:
         # never colder than the untempered posterior (beta = n, L the mean loss); with the clip, the
@@ -282,7 +284,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     event = posterior_event(path_ev, sm, mu_int, n)
     mu = float(event.mu)
     # the clipped link's curvature can exceed the loss's own (the logistic's weighted link: 1/2 vs 1/4)
-    kappa_step = kappa * (CLIPPED_CURVATURE_FACTOR[loss.name] if clip_radius is not None else 1.0)
+    kappa_step = kappa * (loss.behaviour.clipped_curvature_factor if clip_radius is not None else 1.0)
     M_phi = preconditioned_curvature_bound(P, sm, beta, kappa_step, lam, row_norm)
     h, num_steps, thinning = step_schedule(M_phi, horizon=t, num_draws=num_draws, friction=friction,
                                            safety=step_safety, min_steps=200)
@@ -297,24 +299,21 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     t_next = t + t_sample / ess
     mu_next = math.sqrt(path_privacy.path_mu(beta, delta_P, t_next, friction, num_chains) ** 2 + mu_sm ** 2
                         + mu_int ** 2)
-    posterior = {
-        "ess_target": ess, "predicted_ess": predicted, "mixing_rate_declared": mixing_rate,
-        "burn_in_time": burn_in_time, "sample_time": t_sample, "beta_over_n": beta / n,
-        "interval_inflation": math.sqrt(n / beta), "curvature": kappa, "preconditioner_curvature": kappa_P,
-        "step_curvature": kappa_step,
-        "mu_path": path_ev.mu, "mu_second_moment": mu_sm, "mu_interval": mu_int,
-        "interval_share": float(interval_share),
-        "eps_per_extra_effective_draw": gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
-        "step_bound_M_phi": M_phi, "second_moment": sm.describe(),
-        "sensitivity_bound": ("per-example gradients clipped in the metric (2 tau / n)" if clip_radius is not None
-                              and delta_P >= 2.0 * clip_radius / (math.sqrt(beta) * n) * (1 - 1e-12) else
-                              "admissible rows (block bound)" if rows is not None else "row-norm ball"),
-        "clip_radius": clip_radius,
-        "clip_tau": None if clip_radius is None else clip_radius / math.sqrt(beta),
-        "adaptation": adaptation, "beta_capped_at_n": capped,
+    posterior = PosteriorDetails(
+        ess_target=ess, predicted_ess=predicted, mixing_rate_declared=mixing_rate,
+        burn_in_time=burn_in_time, sample_time=t_sample, beta_over_n=beta / n,
+        interval_inflation=math.sqrt(n / beta), beta_capped_at_n=capped,
+        mu_path=path_ev.mu, mu_second_moment=mu_sm, mu_interval=mu_int, interval_share=float(interval_share),
+        eps_per_extra_effective_draw=gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
+        second_moment=sm.describe(),
+        sensitivity_bound=("per-example gradients clipped in the metric (2 tau / n)" if clip_radius is not None
+                           and delta_P >= 2.0 * clip_radius / (math.sqrt(beta) * n) * (1 - 1e-12) else
+                           "admissible rows (block bound)" if rows is not None else "row-norm ball"),
         # the global curvature bound's ingredients (step_bound_matrix): released or public only
-        "step_noise_margin": sm.noise_norm_bound, "step_row_norm_sq": (row_norm or 1.0) ** 2,
-    }
+        step=StepRule(curvature=kappa, preconditioner_curvature=kappa_P, step_curvature=kappa_step,
+                      bound_M_phi=M_phi, noise_margin=sm.noise_norm_bound, row_norm_sq=(row_norm or 1.0) ** 2),
+        clip=None if clip_radius is None else ClipRule(radius=clip_radius, tau=clip_radius / math.sqrt(beta)),
+        adaptation=adaptation)
     assumptions = _posterior_assumptions(loss, clip_radius, rows, n)
     notes = (*((f"beta capped at n = {n} (the untempered posterior): the budget allows more; "
                 + (f"the rest widened the clip radius to {clip_radius:.4g}" if clip_radius is not None else
@@ -350,16 +349,15 @@ def step_bound_matrix(plan: SamplingPlan) -> np.ndarray:
     """
     if plan.preconditioner is None or plan.posterior is None:
         raise ValueError("this plan has no preconditioner (target 'estimate')")
-    post = plan.posterior
+    rule = plan.posterior.step
     lam = np.asarray(plan.prior_precision, dtype=np.float64)
-    kappa, kappa_P = float(post["curvature"]), float(post["preconditioner_curvature"])
-    kappa_s = float(post.get("step_curvature", kappa))  # the clipped link's bound (plans saved before it: kappa)
-    if post["second_moment"].get("source") == "prior":
-        A = np.diag(lam) + plan.beta * kappa_s * float(post["step_row_norm_sq"]) * np.eye(plan.dim)
+    kappa_P, kappa_s = float(rule.preconditioner_curvature), float(rule.step_curvature)
+    if plan.posterior.second_moment.get("source") == "prior":
+        A = np.diag(lam) + plan.beta * kappa_s * float(rule.row_norm_sq) * np.eye(plan.dim)
     else:
         P = np.asarray(plan.preconditioner, dtype=np.float64)
         A = (np.diag(lam) + (kappa_s / kappa_P) * (np.linalg.inv(0.5 * (P + P.T)) - np.diag(lam))
-             + plan.beta * kappa_s * float(post["step_noise_margin"]) * np.eye(plan.dim))
+             + plan.beta * kappa_s * float(rule.noise_margin) * np.eye(plan.dim))
     return 0.5 * (A + A.T)
 
 
@@ -368,19 +366,19 @@ def expected_steps(plan: SamplingPlan, M_phi: float | None = None, step_safety: 
 
     Without adaptation: the plan's ``num_steps``. With ``adapt_metric``: the burn-in and first window
     at the plan's step, the rest at :data:`ADAPTED_STEP_SAFETY` with the curvature bound ``M_phi``
-    (default: the planned metric's, ``posterior["step_bound_M_phi"]``; the adapted metric's bound was
+    (default: the planned metric's, ``posterior.step.bound_M_phi``; the adapted metric's bound was
     measured 1-2x that on Adult); a given ``M_phi`` also sets the first phase's step (at
     ``step_safety``), for a forecast made before the second moment is released."""
-    ad = (plan.posterior or {}).get("adaptation")
+    ad = None if plan.posterior is None else plan.posterior.adaptation
     if ad is None:
         return int(plan.num_steps)
-    M = float(plan.posterior["step_bound_M_phi"] if M_phi is None else M_phi)
-    t_first = plan.posterior["burn_in_time"] + ad["windows"][0]
+    M = float(plan.posterior.step.bound_M_phi if M_phi is None else M_phi)
+    t_first = plan.posterior.burn_in_time + ad.windows[0]
     if M_phi is None:
         first = int(math.ceil(t_first / plan.step_size))
     else:  # the planned metric's step from the given bound (a forecast made before the release)
         _, first, _ = step_schedule(M, horizon=t_first, num_draws=1, friction=plan.friction, safety=step_safety,
                                     min_steps=200)
     _, rest, _ = step_schedule(M, horizon=plan.horizon - t_first, num_draws=1, friction=plan.friction,
-                               safety=ad["step_safety"], min_steps=200)
+                               safety=ad.step_safety, min_steps=200)
     return first + int(rest)

@@ -15,6 +15,10 @@ accounted release (DESIGN invariant 1). Sources (:class:`SecondMoment`):
   a :class:`~dp_infer.privacy.events.GdpEvent` in the same plan as the chain (GDP composes
   adaptively, so the chain may depend on the release).
 
+The second moments computed from rows (public or private) are released by
+:mod:`dp_infer.releases.second_moment`: this module holds what a plan needs (the type, the prior's and
+the pending release's stand-ins, the metric), and reads no data.
+
 From a second moment ``S`` the planner builds ``P(beta) = (beta kappa S + Lambda)^-1``: for a GLM
 with ``|phi''| <= kappa`` (logistic: 1/4) ``beta kappa S + Lambda`` bounds the Hessian of U.
 
@@ -30,18 +34,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_delta, check_finite_array, check_positive, check_positive_int
 from ..losses.base import ROW_NORM_SLACK
 from ..privacy.events import GdpEvent
-from ..randomness import gaussian_noise
 
-__all__ = ["SecondMoment", "prior_second_moment", "public_second_moment", "private_second_moment",
-           "private_second_moment_of_gram", "second_moment_row_bound", "gaussian_spectral_bound", "pending_second_moment",
-           "precision_matrix", "adapted_metric"]
+__all__ = ["SecondMoment", "prior_second_moment", "second_moment_row_bound", "gaussian_spectral_bound",
+           "pending_second_moment", "precision_matrix", "adapted_metric"]
 
 
 @dataclass(frozen=True)
@@ -72,20 +72,6 @@ def prior_second_moment() -> SecondMoment:
     return SecondMoment(None, "prior", notes=("preconditioner from the prior precision only (no data)",))
 
 
-def public_second_moment(X_public) -> SecondMoment:
-    """``X_public' X_public / m`` from PUBLIC rows (costs no privacy; the caller vouches that the
-    rows are public and disjoint from the private ones)."""
-    Xp = check_finite_array("X_public", X_public, ndim=2)
-    return SecondMoment(Xp.T @ Xp / Xp.shape[0], "public",
-                        notes=(f"second moment of {Xp.shape[0]} public rows (declared public by the caller)",))
-
-
-def _psd(S: np.ndarray) -> np.ndarray:
-    w, V = np.linalg.eigh(0.5 * (S + S.T))
-    P = (V * np.maximum(w, 0.0)) @ V.T
-    return 0.5 * (P + P.T)   # the product is symmetric only up to rounding; this is exactly symmetric
-
-
 def gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
     """P(||E||_2 > sd (2 sqrt(d) + t)) <= 2 exp(-t^2 / 2) for a symmetric Gaussian E whose
     upper-triangle entries are N(0, sd^2) (Bandeira and van Handel 2016, with constant 1; the
@@ -96,7 +82,7 @@ def gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
 
 
 def pending_second_moment(n: int, dim: int, *, max_sq_norm: float, mu: float, failure: float = 1e-6) -> SecondMoment:
-    """The stand-in for a :func:`private_second_moment` release not made yet: no matrix, but its
+    """The stand-in for a :func:`~dp_infer.releases.second_moment.private_second_moment` release not made yet: no matrix, but its
     event and the public noise figures the release will carry (per-entry sd ``2 R^2 / (n mu)`` and
     its spectral bound), so a plan made with it before the release (to validate and charge the run)
     has the same beta and windows as the plan made after it. Public inputs only."""
@@ -118,51 +104,6 @@ def second_moment_row_bound(loss, rows=None) -> float:
     if rows is not None:
         return float(rows.max_norm()) ** 2
     return (float(loss.row_norm) * (1 + ROW_NORM_SLACK)) ** 2
-
-
-def private_second_moment(X, *, max_sq_norm: float, mu: float, key, failure: float = 1e-6) -> SecondMoment:
-    """Release ``X' X / n`` with Gaussian noise at ``mu``-GDP (replace-one, n public).
-
-    ``max_sq_norm``: a bound on ``||x||^2`` that every admissible row meets (the caller checks the
-    rows against it; e.g. ``rows.max_norm() ** 2``). ``key``: a JAX key (secret). The noise is
-    added to the upper triangle (including the diagonal) and mirrored; the result is projected
-    onto the PSD cone (post-processing): :func:`private_second_moment_of_gram`.
-    """
-    X = check_finite_array("X", X, ndim=2)
-    R2 = check_positive("max_sq_norm", max_sq_norm)
-    if float(np.max(np.einsum("ij,ij->i", X, X))) > R2 * (1 + 1e-9):
-        raise ValueError(f"a row of X has squared norm above max_sq_norm = {R2:g}")
-    return private_second_moment_of_gram(X.T @ X, X.shape[0], max_sq_norm=R2, mu=mu, key=key, failure=failure)
-
-
-def private_second_moment_of_gram(gram, n: int, *, max_sq_norm: float, mu: float, key,
-                                  failure: float = 1e-6) -> SecondMoment:
-    """The release of :func:`private_second_moment` from ``gram = X' X`` (d, d) and the public ``n``,
-    for rows summed elsewhere (e.g. on the devices that hold them:
-    :func:`dp_infer.parallel.sharded_posterior.sharded_second_moment`). The CALLER has checked every
-    row against ``max_sq_norm``: the sensitivity ``2 max_sq_norm / n`` rests on it."""
-    G = check_finite_array("gram", gram, ndim=2)
-    R2 = check_positive("max_sq_norm", max_sq_norm)
-    mu = check_positive("mu", mu)
-    failure = check_delta(failure, "failure")
-    n = check_positive_int("n", n)
-    d = G.shape[0]
-    if G.shape != (d, d):
-        raise ValueError(f"gram must be square (X'X), got shape {G.shape}")
-    sens = 2.0 * R2 / n  # ||x x^T - x' x'^T||_F <= ||x||^2 + ||x'||^2 bounds the upper triangle's l2
-    sd = sens / mu
-    with jax.enable_x64(True):  # privacy noise: 53-bit quantiles, tail to 11.4 sds (dp_infer.randomness)
-        noise = np.asarray(gaussian_noise(key, (d, d), jnp.float64), dtype=np.float64) * sd
-    upper = np.triu(noise)
-    E = upper + np.triu(upper, 1).T
-    S_hat = _psd(G / n + E)
-    event = GdpEvent(mu=mu, label="private_second_moment",
-                     assumptions=(f"replace-one neighbours, n = {n} public; every row has ||x||^2 <= {R2:g}",
-                                  f"Gaussian noise sd {sd:.4g} on the {d * (d + 1) // 2} upper-triangle entries "
-                                  "of X'X/n (Frobenius sensitivity 2 R^2 / n)",),
-                     metadata={"sensitivity": sens, "noise_sd": sd, "n": n, "dim": d})
-    return SecondMoment(S_hat, "private", event, sd, gaussian_spectral_bound(d, sd, failure), failure,
-                        notes=(f"X'X/n released at {mu:.4g}-GDP and projected onto the PSD cone",))
 
 
 def precision_matrix(second_moment: SecondMoment, beta: float, curvature: float, prior_precision,

@@ -32,8 +32,8 @@ def test_forecast_uses_public_inputs_and_matches_the_planner():
               num_draws=QUICK_DRAWS)
     p = forecast_plan(loss, n, d, X_public=a.X_test, **kw)
     # the private release's share of the budget is charged in the forecast exactly as in the run
-    assert p.posterior["mu_second_moment"] == pytest.approx(math.sqrt(0.1) * p.event.mu, rel=1e-9)
-    assert p.posterior["predicted_ess"] == pytest.approx(QUICK_ESS)
+    assert p.posterior.mu_second_moment == pytest.approx(math.sqrt(0.1) * p.event.mu, rel=1e-9)
+    assert p.posterior.predicted_ess == pytest.approx(QUICK_ESS)
     # another public stand-in (half the test rows) moves the steps a little, never the budget
     q = forecast_plan(loss, n, d, X_public=a.X_test[::2], **kw)
     assert q.event.mu == pytest.approx(p.event.mu, rel=1e-9)

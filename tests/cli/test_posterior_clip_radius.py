@@ -68,7 +68,7 @@ def test_the_option_runs_the_python_option_it_maps_to(tmp_path, value):
     assert "per-example gradients clipped in the preconditioner's metric at radius" in res.output
     cli_run = dp_infer.PrivateRun.load(out)
     radius = 1.5 if value == "1.5" else math.sqrt(3)  # auto: DEFAULT_CLIP_FACTOR * sqrt(dim), dim = 3
-    assert cli_run.plan.posterior["clip_radius"] == pytest.approx(radius, rel=1e-12)
+    assert cli_run.plan.posterior.clip_radius == pytest.approx(radius, rel=1e-12)
 
     X, y, _ = dp_infer.datasets.load_csv(str(path), "label")
     X, _ = dp_infer.datasets.clip_rows(X, 3.0)
@@ -86,10 +86,10 @@ def test_without_the_option_the_clip_is_auto_and_none_turns_it_off(tmp_path):
     res = CliRunner().invoke(main, ["sample", str(_csv(tmp_path)), *BASE, "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "per-example gradients clipped in the preconditioner's metric at radius" in res.output
-    assert dp_infer.PrivateRun.load(out).plan.posterior["clip_radius"] == pytest.approx(math.sqrt(3), rel=1e-12)
+    assert dp_infer.PrivateRun.load(out).plan.posterior.clip_radius == pytest.approx(math.sqrt(3), rel=1e-12)
     out_none = tmp_path / "run_none.zip"
     res = CliRunner().invoke(main, ["sample", str(_csv(tmp_path)), *BASE, "--clip-radius", "none", "--out",
                                     str(out_none)])
     assert res.exit_code == 0, res.output
     assert "per-example gradients: not clipped" in res.output
-    assert dp_infer.PrivateRun.load(out_none).plan.posterior["clip_radius"] is None
+    assert dp_infer.PrivateRun.load(out_none).plan.posterior.clip_radius is None

@@ -264,13 +264,13 @@ def test_runs_with_clipped_gradients_are_refused():
     from types import SimpleNamespace
 
     plan = SimpleNamespace(target="posterior", beta=10.0, n=100, prior_precision=(1.0,), kernel="underdamped",
-                           step_size=0.1, preconditioner=((1.0,),), posterior={"clip_radius": 1.0})
+                           step_size=0.1, preconditioner=((1.0,),), posterior=SimpleNamespace(clip_radius=1.0))
     # draws of sd 0.1: precision 100, of which the prior (1) is 1%
     run = SimpleNamespace(plan=plan, draws=lambda: 0.1 * np.random.default_rng(15).normal(size=(2, 100, 1)))
     with pytest.raises(ValueError, match="clip_radius=None") as e:
         run_noise_aware_interval(run)
     assert "\n" not in str(e.value)
-    plan.posterior = {"clip_radius": None}
+    plan.posterior = SimpleNamespace(clip_radius=None)
     lo, hi = run_noise_aware_interval(run)  # the same run unclipped: an interval
     assert np.all(lo < hi)
 

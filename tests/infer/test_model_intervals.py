@@ -67,7 +67,7 @@ def test_the_plan_reserves_the_release_and_interval_share_0_is_the_old_plan():
     zero, _, _ = plan_model_posterior(ml, 2000, interval_share=0, **kw)
     assert zero.as_dict() == base.as_dict()
     assert [p["label"] for p in base.event.metadata["parts"]] == [base.event.metadata["parts"][0]["label"]]
-    assert base.posterior["mu_interval"] == 0.0
+    assert base.posterior.mu_interval == 0.0
 
     mu = gdp_mu(1.0, DELTA)
     plan, _, _ = plan_model_posterior(ml, 2000, interval_share=0.5, **kw)
@@ -75,7 +75,7 @@ def test_the_plan_reserves_the_release_and_interval_share_0_is_the_old_plan():
     assert parts[-1]["label"].startswith("model_score_release")
     assert not any(p["label"].startswith("newton_release") for p in parts)
     assert parts[-1]["mu"] == pytest.approx(math.sqrt(0.5) * mu, rel=1e-12)
-    assert plan.posterior["mu_interval"] == pytest.approx(math.sqrt(0.5) * mu, rel=1e-12)
+    assert plan.posterior.mu_interval == pytest.approx(math.sqrt(0.5) * mu, rel=1e-12)
     assert plan.event.mu == pytest.approx(math.sqrt(sum(p["mu"] ** 2 for p in parts)), rel=1e-12)
     assert plan.event.mu <= mu * (1 + 1e-12)
     assert plan.beta < base.beta  # the path got the rest of the budget
@@ -134,12 +134,12 @@ def test_interval_share_0_makes_no_release_and_the_default_says_why_it_skipped()
     kw = dict(model=logreg, X=X, y=y, target="posterior", eps=1.0, delta=DELTA, clip_norm=4.0, ess=8,
               num_draws=20, seed=1, progress_bar=False)
     run0 = dp_infer.fit(interval_share=0, **kw)
-    assert "interval_release" not in run0.report_extras and run0.plan.posterior["mu_interval"] == 0.0
+    assert "interval_release" not in run0.report_extras and run0.plan.posterior.mu_interval == 0.0
     with pytest.raises(ValueError, match="no interval release"):
         run0.intervals()
     run = dp_infer.fit(**kw)  # default: n = 300, d = 2, eps = 1 forecasts a J within the noise
     why = run.report_extras["interval_release_skipped"]
-    assert "signal to noise" in why and run.plan.posterior["mu_interval"] == 0.0
+    assert "signal to noise" in why and run.plan.posterior.mu_interval == 0.0
     assert run.plan.event.to_dict() == run0.plan.event.to_dict()
     with pytest.raises(ValueError, match="signal to noise"):
         run.intervals()

@@ -106,7 +106,7 @@ def test_the_sensitivity_charged_holds_for_the_function_run_and_plans_ignore_the
     a = dp_infer.fit(model=logreg, X=X, y=y, **kw)
     b = dp_infer.fit(model=logreg, X=X2, y=y2, **kw)
     assert a.plan.as_dict() == b.plan.as_dict()
-    assert np.asarray(a.plan.posterior["prior_scales"]) == pytest.approx(3.0, rel=0.05)  # whitened by the prior
+    assert np.asarray(a.plan.posterior.model.prior_scales) == pytest.approx(3.0, rel=0.05)  # whitened by the prior
     bound = a.plan.beta * a.plan.sensitivity
     phis = jax.random.normal(jax.random.PRNGKey(0), (64, 3)) * 2.0
     ga, gb = jax.vmap(jax.grad(a.potential))(phis), jax.vmap(jax.grad(b.potential))(phis)

@@ -21,7 +21,7 @@ import dp_infer
 from dp_infer.model.fisher import score_gram
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import Ledger
-from dp_infer.routes.preconditioning import private_second_moment_of_gram
+from dp_infer.releases.second_moment import private_second_moment_of_gram
 from tests.model.test_fisher import S, logistic_rows, logreg, whitened_nll, worst_pair
 from tests.support.tempering import temper
 
@@ -60,8 +60,8 @@ def test_neighbours_are_charged_the_same_event_and_the_run_spends_at_most_it(tmp
         assert parts[1]["mu"] == pytest.approx(np.sqrt(0.1) * mu, rel=1e-12)
         assert run.plan.event.mu <= mu * (1 + 1e-12)
         assert run.plan.event.mu == pytest.approx(mu, rel=1e-6)
-        assert run.plan.posterior["second_moment"]["source"] == "private"
-        assert run.plan.posterior["fisher_curvature"] == 1.0
+        assert run.plan.posterior.second_moment["source"] == "private"
+        assert run.plan.posterior.model.fisher_curvature == 1.0
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -102,11 +102,11 @@ def test_the_fisher_metric_needs_fewer_steps_than_the_prior_alone():
     pending = pending_second_moment(len(y), 3, max_sq_norm=1.0, mu=np.sqrt(0.1) * gdp_mu(1.0, DELTA))
     dry, _, _ = plan_model_posterior(ml, len(y), eps=1.0, delta=DELTA, clip_norm=1.0, ess=50, num_draws=20,
                                      kernel="underdamped", smoothness=kw["smoothness"], second_moment=pending)
-    forecast = dry.posterior["forecast_num_steps"]
+    forecast = dry.posterior.model.forecast_num_steps
     assert forecast < dry.num_steps / 2
     assert fisher.plan.num_steps <= 1.1 * forecast and forecast <= 1.5 * fisher.plan.num_steps, (
         forecast, fisher.plan.num_steps)
-    assert prior.plan.posterior["forecast_num_steps"] is None
+    assert prior.plan.posterior.model.forecast_num_steps is None
 
 
 @pytest.mark.slow

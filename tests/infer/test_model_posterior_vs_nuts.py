@@ -62,10 +62,10 @@ def test_hierarchical_posterior_mode_matches_nuts_on_the_same_tempered_target():
 
     # the clip never bites on the private draws (per-example gradients in the whitened metric)
     pot = run.potential
-    scales = np.asarray(run.plan.posterior["prior_scales"])
+    scales = np.asarray(run.plan.posterior.model.prior_scales)
     phi = (np.asarray(run.draws()).reshape(-1, run.plan.dim) / scales)[::50]
     per = jax.vmap(lambda p: jax.vmap(jax.grad(pot.loss.fn), in_axes=(None, 0, 0))(p, pot.X, pot.y))(jnp.asarray(phi))
-    assert float(jnp.max(jnp.linalg.norm(per, axis=-1))) < run.plan.posterior["clip_norm"]
+    assert float(jnp.max(jnp.linalg.norm(per, axis=-1))) < run.plan.posterior.model.clip_norm
 
     # ULA's step against the measured curvature of the whitened tempered potential
     ml = dp_infer.loss_from_model(hierarchical, X, y, clip_norm=40.0, model_kwargs=kw, index_ranges={"group": 3})

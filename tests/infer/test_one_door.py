@@ -101,7 +101,7 @@ def test_extend_a_posterior_run_composes_every_release(tmp_path, data):
     # in GDP with the releases: mu^2 = mu_path(t_total)^2 + mu_sm^2 + mu_interval^2; the default run
     # clips and adapts its metric, so the horizon starts with the burn-in and the windows; its
     # kinetic kernel (friction gamma) pays sqrt(t / gamma): mu = beta Delta sqrt(K t / (2 gamma))
-    warmup = plan0.posterior["adaptation"]["warmup_time"]
+    warmup = plan0.posterior.adaptation.warmup_time
     assert warmup > 0 and plan0.kernel == "underdamped" and plan0.friction == 2.0
     t_total = warmup + (plan0.num_steps + steps) * plan0.step_size
     mu_path = plan0.beta * plan0.sensitivity * math.sqrt(plan0.num_chains * t_total / (2.0 * plan0.friction))

@@ -23,7 +23,8 @@ from dp_infer.privacy import path as path_privacy
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import Ledger
 from dp_infer.routes.posterior import plan_posterior, step_bound_matrix
-from dp_infer.routes.preconditioning import adapted_metric, precision_matrix, private_second_moment
+from dp_infer.routes.preconditioning import adapted_metric, precision_matrix
+from dp_infer.releases.second_moment import private_second_moment
 
 
 def _data(n=400, d=3, seed=0):
@@ -45,13 +46,13 @@ def test_plan_accounts_every_phase_with_the_clip_bound():
     plan = plan_posterior(LOSS, 400, 3, eps=1.0, delta=1e-5, prior_precision=1.0, ess=200, second_moment=sm,
                           clip_radius=1.5, adapt_metric=True, adaptation_windows=(7.0, 11.0))
     post = plan.posterior
-    ad = post["adaptation"]
-    t = post["burn_in_time"] + 7.0 + 11.0 + ad["settle_time"] + post["sample_time"]
-    assert ad["warmup_time"] == post["burn_in_time"] + 18.0
+    ad = post.adaptation
+    t = post.burn_in_time + 7.0 + 11.0 + ad.settle_time + post.sample_time
+    assert ad.warmup_time == post.burn_in_time + 18.0
     kinetic = plan_posterior(LOSS, 400, 3, eps=1.0, delta=1e-5, prior_precision=1.0, ess=200, second_moment=sm,
                              clip_radius=1.5, adapt_metric=True, adaptation_windows=(7.0, 11.0),
                              kernel="underdamped", friction=3.0)
-    assert kinetic.posterior["adaptation"]["windows"] == [21.0, 33.0]  # scaled by the friction
+    assert kinetic.posterior.adaptation.windows == (21.0, 33.0)  # scaled by the friction
     # the sensitivity is the clip's 2 tau / n (not the admissible-rows bound in the planned metric)
     assert plan.sensitivity == pytest.approx(2 * 1.5 / (math.sqrt(plan.beta) * 400), rel=1e-12)
     mu_path = path_privacy.path_mu(plan.beta, plan.sensitivity, t, None, 4)
@@ -59,7 +60,7 @@ def test_plan_accounts_every_phase_with_the_clip_bound():
     assert plan.event.mu <= gdp_mu(1.0, 1e-5) * (1 + 1e-12)
     # the step bound recovered from the plan is the planner's own matrix, at the clipped logistic
     # link's curvature bound 1/2 (the loss's own is 1/4; tests/losses/test_metric_clip.py)
-    assert post["curvature"] == 0.25 and post["step_curvature"] == 0.5
+    assert post.step.curvature == 0.25 and post.step.step_curvature == 0.5
     A = precision_matrix(sm, plan.beta, 0.5, np.ones(3), noise_margin=sm.noise_norm_bound)
     np.testing.assert_allclose(step_bound_matrix(plan), A, rtol=1e-9, atol=1e-12)
 
@@ -154,22 +155,22 @@ def test_adapted_run_charges_its_plan_and_extends_over_the_whole_path(tmp_path):
     run = fit_posterior(LOSS, X, y, eps=1.0, delta=1e-5, prior_precision=1.0, ess=100, seed=5,
                         progress_bar=False, clip_radius="auto", adapt_metric=True, ledger=ledger, kernel="langevin")
     plan = run.plan
-    ad = plan.posterior["adaptation"]
-    assert [p["time"] for p in ad["phases"]] == pytest.approx(
-        [plan.posterior["burn_in_time"] + ad["windows"][0], *ad["windows"][1:],
-         ad["settle_time"] + plan.posterior["sample_time"]])
-    assert plan.horizon == pytest.approx(ad["phases"][-1]["time"])  # the plan describes the final phase
+    ad = plan.posterior.adaptation
+    assert [p.time for p in ad.phases] == pytest.approx(
+        [plan.posterior.burn_in_time + ad.windows[0], *ad.windows[1:],
+         ad.settle_time + plan.posterior.sample_time])
+    assert plan.horizon == pytest.approx(ad.phases[-1].time)  # the plan describes the final phase
     theta = run.draws()
     assert theta.shape[0] == 4 and np.all(np.isfinite(theta))
     # the final metric is never narrower than the planned one (expand-only), up to the prior cap
     # the releases charged with the chains (second moment, interval release), composed with the path
     mu_sm = math.sqrt(sum(p["mu"] ** 2 for p in plan.event.metadata["parts"][1:]))
-    t_total = ad["warmup_time"] + plan.horizon
+    t_total = ad.warmup_time + plan.horizon
     mu = math.hypot(path_privacy.path_mu(plan.beta, plan.sensitivity, t_total, None, 4), mu_sm)
     assert plan.event.mu == pytest.approx(mu, rel=1e-9)
     steps = plan.thinning * 20
     run.extend(num_steps=steps, ledger=ledger)
-    t_ext = ad["warmup_time"] + (plan.num_steps + steps) * plan.step_size
+    t_ext = ad.warmup_time + (plan.num_steps + steps) * plan.step_size
     mu_ext = math.hypot(path_privacy.path_mu(plan.beta, plan.sensitivity, t_ext, None, 4), mu_sm)
     assert run.plan.event.mu == pytest.approx(mu_ext, rel=1e-9)
     assert run.draws().shape[1] > theta.shape[1]
@@ -216,5 +217,5 @@ def test_the_plan_before_sampling_is_identical_on_neighbouring_datasets():
     kw = dict(eps=1.0, delta=1e-5, prior_precision=1.0, ess=20, num_chains=2, preconditioner="prior", seed=5,
               progress_bar=False, clip_radius="auto")
     a1, a2 = fit_posterior(loss, X, y, **kw), fit_posterior(loss, X2, y2, **kw)
-    assert a1.planned.posterior["adaptation"] is not None
+    assert a1.planned.posterior.adaptation is not None
     assert a1.planned == a2.planned

@@ -17,7 +17,7 @@ import pytest
 
 import dp_infer
 from dp_infer.model.fisher import score_gram
-from dp_infer.routes.preconditioning import private_second_moment, private_second_moment_of_gram
+from dp_infer.releases.second_moment import private_second_moment, private_second_moment_of_gram
 
 S = 2.0  # the prior's sd
 

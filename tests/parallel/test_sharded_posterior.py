@@ -24,7 +24,7 @@ from dp_infer.parallel.sharded_posterior import ShardedMetricPotential, sharded_
 from dp_infer.parallel.sharding import data_mesh, shard_rows
 from dp_infer.potentials import GibbsPotential
 from dp_infer.privacy.ledger import Ledger
-from dp_infer.routes.preconditioning import private_second_moment, private_second_moment_of_gram
+from dp_infer.releases.second_moment import private_second_moment, private_second_moment_of_gram
 
 N, D = 1001, 4  # odd: the second row shard ends in a padding row of weight 0
 
@@ -106,7 +106,7 @@ def test_the_posterior_mode_on_a_mesh_runs_the_same_chains_and_charges_the_same(
     assert meshed.planned.event.mu == pytest.approx(plain.planned.event.mu, rel=1e-9)
     np.testing.assert_allclose(meshed.planned.preconditioner, plain.planned.preconditioner, rtol=1e-6)
     assert (meshed.planned.num_steps, meshed.planned.num_chains) == (plain.planned.num_steps, plain.planned.num_chains)
-    assert meshed.plan.posterior["adaptation"]["windows"] == plain.plan.posterior["adaptation"]["windows"]
+    assert meshed.plan.posterior.adaptation.windows == plain.plan.posterior.adaptation.windows
     placement = meshed.report()["potential"].pop("placement")
     assert placement["row_shards"] == 2 and placement["padding_rows"] == 1
     a, b = plain.draws(drop_burn_in=False), meshed.draws(drop_burn_in=False)

@@ -10,9 +10,8 @@ import pytest
 
 from dp_infer import losses
 from dp_infer.privacy.conversions import gdp_mu
-from dp_infer.routes.newton_release import (
-    SCHEDULE, link_bounds, newton_event, newton_releasable, release_newton_statistics, weight_radius, weighted_rows,
-)
+from dp_infer.routes.newton_release import SCHEDULE, link_bounds, newton_event, newton_releasable, weight_radius
+from dp_infer.releases.newton import release_newton_statistics, weighted_rows
 from dp_infer.routes.posterior import plan_posterior
 
 
@@ -75,7 +74,7 @@ def test_the_plan_reserves_the_interval_share_and_composes_it():
     parts = {p["label"].split(" ")[0]: p["mu"] for p in shared.event.metadata["parts"]}
     assert parts["newton_release"] == pytest.approx(math.sqrt(0.5) * mu, rel=1e-9)
     assert shared.event.mu <= mu * (1 + 1e-9)
-    assert shared.posterior["mu_path"] == pytest.approx(mu / math.sqrt(2), rel=1e-6)
+    assert shared.posterior.mu_path == pytest.approx(mu / math.sqrt(2), rel=1e-6)
     assert shared.beta < plain.beta  # the path spends less
     for bad in (1.0, -0.1, float("nan"), True):
         with pytest.raises(ValueError, match="interval_share"):

@@ -21,7 +21,8 @@ from dp_infer import losses
 from dp_infer.losses import LossConstants, PerExampleLoss
 from dp_infer.privacy import path as path_privacy
 from dp_infer.routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
-from dp_infer.routes.preconditioning import SecondMoment, prior_second_moment, public_second_moment
+from dp_infer.routes.preconditioning import SecondMoment, prior_second_moment
+from dp_infer.releases.second_moment import public_second_moment
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
 from dp_infer.privacy.events import GdpEvent
 from dp_infer.schema.admissible import AdmissibleRows, ConstantBlock, IntervalBlock, OneOfBlock
@@ -87,18 +88,18 @@ def test_prior_preconditioner_plan_is_the_closed_form(kw, lam):
     assert (p.eps, p.delta) == (eps, delta) and p.prior_precision == tuple(lam_v)
     assert np.array_equal(np.asarray(p.preconditioner), np.diag(1 / lam_v))
     post = p.posterior
-    assert post["ess_target"] == ess and post["predicted_ess"] == approx(ess, rel=1e-14)
-    assert (post["mixing_rate_declared"], post["burn_in_time"]) == (c, burn)
-    assert post["sample_time"] == approx(t_s, rel=1e-15) and post["beta_over_n"] == approx(p.beta / n, rel=1e-15)
-    assert post["interval_inflation"] == approx(math.sqrt(n / p.beta), rel=1e-15)
-    assert (post["curvature"], post["preconditioner_curvature"]) == (kappa, kappa / 2)
-    assert post["mu_path"] == p.event.mu and post["mu_second_moment"] == 0.0
-    assert post["step_bound_M_phi"] == approx(M_phi, rel=1e-13)
+    assert post.ess_target == ess and post.predicted_ess == approx(ess, rel=1e-14)
+    assert (post.mixing_rate_declared, post.burn_in_time) == (c, burn)
+    assert post.sample_time == approx(t_s, rel=1e-15) and post.beta_over_n == approx(p.beta / n, rel=1e-15)
+    assert post.interval_inflation == approx(math.sqrt(n / p.beta), rel=1e-15)
+    assert (post.step.curvature, post.step.preconditioner_curvature) == (kappa, kappa / 2)
+    assert post.mu_path == p.event.mu and post.mu_second_moment == 0.0
+    assert post.step.bound_M_phi == approx(M_phi, rel=1e-13)
     mu_next = p.beta * Delta * math.sqrt(K * (t + t_s / ess) / (2 * gamma))
     extra = gdp_epsilon(mu_next, delta) - gdp_epsilon(p.event.mu, delta)
-    assert extra > 0 and post["eps_per_extra_effective_draw"] == approx(extra, rel=1e-9)
-    assert post["second_moment"] == prior_second_moment().describe()
-    assert post["sensitivity_bound"] == "row-norm ball"
+    assert extra > 0 and post.eps_per_extra_effective_draw == approx(extra, rel=1e-9)
+    assert post.second_moment == prior_second_moment().describe()
+    assert post.sensitivity_bound == "row-norm ball"
     parts = p.event.metadata["parts"]
     assert len(parts) == 1 and parts[0]["mu"] == p.event.mu and parts[0]["kind"] == "gdp"
     assert any("preconditioner's metric" in a for a in p.event.assumptions)
@@ -137,13 +138,13 @@ def test_public_second_moment_beta_is_the_root_of_the_beta_dependent_sensitivity
     assert np.array_equal(np.asarray(p.preconditioner), np.asarray(p.preconditioner).T)
     # step from the full curvature kappa = 1/4 (not kappa_P): lambda_max(P A_step), A_step = beta kappa S + Lambda
     M_phi = linalg.eigh(p.beta * 0.25 * S + np.diag(lam), A, eigvals_only=True)[-1]
-    assert p.posterior["step_bound_M_phi"] == approx(M_phi, rel=1e-12)
+    assert p.posterior.step.bound_M_phi == approx(M_phi, rel=1e-12)
     steps, thin = _steps(t, min(0.25 / M_phi, t / 200), 1000)
     assert (p.num_steps, p.thinning) == (steps, thin)
     # a caller's preconditioner_curvature replaces kappa / 2 in P only
     q = plan_posterior(_logistic(R), n, dim, eps=eps, delta=delta, prior_precision=lam, ess=ess,
                        second_moment=public_second_moment(Xpub), preconditioner_curvature=2.0)
-    assert q.posterior["preconditioner_curvature"] == 2.0 and q.posterior["curvature"] == 0.25
+    assert q.posterior.step.preconditioner_curvature == 2.0 and q.posterior.step.curvature == 0.25
     assert np.allclose(np.asarray(q.preconditioner), np.linalg.inv(q.beta * 2.0 * S + np.diag(lam)), rtol=1e-12)
 
 
@@ -164,8 +165,8 @@ def test_private_second_moment_composes_in_gdp_and_matches_dp_accounting(mu_sm):
                        num_chains=2, second_moment=sm)
     mu_star = gdp_mu_for_delta_mp(eps, delta)
     _safe_and_tight(p, eps, delta, mu_star)
-    mu_path = p.posterior["mu_path"]
-    assert p.posterior["mu_second_moment"] == mu_sm
+    mu_path = p.posterior.mu_path
+    assert p.posterior.mu_second_moment == mu_sm
     assert math.hypot(mu_path, mu_sm) == approx(p.event.mu, rel=1e-14)
     t = 2 * 100 / (2 * 0.4) + 10.0
     assert mu_path == approx(p.beta * p.sensitivity * math.sqrt(2 * t / 2), rel=1e-14)
@@ -173,7 +174,7 @@ def test_private_second_moment_composes_in_gdp_and_matches_dp_accounting(mu_sm):
     assert [q["label"] for q in parts] == ["langevin_path", "private_second_moment"]
     assert [q["mu"] for q in parts] == [mu_path, mu_sm]
     assert "second moment released" in p.event.assumptions
-    assert p.posterior["second_moment"] == sm.describe()
+    assert p.posterior.second_moment == sm.describe()
     # two Gaussian mechanisms (sensitivity 1, noise 1 / mu: mu-GDP) composed by dp-accounting's PLD:
     # the plan's eps, up to the PLD's pessimistic discretisation
     acc = pld.PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE, value_discretization_interval=1e-4)
@@ -182,11 +183,11 @@ def test_private_second_moment_composes_in_gdp_and_matches_dp_accounting(mu_sm):
     # the step uses S plus the noise's norm bound in every direction
     A = p.beta * 0.125 * S + np.diag([1.0, 0.5])
     M_phi = linalg.eigh(p.beta * 0.25 * (S + 0.2 * np.eye(2)) + np.diag([1.0, 0.5]), A, eigvals_only=True)[-1]
-    assert p.posterior["step_bound_M_phi"] == approx(M_phi, rel=1e-12)
+    assert p.posterior.step.bound_M_phi == approx(M_phi, rel=1e-12)
     # the extra draw's price includes the second moment's part
     mu_next = math.hypot(p.beta * p.sensitivity * math.sqrt(2 * (t + (t - 10.0) / 100) / 2), mu_sm)
     want = gdp_epsilon(mu_next, delta) - gdp_epsilon(p.event.mu, delta)
-    assert p.posterior["eps_per_extra_effective_draw"] == approx(want, rel=1e-9)
+    assert p.posterior.eps_per_extra_effective_draw == approx(want, rel=1e-9)
 
 
 def test_a_second_moment_spending_the_whole_budget_is_refused():
@@ -198,7 +199,7 @@ def test_a_second_moment_spending_the_whole_budget_is_refused():
     # just below: a (tiny) path budget remains and is used
     p = plan_posterior(_logistic(), 400, 2, eps=1.0, delta=1e-5, prior_precision=1.0, ess=1,
                        second_moment=_private_sm(S, mu * (1 - 1e-3), 0.0))
-    assert 0 < p.posterior["mu_path"] <= math.sqrt(mu ** 2 - (mu * (1 - 1e-3)) ** 2) * (1 + 1e-12)
+    assert 0 < p.posterior.mu_path <= math.sqrt(mu ** 2 - (mu * (1 - 1e-3)) ** 2) * (1 + 1e-12)
 
 
 def _rows():
@@ -217,7 +218,7 @@ def test_admissible_rows_bound_the_sensitivity_by_brute_force():
     want = min(2 * math.sqrt(q), 2 * R / math.sqrt(lam.min())) / n
     assert 2 * math.sqrt(q) < 2 * R / math.sqrt(lam.min())  # the rows' bound is the smaller one here
     assert p.sensitivity == approx(want, rel=1e-14)
-    assert p.posterior["sensitivity_bound"] == "admissible rows (block bound)"
+    assert p.posterior.sensitivity_bound == "admissible rows (block bound)"
     assert p.assumptions[2] == "rows in the admissible set of the schema"
     with pytest.raises(ValueError, match="rows have dim 5 but the model has 4"):
         plan_posterior(_logistic(R), n, 4, eps=1.0, delta=1e-5, prior_precision=1.0, rows=_rows())
@@ -247,11 +248,11 @@ def test_curvature_from_the_loss_or_the_caller():
     # kappa = (M - m) / R^2 from the loss; the step's M_phi = 1 + beta kappa R^2 / lam
     p = plan_posterior(_custom(link=1.0, M=3.0, m=1.0, R=2.0), 100, 2, eps=1.0, delta=1e-5, prior_precision=0.5,
                        ess=10)
-    assert p.posterior["curvature"] == 0.5 and p.posterior["preconditioner_curvature"] == 0.25
-    assert p.posterior["step_bound_M_phi"] == approx(1 + p.beta * 0.5 * 4.0 / 0.5, rel=1e-13)
+    assert p.posterior.step.curvature == 0.5 and p.posterior.step.preconditioner_curvature == 0.25
+    assert p.posterior.step.bound_M_phi == approx(1 + p.beta * 0.5 * 4.0 / 0.5, rel=1e-13)
     q = plan_posterior(_custom(link=1.0, M=3.0, m=1.0, R=2.0), 100, 2, eps=1.0, delta=1e-5, prior_precision=0.5,
                        ess=10, curvature=7.0)
-    assert q.posterior["curvature"] == 7.0 and q.posterior["step_bound_M_phi"] == approx(1 + q.beta * 7.0 * 4.0 / 0.5,
+    assert q.posterior.step.curvature == 7.0 and q.posterior.step.bound_M_phi == approx(1 + q.beta * 7.0 * 4.0 / 0.5,
                                                                                          rel=1e-13)
     for loss in (_custom(link=1.0, M=None), _custom(link=1.0, R=math.inf)):
         with pytest.raises(ValueError, match="pass curvature="):
@@ -259,7 +260,7 @@ def test_curvature_from_the_loss_or_the_caller():
     # an unbounded row norm with a caller's curvature: the step takes kappa * 1^2 per direction
     r = plan_posterior(_custom(G=2.0, R=math.inf), 100, 2, eps=1.0, delta=1e-5, prior_precision=0.5,
                        ess=10, curvature=3.0)
-    assert r.posterior["step_bound_M_phi"] == approx(1 + r.beta * 3.0 / 0.5, rel=1e-13)
+    assert r.posterior.step.bound_M_phi == approx(1 + r.beta * 3.0 / 0.5, rel=1e-13)
     assert r.sensitivity == approx(2.0 / math.sqrt(0.5) / 100, rel=1e-14)
 
 
@@ -370,10 +371,10 @@ def test_beta_is_capped_at_n_and_the_rest_widens_the_clip():
     loss = losses.logistic(row_norm=math.sqrt(d))
     plan = plan_posterior(loss, n, d, eps=1.0, delta=1e-5, prior_precision=1.0, clip_radius=math.sqrt(d))
     post = plan.posterior
-    assert plan.beta == n and post["beta_capped_at_n"]
-    r = post["clip_radius"]
+    assert plan.beta == n and post.beta_capped_at_n
+    r = post.clip_radius
     assert r > math.sqrt(d)
-    t = post["burn_in_time"] + post["sample_time"]
+    t = post.burn_in_time + post.sample_time
     mu = path_privacy.path_mu(n, 2 * r / (math.sqrt(n) * n), t, None, 4)
     assert mu == pytest.approx(plan.event.mu, rel=1e-9)
     assert plan.event.mu <= gdp_mu(1.0, 1e-5) * (1 + 1e-12)

@@ -27,8 +27,8 @@ def test_clip_sets_beta_in_closed_form():
     beta = mu ** 2 * n ** 2 / (2 * r * r * plan.num_chains * plan.horizon)
     assert plan.beta == pytest.approx(beta, rel=1e-8)
     assert plan.sensitivity == pytest.approx(2 * r / (math.sqrt(plan.beta) * n), rel=1e-12)
-    assert plan.posterior["clip_tau"] == pytest.approx(r / math.sqrt(plan.beta), rel=1e-12)
-    assert plan.posterior["sensitivity_bound"].startswith("per-example gradients clipped")
+    assert plan.posterior.clip_tau == pytest.approx(r / math.sqrt(plan.beta), rel=1e-12)
+    assert plan.posterior.sensitivity_bound.startswith("per-example gradients clipped")
     old = plan_posterior(losses.logistic(row_norm=3.0), n, d, eps=1.0, delta=1e-5, prior_precision=1.0)
     assert plan.beta > 10 * old.beta  # the lever: a typical radius instead of the worst row's
     assert any("clipped in the preconditioner's metric" in a for a in plan.assumptions)
@@ -63,7 +63,7 @@ def test_plan_and_report_identical_on_neighbouring_datasets(preconditioner):
     """Invariant 10: neighbouring datasets (differing in the rarest admissible row) give bit-identical
     plans and reports. With the private second moment, the plan is a function of the release, so
     the release is fixed (same SecondMoment) for both datasets to isolate the planner."""
-    from dp_infer.routes.preconditioning import private_second_moment
+    from dp_infer.releases.second_moment import private_second_moment
     import jax
 
     X, y, X2, y2 = _neighbours()
@@ -83,7 +83,7 @@ def test_plan_and_report_identical_on_neighbouring_datasets(preconditioner):
         rep.pop("interval_release", None)  # released outputs (noisy statistics), like the draws: not the plan
         rep.pop("intervals", None)
     assert json.dumps(rep1, sort_keys=True, default=str) == json.dumps(rep2, sort_keys=True, default=str)
-    assert r1.plan.posterior["clip_radius"] == pytest.approx(math.sqrt(2))  # "auto": sqrt(d)
+    assert r1.plan.posterior.clip_radius == pytest.approx(math.sqrt(2))  # "auto": sqrt(d)
 
 
 def test_forecast_matches_the_run_and_warns_near_the_prior():

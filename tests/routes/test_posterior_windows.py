@@ -19,7 +19,8 @@ from dp_infer.privacy import path as path_privacy
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.routes.adaptation import MAX_AUTO_WINDOWS, SETTLE_TIME
 from dp_infer.routes.posterior import plan_posterior
-from dp_infer.routes.preconditioning import pending_second_moment, private_second_moment
+from dp_infer.routes.preconditioning import pending_second_moment
+from dp_infer.releases.second_moment import private_second_moment
 
 N, D, R2, LAM = 2000, 6, 6.0, 0.01  # a wide prior: the noise can mislead the metric by a lot
 LOSS = losses.logistic(row_norm=math.sqrt(R2))
@@ -56,19 +57,19 @@ def test_auto_windows_follow_the_rule_and_the_event_covers_them(eps):
     assert sm.noise_norm_bound == pytest.approx(e, rel=1e-12)
     plan = plan_posterior(LOSS, N, D, eps=eps, delta=1e-5, prior_precision=LAM, second_moment=sm,
                           clip_radius=math.sqrt(D), adapt_metric=True, kernel="underdamped")
-    post, ad = plan.posterior, plan.posterior["adaptation"]
+    post, ad = plan.posterior, plan.posterior.adaptation
     want = _expected_windows(plan.beta, e, np.linalg.eigvalsh(sm.matrix))
-    assert ad["windows"] == pytest.approx([2.0 * w for w in want])  # friction 2 scales them
-    assert len(ad["windows"]) <= MAX_AUTO_WINDOWS
-    t = post["burn_in_time"] + sum(ad["windows"]) + SETTLE_TIME + post["sample_time"]
+    assert ad.windows == pytest.approx([2.0 * w for w in want])  # friction 2 scales them
+    assert len(ad.windows) <= MAX_AUTO_WINDOWS
+    t = post.burn_in_time + sum(ad.windows) + SETTLE_TIME + post.sample_time
     mu_path = path_privacy.path_mu(plan.beta, 2 * math.sqrt(D) / (math.sqrt(plan.beta) * N), t, 2.0, 4)
-    assert post["mu_path"] == pytest.approx(mu_path, rel=1e-12)
+    assert post.mu_path == pytest.approx(mu_path, rel=1e-12)
     assert plan.event.mu == pytest.approx(math.hypot(mu_path, mu_s), rel=1e-12)
     assert plan.event.mu <= gdp_mu(eps, 1e-5) * (1 + 1e-12)
     if eps == 0.5:
         assert len(want) == 3  # the defaults where the noise cannot mislead the metric much
     if eps == 16.0:
-        assert 3 < len(want) < MAX_AUTO_WINDOWS and not post["beta_capped_at_n"]  # the rule is exercised
+        assert 3 < len(want) < MAX_AUTO_WINDOWS and not post.beta_capped_at_n  # the rule is exercised
 
 
 def test_declared_windows_are_kept_and_auto_costs_beta_only_through_time():
@@ -77,8 +78,8 @@ def test_declared_windows_are_kept_and_auto_costs_beta_only_through_time():
               adapt_metric=True)
     auto = plan_posterior(LOSS, N, D, **kw)
     three = plan_posterior(LOSS, N, D, adaptation_windows=(20.0, 40.0, 80.0), **kw)
-    assert three.posterior["adaptation"]["windows"] == [20.0, 40.0, 80.0]
-    assert len(auto.posterior["adaptation"]["windows"]) > 3
+    assert three.posterior.adaptation.windows == (20.0, 40.0, 80.0)
+    assert len(auto.posterior.adaptation.windows) > 3
     assert auto.beta < three.beta  # more windows, more time, a smaller beta at the same mu
     assert max(auto.event.mu, three.event.mu) <= gdp_mu(16.0, 1e-5) * (1 + 1e-12)
 
@@ -97,7 +98,7 @@ def test_the_plan_before_the_release_never_spends_less_time_than_the_plan_after_
         kw = dict(eps=eps, delta=1e-5, prior_precision=LAM, clip_radius=math.sqrt(D), adapt_metric=True)
         a = plan_posterior(LOSS, N, D, second_moment=pend, **kw)
         b = plan_posterior(LOSS, N, D, second_moment=real, **kw)
-        wa, wb = a.posterior["adaptation"]["windows"], b.posterior["adaptation"]["windows"]
+        wa, wb = a.posterior.adaptation.windows, b.posterior.adaptation.windows
         assert wa[:len(wb)] == wb and len(wa) >= len(wb)
         assert a.beta <= b.beta * (1 + 1e-12)
         if wa == wb:

@@ -18,9 +18,8 @@ import pytest
 from scipy import stats
 
 from dp_infer.randomness import gaussian_noise
-from dp_infer.routes.preconditioning import (SecondMoment, gaussian_spectral_bound, precision_matrix, prior_second_moment,
-                                             private_second_moment, private_second_moment_of_gram,
-                                             public_second_moment, second_moment_row_bound)
+from dp_infer.routes.preconditioning import SecondMoment, gaussian_spectral_bound, precision_matrix, prior_second_moment, second_moment_row_bound
+from dp_infer.releases.second_moment import private_second_moment, private_second_moment_of_gram, public_second_moment
 
 D, M, R = 6, 800, 1.5   # X'X/n = R^2/D I = 0.375 I; n = D M = 4800
 

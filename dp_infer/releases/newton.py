@@ -1,0 +1,108 @@
+"""The posterior mode's interval release, the part that reads rows: each row's weighted gradient and
+curvature at public points, and the Newton statistics released from them with Gaussian mechanisms
+(the schedule, the sensitivities, the event and the forecasts are the plan's side,
+:mod:`dp_infer.routes.newton_release`, whose module doc derives them).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._validation import check_finite_array, check_positive
+from ..losses.base import PerExampleLoss
+from ..randomness import gaussian_noise
+from ..routes.newton_release import TRUST_RADIUS, NewtonRelease, link_bounds, newton_event, noise_floor
+from .second_moment import private_second_moment_of_gram
+
+__all__ = ["weighted_rows", "release_newton_statistics"]
+
+
+def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(G, W)``: each row's weighted gradient ``w phi' C^T x`` (norm ``<= G_link rho``) and curvature
+    row ``sqrt(w phi'') C^T x`` (squared norm ``<= kappa rho^2``) at ``theta``, in psi-coordinates,
+    ``w = min(1, rho^2 / ||C^T x||^2)`` (the module doc). Reads the rows: the release's inputs."""
+    C = np.asarray(chol, dtype=np.float64)
+    XC = np.asarray(X, dtype=np.float64) @ C
+    sq = np.sum(XC * XC, axis=1)
+    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
+    return _rows(loss, XC, w, np.asarray(X, dtype=np.float64) @ np.asarray(theta, dtype=np.float64),
+                 np.asarray(y, dtype=np.float64))
+
+
+def _rows(loss: PerExampleLoss, XC: np.ndarray, w: np.ndarray, z: np.ndarray, y: np.ndarray):
+    """Per-row weighted gradients ``w phi' C^T x`` and curvature rows ``sqrt(w phi'') C^T x`` (psi)."""
+    zz, yy = jnp.asarray(z, dtype=jnp.float32), jnp.asarray(y, dtype=jnp.float32)
+    d1 = np.asarray(jax.vmap(jax.grad(loss.index_fn))(zz, yy), dtype=np.float64)
+    d2 = np.asarray(jax.vmap(jax.grad(jax.grad(loss.index_fn)))(zz, yy), dtype=np.float64)
+    return (w * d1)[:, None] * XC, np.sqrt(w * np.maximum(d2, 0.0))[:, None] * XC
+
+
+def _solve_floored(H: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
+    """``H^-1 g`` with H's eigenvalues floored at ``floor`` (and 1e-6 of its largest)."""
+    w, U = np.linalg.eigh(0.5 * (H + H.T))
+    w = np.maximum(w, max(floor, 1e-6 * max(float(w[-1]), 1e-300)))
+    return U @ ((U.T @ g) / w)
+
+
+def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: float, mu: float, key,
+                              trust_covariance) -> NewtonRelease:
+    """Release the module doc's statistics at GDP ``mu``.
+
+    ``X``, ``y``: the checked rows (the run's); ``point``: public theta (the draws' mean);
+    ``chol``: the run's metric factor C (public); ``rho``: the weights' radius
+    (:func:`weight_radius`, public); ``trust_covariance``: the draws' covariance in psi (public,
+    positive definite); ``key``: a JAX key (secret unless the run was seeded)."""
+    bounds = link_bounds(loss)
+    if bounds is None:
+        raise ValueError("loss: the interval release needs a generalised linear loss with declared link bounds")
+    G_link, kappa = bounds
+    X = check_finite_array("X", X, ndim=2)
+    n, d = X.shape
+    theta = check_finite_array("point", point, ndim=1)
+    C = check_finite_array("chol", chol, ndim=2)
+    S = check_finite_array("trust_covariance", trust_covariance, ndim=2)
+    if theta.shape != (d,) or C.shape != (d, d) or S.shape != (d, d):
+        raise ValueError(f"point must have {d} coordinates, chol and trust_covariance be {d} x {d}; got "
+                         f"{theta.shape}, {C.shape}, {S.shape}")
+    rho = check_positive("rho", rho)
+    y = np.asarray(y, dtype=np.float64)
+    ev = newton_event(mu, n=n)
+    parts = ev.metadata["parts"]
+    keys = jax.random.split(key, len(parts))
+    XC = X @ C
+    sq = np.sum(XC * XC, axis=1)
+    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
+    slack = 1.0 + 1e-9  # the bounds hold exactly in real arithmetic; float64 rounding stays far inside this
+    sens = {"gradient": 2.0 * G_link * rho * slack / n}
+    Si = np.linalg.inv(0.5 * (S + S.T))
+    point, path, out = theta, [theta], {}
+    for k, (part, kk) in enumerate(zip(parts, keys)):
+        Gr, Wr = _rows(loss, XC, w, X @ point, y)
+        kind = part["statistic"]
+        if kind == "gradient":
+            sd = sens["gradient"] / part["mu"]
+            g = Gr.mean(axis=0) + (loss.l2 * (C.T @ point) if loss.l2 else 0.0)
+            with jax.enable_x64(True):  # privacy noise: 53-bit quantiles, tail to 11.4 sds (dp_infer.randomness)
+                z = np.asarray(gaussian_noise(kk, (d,), jnp.float64), dtype=np.float64)
+            g = g + z * sd
+            out.update(gradient=g, gradient_sd=sd)
+            if k < len(parts) - 1:  # the stage's end: a Newton step, held inside the draws' bulk
+                step = _solve_floored(out["curvature"], g, noise_floor(d, out["curvature_sd"]))
+                r = float(np.sqrt(step @ Si @ step))
+                point = point - C @ (step * min(1.0, TRUST_RADIUS / r if r > 0 else 1.0))
+                path.append(point)
+        else:
+            rows, bound = (Wr, kappa * rho * rho * slack) if kind == "curvature" else (Gr, (G_link * rho) ** 2 * slack)
+            released = private_second_moment_of_gram(rows.T @ rows, n, max_sq_norm=bound, mu=part["mu"], key=kk)
+            M = released.matrix + (loss.l2 * (C.T @ C) if (loss.l2 and kind == "curvature") else 0.0)
+            out.update({kind: M, f"{kind}_sd": float(released.event.metadata["noise_sd"])})
+
+    def tup(a):
+        return tuple(float(v) for v in a) if np.ndim(a) == 1 else tuple(tuple(float(v) for v in r) for r in a)
+
+    return NewtonRelease(path=tuple(tup(p) for p in path), chol=tup(C), gradient=tup(out["gradient"]),
+                         gradient_sd=float(out["gradient_sd"]), curvature=tup(out["curvature"]),
+                         curvature_sd=float(out["curvature_sd"]), score=tup(out["score"]),
+                         score_sd=float(out["score_sd"]), rho=float(rho), mu=float(mu), n=int(n), loss=loss.name)
