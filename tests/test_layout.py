@@ -123,11 +123,11 @@ def test_architecture_page_lists_every_module_and_nothing_else():
 
 
 def test_the_tests_mirror_the_package_and_the_slow_tier_names_real_paths():
-    from tests.conftest import HERE, SLOW, SLOW_TESTS
+    from tests.conftest import HERE, LONG_FIRST, SLOW, SLOW_TESTS
 
     for entry in SLOW:
         assert (HERE / entry).exists(), f"tests/conftest.py SLOW names a missing path: {entry}"
-    for node in SLOW_TESTS:
+    for node in SLOW_TESTS + LONG_FIRST:
         path, name = node.split("::")
         assert re.search(rf"^def {re.escape(name.split('[')[0])}\(", (HERE / path).read_text(), re.M), node
     # every test folder is a package of dp_infer (or the benchmarks', the harness's, the helpers')
