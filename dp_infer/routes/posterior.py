@@ -209,6 +209,55 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     :mod:`dp_infer.routes.newton_release`); 0 (the planner's default): none. Its event is part of
     the plan's event.
     """
+    q = _checked_inputs(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
+                        num_chains=num_chains, second_moment=second_moment, rows=rows, kernel=kernel,
+                        friction=friction, mixing_rate=mixing_rate, burn_in_time=burn_in_time,
+                        step_safety=step_safety, curvature=curvature,
+                        preconditioner_curvature=preconditioner_curvature, num_draws=num_draws)
+    path = _path_plan(loss, q, clip_radius=clip_radius, adapt_metric=adapt_metric,
+                      adaptation_windows=adaptation_windows, interval_share=interval_share)
+    event = posterior_event(path.path_event, q.sm, path.budget.mu_interval, q.n)
+    step = _step_plan(loss, q, path, step_safety=step_safety)
+    posterior = _details(q, path, step, event, interval_share=interval_share)
+    draws = step.num_steps // step.thinning
+    return SamplingPlan(
+        route="trajectory", eps=q.eps, delta=q.delta, beta=path.beta, lam=0.0, step_size=step.h,
+        num_steps=step.num_steps, num_chains=q.num_chains, kernel=kernel, friction=q.friction,
+        thinning=step.thinning, burn_in=int(math.ceil(draws * q.burn_in_time / path.t)),
+        n=q.n, dim=q.dim, sensitivity=path.delta_P, event=event,
+        assumptions=_posterior_assumptions(loss, path.clip_radius, rows, q.n),
+        excess_risk_bound=None, relaxation_time=1.0 / (q.mixing_rate * step.h),
+        notes=_posterior_notes(q, path, posterior, event), target="posterior",
+        prior_precision=tuple(float(v) for v in q.lam),
+        preconditioner=tuple(tuple(float(v) for v in row) for row in path.P), posterior=posterior)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """The planner's inputs, checked: public numbers only."""
+
+    eps: float
+    delta: float
+    n: int
+    dim: int
+    ess: int
+    num_chains: int
+    num_draws: int
+    mixing_rate: float
+    burn_in_time: float
+    friction: float | None
+    lam: np.ndarray
+    sm: SecondMoment
+    rows: Any
+    row_norm: float | None
+    kappa: float
+    kappa_P: float
+
+
+def _checked_inputs(loss, n, dim, *, eps, delta, prior_precision, ess, num_chains, second_moment, rows, kernel,
+                    friction, mixing_rate, burn_in_time, step_safety, curvature, preconditioner_curvature,
+                    num_draws) -> _Inputs:
+    """Every input checked by name, before anything is planned (one-line errors)."""
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
     c = loss.constants
@@ -240,15 +289,41 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     kappa = _curvature(c, row_norm, curvature)
     kappa_P = 0.5 * kappa if preconditioner_curvature is None else check_positive(
         "preconditioner_curvature", preconditioner_curvature)
+    return _Inputs(eps, delta, n, dim, ess, num_chains, num_draws, mixing_rate, burn_in_time, friction, lam, sm,
+                   rows, row_norm, kappa, kappa_P)
 
-    budget = posterior_budget(gdp_mu(eps, delta), sm, interval_share)
-    mu_total, mu_sm, mu_int, mu_path = budget.mu_total, budget.mu_sm, budget.mu_interval, budget.mu_path
+
+@dataclasses.dataclass(frozen=True)
+class _PathPlan:
+    """The path the budget buys: beta, the Langevin time, the clip, the adaptation schedule, the metric
+    and the path's event."""
+
+    budget: Any
+    beta: float
+    capped: bool
+    t: float
+    t_sample: float
+    gamma: float
+    clip_radius: float | None
+    adaptation: AdaptationSchedule | None
+    P: np.ndarray
+    delta_P: float
+    path_event: Any
+
+
+def _path_plan(loss, q: _Inputs, *, clip_radius, adapt_metric, adaptation_windows, interval_share) -> _PathPlan:
+    """The coldest beta whose path (burn-in, adaptation windows, sampling) meets the path's share of
+    the budget (:mod:`dp_infer.routes.posterior_path`), capped at n (the budget left then widens the
+    clip), the metric ``P = (beta kappa_P S + Lambda)^-1`` and the path's GDP event."""
+    c, sm, friction, num_chains, burn_in_time, n = loss.constants, q.sm, q.friction, q.num_chains, q.burn_in_time, q.n
+    budget = posterior_budget(gdp_mu(q.eps, q.delta), sm, interval_share)
+    mu_path = budget.mu_path
     # position IAT: 2 / c (overdamped), 2 gamma / c (kinetic, friction gamma); the privacy cost of
     # time t is sqrt(t) resp. sqrt(t / gamma), so k draws cost the same ~ sqrt(2 k / c) either way
     gamma = 1.0 if friction is None else friction
-    t_sample = 2.0 * ess * gamma / (num_chains * mixing_rate)
+    t_sample = 2.0 * q.ess * gamma / (num_chains * q.mixing_rate)
     clip_radius, windows = _check_clip_and_adaptation(loss, clip_radius, adapt_metric, adaptation_windows)
-    cost = PathCost(c, n, sm, kappa_P, lam, rows, row_norm, clip_radius, adapt_metric, windows, t_sample,
+    cost = PathCost(c, n, sm, q.kappa_P, q.lam, q.rows, q.row_norm, clip_radius, adapt_metric, windows, t_sample,
                     burn_in_time, gamma, friction, num_chains)
     beta = coldest_beta(cost.mu_of, mu_path)
     capped = beta > n
@@ -268,7 +343,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         # budget left over buys a larger radius (less clipping)
         clip_radius = widest_clip_radius(cost, beta, mu_path)
         cost = dataclasses.replace(cost, clip_radius=clip_radius)
-    A = precision_matrix(sm, beta, kappa_P, lam)
+    A = precision_matrix(sm, beta, q.kappa_P, q.lam)
     P = np.linalg.inv(A)
     P = 0.5 * (P + P.T)
     delta_P = cost.sensitivity(beta)
@@ -281,53 +356,71 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                                                           "admissible rows (dp_infer.privacy.metric_sensitivity)",)))
     if path_ev.mu > mu_path * (1 + 1e-12):
         raise AssertionError("posterior plan overspent the path budget")  # pragma: no cover
-    event = posterior_event(path_ev, sm, mu_int, n)
-    mu = float(event.mu)
+    return _PathPlan(budget, beta, capped, t, t_sample, gamma, clip_radius, adaptation, P, delta_P, path_ev)
+
+
+@dataclasses.dataclass(frozen=True)
+class _StepPlan:
+    h: float
+    num_steps: int
+    thinning: int
+    M_phi: float
+    kappa_step: float
+
+
+def _step_plan(loss, q: _Inputs, path: _PathPlan, *, step_safety) -> _StepPlan:
+    """The step from the curvature bound in the planned metric (the clipped link's where the
+    gradients are clipped), the step count for the path's time and the thinning for ``num_draws``."""
+    kappa = q.kappa
     # the clipped link's curvature can exceed the loss's own (the logistic's weighted link: 1/2 vs 1/4)
-    kappa_step = kappa * (loss.behaviour.clipped_curvature_factor if clip_radius is not None else 1.0)
-    M_phi = preconditioned_curvature_bound(P, sm, beta, kappa_step, lam, row_norm)
-    h, num_steps, thinning = step_schedule(M_phi, horizon=t, num_draws=num_draws, friction=friction,
+    kappa_step = kappa * (loss.behaviour.clipped_curvature_factor if path.clip_radius is not None else 1.0)
+    M_phi = preconditioned_curvature_bound(path.P, q.sm, path.beta, kappa_step, q.lam, q.row_norm)
+    h, num_steps, thinning = step_schedule(M_phi, horizon=path.t, num_draws=q.num_draws, friction=q.friction,
                                            safety=step_safety, min_steps=200)
     if num_steps == math.inf:
+        beta = path.beta
         raise ValueError(f"the step size cannot be planned: the preconditioned curvature is {M_phi:.4g} "
                          f"(curvature = {kappa:g}, beta = {beta:.4g}) and the number of steps overflows float; "
                          "lower curvature")
-    draws = num_steps // thinning
-    burn_in = int(math.ceil(draws * burn_in_time / t))
-    predicted = num_chains * mixing_rate * t_sample / (2.0 * gamma)
+    return _StepPlan(h, num_steps, thinning, M_phi, kappa_step)
+
+
+def _details(q: _Inputs, path: _PathPlan, step: _StepPlan, event, *, interval_share) -> PosteriorDetails:
+    """The plan's typed details: forecast, budget split, metric source, step rule, clip, adaptation."""
+    beta, n, delta, sm, clip_radius, delta_P = path.beta, q.n, q.delta, q.sm, path.clip_radius, path.delta_P
+    mu = float(event.mu)
+    mu_sm, mu_int = path.budget.mu_sm, path.budget.mu_interval
+    predicted = q.num_chains * q.mixing_rate * path.t_sample / (2.0 * path.gamma)
     # marginal privacy cost of one more effective draw at this beta and preconditioner
-    t_next = t + t_sample / ess
-    mu_next = math.sqrt(path_privacy.path_mu(beta, delta_P, t_next, friction, num_chains) ** 2 + mu_sm ** 2
+    t_next = path.t + path.t_sample / q.ess
+    mu_next = math.sqrt(path_privacy.path_mu(beta, delta_P, t_next, q.friction, q.num_chains) ** 2 + mu_sm ** 2
                         + mu_int ** 2)
-    posterior = PosteriorDetails(
-        ess_target=ess, predicted_ess=predicted, mixing_rate_declared=mixing_rate,
-        burn_in_time=burn_in_time, sample_time=t_sample, beta_over_n=beta / n,
-        interval_inflation=math.sqrt(n / beta), beta_capped_at_n=capped,
-        mu_path=path_ev.mu, mu_second_moment=mu_sm, mu_interval=mu_int, interval_share=float(interval_share),
+    return PosteriorDetails(
+        ess_target=q.ess, predicted_ess=predicted, mixing_rate_declared=q.mixing_rate,
+        burn_in_time=q.burn_in_time, sample_time=path.t_sample, beta_over_n=beta / n,
+        interval_inflation=math.sqrt(n / beta), beta_capped_at_n=path.capped,
+        mu_path=path.path_event.mu, mu_second_moment=mu_sm, mu_interval=mu_int, interval_share=float(interval_share),
         eps_per_extra_effective_draw=gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
         second_moment=sm.describe(),
         sensitivity_bound=("per-example gradients clipped in the metric (2 tau / n)" if clip_radius is not None
                            and delta_P >= 2.0 * clip_radius / (math.sqrt(beta) * n) * (1 - 1e-12) else
-                           "admissible rows (block bound)" if rows is not None else "row-norm ball"),
+                           "admissible rows (block bound)" if q.rows is not None else "row-norm ball"),
         # the global curvature bound's ingredients (step_bound_matrix): released or public only
-        step=StepRule(curvature=kappa, preconditioner_curvature=kappa_P, step_curvature=kappa_step,
-                      bound_M_phi=M_phi, noise_margin=sm.noise_norm_bound, row_norm_sq=(row_norm or 1.0) ** 2),
+        step=StepRule(curvature=q.kappa, preconditioner_curvature=q.kappa_P, step_curvature=step.kappa_step,
+                      bound_M_phi=step.M_phi, noise_margin=sm.noise_norm_bound,
+                      row_norm_sq=(q.row_norm or 1.0) ** 2),
         clip=None if clip_radius is None else ClipRule(radius=clip_radius, tau=clip_radius / math.sqrt(beta)),
-        adaptation=adaptation)
-    assumptions = _posterior_assumptions(loss, clip_radius, rows, n)
-    notes = (*((f"beta capped at n = {n} (the untempered posterior): the budget allows more; "
-                + (f"the rest widened the clip radius to {clip_radius:.4g}" if clip_radius is not None else
-                   f"the plan spends mu = {mu:.4g} of the target's {mu_total:.4g}"),) if capped else ()),
-             f"predicted bulk ESS {predicted:.0f} over {num_chains} chains assumes the slowest preconditioned "
-             f"direction has curvature >= {mixing_rate:g} (declared); the achieved ESS is reported after the run",
-             f"interval inflation sqrt(n / beta) = {math.sqrt(n / beta):.3g} relative to the untempered posterior")
-    return SamplingPlan(
-        route="trajectory", eps=eps, delta=delta, beta=beta, lam=0.0, step_size=h, num_steps=num_steps,
-        num_chains=num_chains, kernel=kernel, friction=friction, thinning=thinning, burn_in=burn_in,
-        n=n, dim=dim, sensitivity=delta_P, event=event, assumptions=assumptions,
-        excess_risk_bound=None, relaxation_time=1.0 / (mixing_rate * h), notes=notes,
-        target="posterior", prior_precision=tuple(float(v) for v in lam),
-        preconditioner=tuple(tuple(float(v) for v in row) for row in P), posterior=posterior)
+        adaptation=path.adaptation)
+
+
+def _posterior_notes(q: _Inputs, path: _PathPlan, post: PosteriorDetails, event) -> tuple[str, ...]:
+    n, mu, clip_radius = q.n, float(event.mu), path.clip_radius
+    return (*((f"beta capped at n = {n} (the untempered posterior): the budget allows more; "
+               + (f"the rest widened the clip radius to {clip_radius:.4g}" if clip_radius is not None else
+                  f"the plan spends mu = {mu:.4g} of the target's {path.budget.mu_total:.4g}"),) if path.capped else ()),
+            f"predicted bulk ESS {post.predicted_ess:.0f} over {q.num_chains} chains assumes the slowest preconditioned "
+            f"direction has curvature >= {q.mixing_rate:g} (declared); the achieved ESS is reported after the run",
+            f"interval inflation sqrt(n / beta) = {math.sqrt(n / path.beta):.3g} relative to the untempered posterior")
 
 
 def preconditioner_chol(plan: SamplingPlan) -> np.ndarray:
