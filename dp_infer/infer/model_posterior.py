@@ -355,8 +355,8 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
 class ModelPosteriorPlan:
     """A model posterior run's plan, made before any row is read: the sampling plan (with the Fisher
     release's stand-in when ``preconditioner="fisher"``), the prior's scales, the whitened loss, and
-    the event the ledger is charged: the plan's own, or with the Fisher release the run's whole
-    (eps, delta) target (the re-plan after the release spends at most that)."""
+    the event the ledger is charged: the plan's own (with the Fisher release, the plan made with its
+    stand-in; the plan made after the release keeps its path within this plan's path mu)."""
 
     plan: SamplingPlan
     scales: np.ndarray
@@ -371,10 +371,7 @@ class ModelPosteriorPlan:
 def _plan_model_posterior_route(public) -> ModelPosteriorPlan:
     plan, scales, loss = plan_model_posterior(public["ml"], public["n"], second_moment=public["second_moment"],
                                               **public["plan"])
-    event = plan.event if not public["fisher"] else GdpEvent(
-        mu=public["mu"], label="posterior_mode (the run's (eps, delta) target)", assumptions=plan.event.assumptions,
-        metadata=dict(plan.event.metadata))
-    return ModelPosteriorPlan(plan, scales, loss, event)
+    return ModelPosteriorPlan(plan, scales, loss, plan.event)
 
 
 def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> PosteriorRun:
@@ -389,7 +386,8 @@ def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> Posteri
         gram, _ = score_gram(loss.fn, rows, y, dim=ml.dim, clip_norm=clip_norm)
         released = private_second_moment_of_gram(gram, n, max_sq_norm=clip_norm ** 2,
                                                  mu=public["second_moment"].event.mu, key=key_sm[0])
-        plan, scales, loss = plan_model_posterior(ml, n, second_moment=released, **public["plan"])
+        plan, scales, loss = plan_model_posterior(ml, n, second_moment=released,
+                                                  path_budget=mpp.plan.posterior.mu_path, **public["plan"])
         if plan.event.mu > mpp.event.mu * (1 + 1e-12):
             raise AssertionError("model posterior run would spend more than it charged")  # pragma: no cover
     s = jnp.asarray(scales, dtype=jnp.result_type(float))

@@ -35,7 +35,6 @@ from ..releases.second_moment import private_second_moment, private_second_momen
 from ..privacy.conversions import gdp_mu
 from ..routes.newton_release import default_interval_share, newton_releasable, weight_radius
 from ..releases.newton import release_newton_statistics
-from ..privacy.events import GdpEvent
 from ..randomness import secret_key
 from ..parallel.sharding import ShardedRows, check_placed_rows, same_key_on_all_processes, shard_rows
 from ..parallel.sharded_posterior import ShardedMetricPotential, sharded_second_moment
@@ -374,15 +373,11 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
 
 def _plan_posterior_route(public) -> SamplingPlan:
     """The posterior mode's plan made with the second moment's stand-in (no data, no budget): it
-    validates the whole run. Its event is the run's (eps, delta) target: the second-moment release,
-    the path and the interval release composed, each at most its share of ``mu^2`` (the path's beta
-    comes from a bisection that stops just below its share, and the re-plan after the release
-    spends at most the same), so the target is the safe side of what runs."""
-    dry = plan_posterior(public["loss"], public["n"], public["dim"], eps=public["eps"], delta=public["delta"],
-                         second_moment=public["second_moment"], **public["plan"])
-    target = GdpEvent(mu=gdp_mu(public["eps"], public["delta"]), label="posterior_mode (the run's (eps, delta) target)",
-                      assumptions=dry.event.assumptions, metadata=dict(dry.event.metadata))
-    return dataclasses.replace(dry, event=target)
+    validates the whole run, and its event -- the second-moment release, the path and the interval
+    release composed -- is what the ledger is charged. The plan made once the second moment is
+    released keeps the path within this plan's path mu (``path_budget``), so it never spends more."""
+    return plan_posterior(public["loss"], public["n"], public["dim"], eps=public["eps"], delta=public["delta"],
+                          second_moment=public["second_moment"], **public["plan"])
 
 
 def _run_posterior_route(charged_plan: SamplingPlan, data, public) -> PrivateRun:
@@ -403,7 +398,8 @@ def _run_posterior_route(charged_plan: SamplingPlan, data, public) -> PrivateRun
             sm = private_second_moment_of_gram(G, n, max_sq_norm=R2, mu=mu_sm, key=key_sm)
         else:
             sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
-    plan = plan_posterior(loss, n, dim, eps=public["eps"], delta=public["delta"], second_moment=sm, **public["plan"])
+    plan = plan_posterior(loss, n, dim, eps=public["eps"], delta=public["delta"], second_moment=sm,
+                          path_budget=charged_plan.posterior.mu_path, **public["plan"])
     if plan.event.mu > charged_plan.event.mu * (1 + 1e-12):
         raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
     run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=public["progress_bar"],

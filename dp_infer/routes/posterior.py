@@ -171,7 +171,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    preconditioner_curvature: float | None = None, num_draws: int = 1000,
                    clip_radius: float | None = None, adapt_metric: bool = False,
                    adaptation_windows: tuple[float, ...] | str = "auto",
-                   interval_share: float = 0.0) -> SamplingPlan:
+                   interval_share: float = 0.0, path_budget: float | None = None) -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -208,6 +208,9 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     after sampling (Newton steps of a weighted data loss from the draws' mean,
     :mod:`dp_infer.routes.newton_release`); 0 (the planner's default): none. Its event is part of
     the plan's event.
+    ``path_budget``: the path's GDP mu is at most this (default: the path's share of the budget). A run
+    that plans again once its second moment is released passes the charged plan's own path mu
+    (``plan.posterior.mu_path``), so the plan it runs never spends more than the plan it was charged for.
     """
     q = _checked_inputs(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                         num_chains=num_chains, second_moment=second_moment, rows=rows, kernel=kernel,
@@ -215,7 +218,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                         step_safety=step_safety, curvature=curvature,
                         preconditioner_curvature=preconditioner_curvature, num_draws=num_draws)
     path = _path_plan(loss, q, clip_radius=clip_radius, adapt_metric=adapt_metric,
-                      adaptation_windows=adaptation_windows, interval_share=interval_share)
+                      adaptation_windows=adaptation_windows, interval_share=interval_share, path_budget=path_budget)
     event = posterior_event(path.path_event, q.sm, path.budget.mu_interval, q.n)
     step = _step_plan(loss, q, path, step_safety=step_safety)
     posterior = _details(q, path, step, event, interval_share=interval_share)
@@ -311,13 +314,15 @@ class _PathPlan:
     path_event: Any
 
 
-def _path_plan(loss, q: _Inputs, *, clip_radius, adapt_metric, adaptation_windows, interval_share) -> _PathPlan:
+def _path_plan(loss, q: _Inputs, *, clip_radius, adapt_metric, adaptation_windows, interval_share,
+               path_budget=None) -> _PathPlan:
     """The coldest beta whose path (burn-in, adaptation windows, sampling) meets the path's share of
     the budget (:mod:`dp_infer.routes.posterior_path`), capped at n (the budget left then widens the
     clip), the metric ``P = (beta kappa_P S + Lambda)^-1`` and the path's GDP event."""
     c, sm, friction, num_chains, burn_in_time, n = loss.constants, q.sm, q.friction, q.num_chains, q.burn_in_time, q.n
     budget = posterior_budget(gdp_mu(q.eps, q.delta), sm, interval_share)
-    mu_path = budget.mu_path
+    mu_path = budget.mu_path if path_budget is None else min(budget.mu_path,
+                                                             check_positive("path_budget", path_budget))
     # position IAT: 2 / c (overdamped), 2 gamma / c (kinetic, friction gamma); the privacy cost of
     # time t is sqrt(t) resp. sqrt(t / gamma), so k draws cost the same ~ sqrt(2 k / c) either way
     gamma = 1.0 if friction is None else friction
