@@ -204,7 +204,10 @@ def test_private_draft_at_n100_eps1_says_what_it_resolves_and_exits_4(tmp_path):
     proc = _run_cli(base + ["--kind", "x1=numeric", "--kind", "x2=numeric"], tmp_path)
     err = proc.stderr.strip()
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "\n" not in err and err.startswith("error: private draft: 1 entry unresolved") and "x1: no bin" in err
+    assert "\n" not in err and err.startswith("error: private draft: 1 entry unresolved")
+    # the draft's noise is secret, so either of the two ways x1's bounds go meaningless at n = 100 can occur
+    # (dp_infer.schema.draft: no bin passes the threshold, or those that pass hold under half the rows)
+    assert "x1: no bin" in err or "x1: the bins that passed the noise threshold hold" in err, err
     assert proc.stdout.index("private draft plan") < proc.stdout.index("charged (eps = 1")
     text = (tmp_path / "s.yaml").read_text()
     assert "# - name: x1" in text and "ignore: [x1]" in text and "bounds: [1.0, 1.5]" in text
