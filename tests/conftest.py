@@ -33,12 +33,11 @@ if "DP_INFER_JAX_CACHE" not in os.environ:
     _session_cache = tempfile.mkdtemp(prefix="dp_infer_test_jax_cache_")
     os.environ["DP_INFER_JAX_CACHE"] = _session_cache
     atexit.register(shutil.rmtree, _session_cache, ignore_errors=True)  # this process made it: it removes it
-if os.environ["DP_INFER_JAX_CACHE"].strip().lower() not in ("off", "0", "false", "no", "none"):
+from dp_infer.compilation import enable_persistent_cache  # noqa: E402
+
+if enable_persistent_cache() is not None:  # None: the caller's DP_INFER_JAX_CACHE turned it off
     import jax
 
-    from dp_infer.compilation import enable_persistent_cache
-
-    enable_persistent_cache()
     # a size limit turns on JAX's file lock around every read and write: two workers never read a
     # program the other is still writing
     jax.config.update("jax_compilation_cache_max_size", 8 * 2**30)

@@ -99,16 +99,22 @@ def _stamp(fig, dt: xr.DataTree) -> None:
 
 def _finish(pc, dt: xr.DataTree, path: str | Path | None):
     """Stamp the figure; write it to ``path`` and close it (returns the path), or return the figure."""
-    import matplotlib.pyplot as plt
-
     fig = _figure(pc)
     _stamp(fig, dt)
+    return _figure_or_file(fig, path, pc.savefig)
+
+
+def _figure_or_file(fig, path: str | Path | None, savefig=None):
+    """``fig`` itself when ``path`` is None; else write it (``savefig``, default the figure's own) to
+    ``path`` as a 100-dpi PNG, creating the folder, close it and return the path."""
+    import matplotlib.pyplot as plt
+
     if path is None:
         return fig
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        pc.savefig(path, dpi=100)
+        (savefig or fig.savefig)(path, dpi=100)
     finally:
         plt.close(fig)
     return path
@@ -207,15 +213,7 @@ def plot_intervals(intervals: Any, names: Sequence[str] | None = None, *, refere
     ax.grid(True, axis="x", alpha=0.3)
     fig.text(0.995, 0.995, privacy_stamp(report), ha="right", va="top", fontsize=7, color="0.3")
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    if path is None:
-        return fig
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
-    return path
+    return _figure_or_file(fig, path)
 
 
 _REPORT_PLOTS = (("trace", plot_trace), ("rank", plot_rank), ("autocorr", plot_autocorr))

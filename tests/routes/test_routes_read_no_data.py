@@ -30,10 +30,10 @@ def test_no_routes_module_imports_a_data_reader_or_noise():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_the_check_sees_relative_imports():
+def test_the_check_sees_relative_imports(tmp_path):
     # the resolver itself: '..releases' from dp_infer/routes/x.py is dp_infer.releases, '.plan' is dp_infer.routes.plan
     tree = "from ..releases.newton import weighted_rows\nfrom .plan import SamplingPlan\nimport dp_infer.randomness\n"
-    p = Path("/tmp") / "dp_infer_routes_probe.py"
+    p = tmp_path / "probe.py"
     p.write_text(tree)
     got = _imports(p)
     assert "dp_infer.releases.newton" in got and "dp_infer.routes.plan" in got and "dp_infer.randomness" in got
