@@ -221,7 +221,7 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     event = plan.event
     if interval_share > 0:
         # the reserved part is the model's score release, not the loss route's Newton release: same mu,
-        # its own sensitivities (2 C / n, 2 C^2 / n) and assumptions
+        # its own sensitivities (2 C / n, sqrt(2) C^2 / n) and assumptions
         score_ev = _sr.score_release_event(post.mu_interval, n=n, clip_norm=C)
         parts = [p for p in event.metadata["parts"] if not str(p.get("label", "")).startswith("newton_release")]
         newton_assumptions = set(a for p in event.metadata["parts"] if str(p.get("label", "")).startswith(

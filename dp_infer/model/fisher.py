@@ -6,7 +6,7 @@ log-likelihood) of row i in the prior-whitened coordinates ``phi = theta / s``, 
 public point ``phi = 0`` (the unconstrained origin: no data, no draw), each clipped to the run's
 ``clip_norm`` C. It is the empirical Fisher information at that point. Released with the Gaussian
 mechanism of :func:`dp_infer.releases.second_moment.private_second_moment_of_gram`: every clipped
-score has ``||g_i||^2 <= C^2``, so the replace-one sensitivity of ``F`` is ``2 C^2 / n`` (Frobenius),
+score has ``||g_i||^2 <= C^2``, so the replace-one sensitivity of ``F``'s upper triangle is ``sqrt(2) C^2 / n``,
 whatever the model does (a non-finite score counts as 0, as in the run's own clip).
 
 Why it preconditions (and bounds the curvature, for the step): for a GLM ``-log p(y | eta)`` with

@@ -9,7 +9,7 @@ before any row is read). After sampling, in the prior-whitened unconstrained coo
 * at the draws' mean, the mean clipped per-example score
   ``g = (1/n) sum_i clip_C(grad_phi nll_i(phi))`` (the gradient of the mean negative
   log-likelihood; replace-one L2 sensitivity ``2 C / n``) and the clipped scores' second moment
-  ``J = (1/n) sum_i g_i g_i^T`` (Frobenius sensitivity ``2 C^2 / n``,
+  ``J = (1/n) sum_i g_i g_i^T`` (upper-triangle sensitivity ``sqrt(2) C^2 / n``,
   :func:`~dp_infer.releases.second_moment.private_second_moment_of_gram`, projected onto the PSD
   cone); then a scoring step ``phi - J^-1 g`` (the BHHH / Fisher-scoring step: ``J`` stands in for
   the Hessian) held within :data:`TRUST_RADIUS` of the draws' sds;
@@ -62,6 +62,7 @@ import numpy as np
 from .._validation import check_finite_array, check_positive, check_positive_int
 from ..privacy.events import GdpEvent
 from ..randomness import gaussian_noise
+from ..routes.preconditioning import GRAM_SENSITIVITY_FACTOR
 
 __all__ = ["SCHEDULE", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND", "score_snr",
            "default_interval_share", "check_interval_share", "solve_floored", "score_release_event", "clipped_scores",
@@ -129,11 +130,11 @@ def check_interval_share(interval_share, precond_share: float | None = None) -> 
 def score_snr(n: int, d: int, mu: float, share: float | None = None) -> float:
     """``J``'s forecast signal to noise, from public inputs: a typical eigenvalue ``C^2 / (8 d)``
     (the scores' mean square an eighth of the clip's square: a clip about 3x the typical score, so
-    that it rarely binds) over its noise's spectral size ``2 sqrt(d) 2 C^2 / (n mu_J)``:
-    ``n mu_J / (32 d^1.5)``, ``mu_J`` the release's ``J`` share of ``share`` of ``mu^2``."""
+    that it rarely binds) over its noise's spectral size ``2 sqrt(d) sqrt(2) C^2 / (n mu_J)``:
+    ``n mu_J / (16 sqrt(2) d^1.5)``, ``mu_J`` the release's ``J`` share of ``share`` of ``mu^2``."""
     share = DEFAULT_INTERVAL_SHARE if share is None else share
     mu_j = math.sqrt(share * sum(v for st in SCHEDULE for k, v in st if k == "score")) * mu
-    return n * mu_j / (32.0 * d ** 1.5)
+    return n * mu_j / (8.0 * GRAM_SENSITIVITY_FACTOR * 2.0 * d ** 1.5)
 
 
 def default_interval_share(n: int, d: int, mu: float) -> tuple[float, str | None]:
@@ -156,12 +157,13 @@ def score_release_event(mu: float, *, n: int, clip_norm: float) -> GdpEvent:
     n = check_positive_int("n", n)
     C = check_positive("clip_norm", clip_norm)
     parts = [{"statistic": k, "mu": v, "stage": st,
-              "sensitivity": (2.0 * C / n if k == "gradient" else 2.0 * C * C / n)} for k, v, st in _parts(mu)]
+              "sensitivity": (2.0 * C / n if k == "gradient" else GRAM_SENSITIVITY_FACTOR * C * C / n)}
+             for k, v, st in _parts(mu)]
     return GdpEvent(mu=mu, label="model_score_release (mean clipped scores and their second moment near the estimate, "
                                  "for the intervals)",
                     assumptions=(f"replace-one neighbours, n = {n} public; every per-example score (w.r.t. the "
                                  f"prior-whitened latents) clipped to norm {C:g}: the mean score has L2 sensitivity "
-                                 "2 C / n, the scores' second moment Frobenius sensitivity 2 C^2 / n",
+                                 "2 C / n, the scores' second moment (upper triangle) sensitivity sqrt(2) C^2 / n",
                                  "the points are post-processing of released draws and of this release's earlier "
                                  "stages"),
                     metadata={"parts": parts, "n": n, "clip_norm": C})

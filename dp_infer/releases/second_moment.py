@@ -3,10 +3,18 @@ or of public rows for free (:mod:`dp_infer.routes.preconditioning` holds the :cl
 type, the stand-ins a plan is made with, and the metric built from it; this module is the one that
 reads rows).
 
-``private``: ``X' X / n + N(0, sigma^2)`` on the upper triangle, replace-one Frobenius sensitivity
-``(max ||x||^2 + max ||x'||^2) / n = 2 R^2 / n`` over the admissible rows, symmetrised and projected
+``private``: ``X' X / n + N(0, sigma^2)`` on the upper triangle, replace-one sensitivity
+``sqrt(2) R^2 / n`` (:data:`~dp_infer.routes.preconditioning.GRAM_SENSITIVITY_FACTOR`) over the admissible rows, symmetrised and projected
 onto the PSD cone (post-processing), its :class:`~dp_infer.privacy.events.GdpEvent` charged in the
 same plan as the chain.
+
+The sensitivity, exactly. Replacing row ``x`` by ``x'`` changes ``X' X`` by ``A = x x^T - x' x'^T``.
+The released vector is A's upper triangle with its diagonal, whose l2 norm is at most ``||A||_F``
+(each entry counted once instead of up to twice), and ``||A||_F^2 = ||x||^4 + ||x'||^4 - 2 (x . x')^2
+<= 2 R^4``. So the sensitivity is ``sqrt(2) R^2 / n``, and it is attained: ``x = R e_1``,
+``x' = R e_2`` give an upper triangle with the two diagonal entries ``R^2`` and ``-R^2``. The triangle
+inequality's ``2 R^2 / n`` (used before 2026-11-29) was loose by sqrt(2) (issue 40, part 3);
+``tests/routes/test_preconditioning.py`` checks both the bound and its attainment.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import numpy as np
 from .._validation import check_delta, check_finite_array, check_positive, check_positive_int
 from ..privacy.events import GdpEvent
 from ..randomness import gaussian_noise
-from ..routes.preconditioning import SecondMoment, gaussian_spectral_bound
+from ..routes.preconditioning import GRAM_SENSITIVITY_FACTOR, SecondMoment, gaussian_spectral_bound
 
 __all__ = ["public_second_moment", "private_second_moment", "private_second_moment_of_gram"]
 
@@ -57,7 +65,7 @@ def private_second_moment_of_gram(gram, n: int, *, max_sq_norm: float, mu: float
     """The release of :func:`private_second_moment` from ``gram = X' X`` (d, d) and the public ``n``,
     for rows summed elsewhere (e.g. on the devices that hold them:
     :func:`dp_infer.parallel.sharded_posterior.sharded_second_moment`). The CALLER has checked every
-    row against ``max_sq_norm``: the sensitivity ``2 max_sq_norm / n`` rests on it."""
+    row against ``max_sq_norm``: the sensitivity ``sqrt(2) max_sq_norm / n`` rests on it."""
     G = check_finite_array("gram", gram, ndim=2)
     R2 = check_positive("max_sq_norm", max_sq_norm)
     mu = check_positive("mu", mu)
@@ -66,7 +74,7 @@ def private_second_moment_of_gram(gram, n: int, *, max_sq_norm: float, mu: float
     d = G.shape[0]
     if G.shape != (d, d):
         raise ValueError(f"gram must be square (X'X), got shape {G.shape}")
-    sens = 2.0 * R2 / n  # ||x x^T - x' x'^T||_F <= ||x||^2 + ||x'||^2 bounds the upper triangle's l2
+    sens = GRAM_SENSITIVITY_FACTOR * R2 / n  # ||upper(x x^T - x' x'^T)||_2 <= ||x x^T - x' x'^T||_F <= sqrt(2) R^2
     sd = sens / mu
     with jax.enable_x64(True):  # privacy noise: 53-bit quantiles, tail to 11.4 sds (dp_infer.randomness)
         noise = np.asarray(gaussian_noise(key, (d, d), jnp.float64), dtype=np.float64) * sd
@@ -76,7 +84,7 @@ def private_second_moment_of_gram(gram, n: int, *, max_sq_norm: float, mu: float
     event = GdpEvent(mu=mu, label="private_second_moment",
                      assumptions=(f"replace-one neighbours, n = {n} public; every row has ||x||^2 <= {R2:g}",
                                   f"Gaussian noise sd {sd:.4g} on the {d * (d + 1) // 2} upper-triangle entries "
-                                  "of X'X/n (Frobenius sensitivity 2 R^2 / n)",),
+                                  "of X'X/n (replace-one sensitivity sqrt(2) R^2 / n)",),
                      metadata={"sensitivity": sens, "noise_sd": sd, "n": n, "dim": d})
     return SecondMoment(S_hat, "private", event, sd, gaussian_spectral_bound(d, sd, failure), failure,
                         notes=(f"X'X/n released at {mu:.4g}-GDP and projected onto the PSD cone",))

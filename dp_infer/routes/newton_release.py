@@ -27,7 +27,7 @@ keep weight 1.
 
 The release, stage by stage (:data:`SCHEDULE`; each statistic a Gaussian mechanism, replace-one
 sensitivities: a mean gradient ``2 G rho / n`` in L2, a gram of rows of squared norm ``<= b``:
-``2 b / n`` in Frobenius, via :func:`~dp_infer.releases.second_moment.private_second_moment_of_gram`,
+``sqrt(2) b / n`` on the upper triangle, via :func:`~dp_infer.releases.second_moment.private_second_moment_of_gram`,
 projected onto the PSD cone): at the point of each stage the curvature ``H`` and the gradient
 ``g``, then a Newton step ``point - C H^-1 g`` held inside the draws' bulk (:data:`TRUST_RADIUS`);
 the last stage adds the scores' second moment ``J`` and its statistics form the interval
@@ -48,6 +48,7 @@ import numpy as np
 from .._validation import check_positive, check_positive_int
 from ..losses.base import PerExampleLoss
 from ..privacy.events import GdpEvent
+from .preconditioning import GRAM_SENSITIVITY_FACTOR
 
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
            "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds",
@@ -132,11 +133,11 @@ def curvature_snr(n: int, d: int, mu: float, share: float = None) -> float:
     """The last curvature release's signal to noise, from public inputs: a typical eigenvalue of the
     weighted curvature in the metric (``kappa_P rho^2 / d`` with the planner's typical curvature
     ``kappa_P = kappa / 2``) over the spectral size of its noise (``2 sqrt(d)`` entries' sds,
-    ``sd = 2 kappa rho^2 / (n mu_H)``): ``n mu_H / (8 d^1.5)``, ``mu_H`` the last curvature's share
+    ``sd = sqrt(2) kappa rho^2 / (n mu_H)``): ``n mu_H / (4 sqrt(2) d^1.5)``, ``mu_H`` the last curvature's share
     of the release (:data:`SCHEDULE`) of ``share`` of ``mu^2``."""
     share = DEFAULT_INTERVAL_SHARE if share is None else share
     mu_h = math.sqrt(share * dict(SCHEDULE[-1])["curvature"]) * mu
-    return n * mu_h / (8.0 * d ** 1.5)
+    return n * mu_h / (4.0 * GRAM_SENSITIVITY_FACTOR * d ** 1.5)
 
 
 def interval_width_forecast(n: int, d: int, mu: float, *, typical_curvature: float, share: float = None) -> float:

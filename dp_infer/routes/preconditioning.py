@@ -10,7 +10,7 @@ accounted release (DESIGN invariant 1). Sources (:class:`SecondMoment`):
 * ``"public"`` -- ``X_public' X_public / m`` from rows that are public (seed 004 ch. 4's public-
   data preconditioning), free;
 * ``"private"`` -- ``X' X / n + N(0, sigma^2)`` on the upper triangle (a Gaussian mechanism:
-  replace-one Frobenius sensitivity ``(max ||x||^2 + max ||x'||^2) / n = 2 R^2 / n`` over the
+  replace-one sensitivity ``sqrt(2) R^2 / n`` (:data:`GRAM_SENSITIVITY_FACTOR`) over the
   admissible rows), symmetrised and projected onto the PSD cone (post-processing). It is charged as
   a :class:`~dp_infer.privacy.events.GdpEvent` in the same plan as the chain (GDP composes
   adaptively, so the chain may depend on the release).
@@ -40,8 +40,15 @@ from .._validation import check_delta, check_finite_array, check_positive, check
 from ..losses.base import ROW_NORM_SLACK
 from ..privacy.events import GdpEvent
 
-__all__ = ["SecondMoment", "prior_second_moment", "second_moment_row_bound", "gaussian_spectral_bound",
-           "pending_second_moment", "precision_matrix", "adapted_metric"]
+__all__ = ["GRAM_SENSITIVITY_FACTOR", "SecondMoment", "prior_second_moment", "second_moment_row_bound",
+           "gaussian_spectral_bound", "pending_second_moment", "precision_matrix", "adapted_metric"]
+
+#: the replace-one l2 sensitivity of the upper triangle (with its diagonal) of a gram ``sum_i v_i v_i^T``
+#: whose vectors have ``||v||^2 <= b``, in units of ``b``: ``sqrt(2)``. Replacing ``v`` by ``v'`` changes
+#: the gram by ``A = v v^T - v' v'^T``; the upper triangle's l2 norm is at most ``||A||_F`` and
+#: ``||A||_F^2 = ||v||^4 + ||v'||^4 - 2 (v . v')^2 <= 2 b^2``, attained by two orthogonal vectors of the
+#: largest norm. (The triangle inequality gives 2: loose by sqrt(2), the constant used before 2026-11-29.)
+GRAM_SENSITIVITY_FACTOR = math.sqrt(2.0)
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,7 @@ def gaussian_spectral_bound(d: int, sd: float, failure: float) -> float:
 
 def pending_second_moment(n: int, dim: int, *, max_sq_norm: float, mu: float, failure: float = 1e-6) -> SecondMoment:
     """The stand-in for a :func:`~dp_infer.releases.second_moment.private_second_moment` release not made yet: no matrix, but its
-    event and the public noise figures the release will carry (per-entry sd ``2 R^2 / (n mu)`` and
+    event and the public noise figures the release will carry (per-entry sd ``sqrt(2) R^2 / (n mu)`` and
     its spectral bound), so a plan made with it before the release (to validate and charge the run)
     has the same beta and windows as the plan made after it. Public inputs only."""
     n = check_positive_int("n", n)
@@ -91,7 +98,7 @@ def pending_second_moment(n: int, dim: int, *, max_sq_norm: float, mu: float, fa
     R2 = check_positive("max_sq_norm", max_sq_norm)
     mu = check_positive("mu", mu)
     failure = check_delta(failure, "failure")
-    sd = 2.0 * R2 / (n * mu)
+    sd = GRAM_SENSITIVITY_FACTOR * R2 / (n * mu)
     return SecondMoment(None, "private (pending)", GdpEvent(mu=mu, label="private_second_moment"), sd,
                         gaussian_spectral_bound(d, sd, failure), failure)
 

@@ -83,7 +83,7 @@ def test_the_plan_reserves_the_release_and_interval_share_0_is_the_old_plan():
     inner = parts[-1]["metadata"]["parts"]
     assert math.sqrt(sum(p["mu"] ** 2 for p in inner)) == pytest.approx(parts[-1]["mu"], rel=1e-12)
     assert {p["statistic"]: p["sensitivity"] for p in inner} == {"gradient": 2 * 4.0 / 2000,
-                                                               "score": 2 * 16.0 / 2000}
+                                                               "score": math.sqrt(2) * 16.0 / 2000}
     import dp_accounting
 
     acc = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)

@@ -166,9 +166,8 @@ def _release_statistic(X, y, *, clip_norm, mu, num, key):
 def test_an_audit_of_the_release_on_the_worst_pair_stays_below_the_claim_and_catches_a_missing_clip():
     """Empirical audit (Clopper-Pearson, 95%): 20,000 releases on D and on D' (the worst pair above),
     at mu = 0.5 claimed for a row bound C^2 = 1. The lower bound on eps stays below the claim
-    (gdp_epsilon(0.5) at delta 1e-5), and it is not vacuous: the pair attains mu / sqrt(2) (the
-    stated Frobenius bound 2 C^2 is sqrt(2) above the worst rank-one change), and the audit finds a
-    fifth of its eps or more. The same audit on scores released WITHOUT the clip (the row bound claimed but not
+    (gdp_epsilon(0.5) at delta 1e-5), and it is not vacuous: the pair attains the stated sensitivity
+    sqrt(2) C^2 (the claim is tight), and the audit finds a fifth of the claimed eps or more. The same audit on scores released WITHOUT the clip (the row bound claimed but not
     enforced) finds eps above the claim (the audit's power check)."""
     from dp_infer.audit.statistics import audit_statistics
     from dp_infer.privacy.conversions import gdp_epsilon
@@ -180,8 +179,9 @@ def test_an_audit_of_the_release_on_the_worst_pair_stays_below_the_claim_and_cat
     tb = _release_statistic(X2, y2, clip_norm=1.0, mu=mu, num=num, key=jax.random.PRNGKey(1))
     lb = audit_statistics(ta, tb, delta=DELTA)[0]
     assert lb <= claim, (lb, claim)
-    # measured 0.355 of an attainable 1.356 (20,000 draws a side resolve the Gaussian's tails only so far)
-    assert lb >= 0.2 * gdp_epsilon(mu / np.sqrt(2), DELTA), (lb, gdp_epsilon(mu / np.sqrt(2), DELTA))
+    # 20,000 draws a side resolve the Gaussian's tails only so far (measured with the 2 C^2 bound: 0.355 of an
+    # attainable 1.356)
+    assert lb >= 0.2 * claim, (lb, claim)
     ua = _release_statistic(X, y, clip_norm=1e6, mu=mu, num=num, key=jax.random.PRNGKey(2))
     ub = _release_statistic(X2, y2, clip_norm=1e6, mu=mu, num=num, key=jax.random.PRNGKey(3))
     unsafe = audit_statistics(ua, ub, delta=DELTA)[0]

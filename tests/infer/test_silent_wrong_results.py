@@ -6,6 +6,7 @@ file scored by a binary model, a 1e300 cell that zeroed its row, NaN draws predi
 ``predict --model`` ignored, a run zip without its draws reported as "unexpected KeyError".
 """
 
+import math
 import json
 import zipfile
 
@@ -148,4 +149,4 @@ def test_rows_the_data_check_accepts_never_fail_the_second_moment_after_the_char
     assert (spent["n_runs"], spent["n_completed"]) == (1, 1)
     # the release's bound is the checked one: sensitivity 2 (1 + slack)^2 / n
     sm = run.plan.event.metadata["parts"][1]
-    assert sm["metadata"]["sensitivity"] == pytest.approx(2 * (1 + ROW_NORM_SLACK) ** 2 / 300, rel=1e-12)
+    assert sm["metadata"]["sensitivity"] == pytest.approx(math.sqrt(2) * (1 + ROW_NORM_SLACK) ** 2 / 300, rel=1e-12)

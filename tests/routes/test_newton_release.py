@@ -88,19 +88,19 @@ def test_which_losses_the_release_serves():
 
 
 def test_no_budget_is_reserved_where_the_released_curvature_would_be_noise():
-    # the signal to noise n mu_H / (8 d^1.5): Adult's shape at eps = 1 (0.33) gets no release and says why, in one
-    # line; a small design (n = 5000, d = 5: 4.9) gets the default share
+    # the signal to noise n mu_H / (4 sqrt(2) d^1.5): Adult's shape at eps = 1 (0.46) gets no release and says why,
+    # in one line; a small design (n = 5000, d = 5: 6.9) gets the default share
     from dp_infer.routes.newton_release import DEFAULT_INTERVAL_SHARE, MIN_CURVATURE_SNR, curvature_snr, \
         default_interval_share
 
     loss = losses.logistic(row_norm=1.0)
     mu = gdp_mu(1.0, 1e-5)
-    assert curvature_snr(30162, 100, mu) == pytest.approx(0.33, abs=0.01)
+    assert curvature_snr(30162, 100, mu) == pytest.approx(0.46, abs=0.01)
     share, why = default_interval_share(loss, 100, n=30162, mu=mu)
-    assert share == 0.0 and "signal to noise 0.33" in why and "\n" not in why
+    assert share == 0.0 and "signal to noise 0.46" in why and "\n" not in why
     assert default_interval_share(loss, 5, n=5000, mu=mu) == (DEFAULT_INTERVAL_SHARE, None)
     # the rule's edge: just above and below the threshold
-    n_edge = math.ceil(MIN_CURVATURE_SNR * 8 * 10 ** 1.5 / (math.sqrt(DEFAULT_INTERVAL_SHARE * dict(SCHEDULE[-1])
+    n_edge = math.ceil(MIN_CURVATURE_SNR * 4 * math.sqrt(2) * 10 ** 1.5 / (math.sqrt(DEFAULT_INTERVAL_SHARE * dict(SCHEDULE[-1])
                                                                       ["curvature"]) * mu))
     assert default_interval_share(loss, 10, n=n_edge, mu=mu)[0] == DEFAULT_INTERVAL_SHARE
     assert default_interval_share(loss, 10, n=n_edge - 2, mu=mu)[0] == 0.0

@@ -52,7 +52,7 @@ def _expected_windows(beta, e, s_hat=None, kappa_P=0.125):
 def test_auto_windows_follow_the_rule_and_the_event_covers_them(eps):
     mu_s = math.sqrt(0.1) * gdp_mu(eps, 1e-5)
     sm = private_second_moment(_rows(), max_sq_norm=R2, mu=mu_s, key=jax.random.PRNGKey(0))
-    sd = 2 * R2 / (N * mu_s)
+    sd = math.sqrt(2) * R2 / (N * mu_s)   # the gram's upper-triangle sensitivity sqrt(2) R^2 / n
     e = sd * (2 * math.sqrt(D) + math.sqrt(2 * math.log(2 / 1e-6)))
     assert sm.noise_norm_bound == pytest.approx(e, rel=1e-12)
     plan = plan_posterior(LOSS, N, D, eps=eps, delta=1e-5, prior_precision=LAM, second_moment=sm,
