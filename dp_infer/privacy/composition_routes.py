@@ -255,10 +255,10 @@ class BasicRoute(Route):
         return min(0.0, logaddexp(self._rest_log_delta(eps - self.eps_a), self.log_delta_a))
 
     def epsilon(self, log_delta):
+        if self.rest is None:  # the (eps, delta) events alone: eps_a holds at delta_a itself
+            return (math.inf if log_delta < self.log_delta_a else self.eps_a), {}
         if log_delta <= self.log_delta_a:
             return math.inf, {}
-        if self.rest is None:
-            return self.eps_a, {}
         # delta left for the rest: delta - delta_a (in log space)
         ld_rest = log_delta + math.log(-math.expm1(self.log_delta_a - log_delta)) if self.delta_a > 0 else log_delta
         e = self.rest._ideal_epsilon(ld_rest)[0]

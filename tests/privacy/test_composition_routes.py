@@ -210,3 +210,15 @@ def test_rdp_route_reports_the_order_that_achieves_its_eps(rho, delta):
     assert e == pytest.approx(cks(a), rel=1e-12)
     grid = 1 + np.geomspace(1e-6, 1e7, 200_001)
     assert e <= cks(grid).min() * (1 + 1e-12)
+
+
+def test_basic_route_holds_at_the_events_own_delta_and_not_below_it():
+    """An (eps, delta) event alone is eps-DP at exactly its delta (a PTR release asked for its eps at the delta it
+    was run with used to get inf); below that delta the basic route has no finite eps. With other events beside
+    it, their delta share at delta_a itself is 0, so the route stays inf there (the rest's curve decides)."""
+    acc = Accountant([ApproxDpEvent(1.0, 1e-6)])
+    assert acc.epsilon_by_route(1e-6)["basic"] == 1.0
+    assert acc.get_epsilon(1e-6) <= 1.0
+    assert acc.epsilon_by_route(0.999e-6)["basic"] == math.inf
+    rest = Accountant([GdpEvent(0.5), ApproxDpEvent(1.0, 1e-6)])
+    assert rest.epsilon_by_route(1e-6)["basic"] == math.inf
