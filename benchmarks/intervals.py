@@ -116,12 +116,19 @@ def _data(kind, n, d, seed):
     return X, y, theta
 
 
+def design_data(design: str, seed: int):
+    """``(X, y, theta)`` of one dataset of ``design`` (:data:`DESIGNS`): rows drawn afresh per seed, the
+    truth fixed per design."""
+    kind, n, d, _ = DESIGNS[design]
+    return _adult_data(n, seed) if design == "adult_shaped" else _data(kind, n, d, seed)
+
+
 def coordinate_kinds(design: str) -> list:
     d = DESIGNS[design][2]
     return _adult_structure()[1] if design == "adult_shaped" else ["coefficient"] * d
 
 
-def _reference_sd(kind, X, y, prior):
+def reference_sd(kind, X, y, prior):
     """The non-private reference: the untempered posterior's Laplace sd at the MAP (logistic) or the Huber
     M-estimator's sandwich sd (huber), at the non-private estimate."""
     from scipy.optimize import minimize
@@ -244,9 +251,9 @@ def one(args):
     from dp_infer.routes.newton_release import DEFAULT_INTERVAL_SHARE
 
     kind, n, d, eps = DESIGNS[design]
-    X, y, theta = _adult_data(n, seed) if design == "adult_shaped" else _data(kind, n, d, seed)
+    X, y, theta = design_data(design, seed)
     loss = losses.logistic(row_norm=1.0) if kind == "logistic" else losses.huber(1.0, row_norm=1.0)
-    ref = _reference_sd(kind, X, y, PRIOR)
+    ref = reference_sd(kind, X, y, PRIOR)
     out = {"design": design, "seed": seed, "theta": theta.tolist(), "ref_sd": ref.tolist()}
 
     def iv_record(iv):
