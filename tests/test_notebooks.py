@@ -33,6 +33,10 @@ def test_notebooks_exist():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_committed_without_outputs(path):
+    raw = json.loads(path.read_text())
+    # every cell carries its id (nbformat 4.5: a missing id is a warning now and an error later)
+    assert all("id" in c for c in raw["cells"]), f"{path.name}: cells without an id: " + \
+        str([i for i, c in enumerate(raw["cells"]) if "id" not in c])
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     for i, cell in enumerate(nb.cells):
