@@ -132,15 +132,6 @@ SLOW_TESTS = (
     "diagnostics/test_released_interval.py::test_a_run_without_the_release_says_why_it_has_no_intervals",
     "infer/test_posterior_adaptation.py::test_adapted_run_charges_its_plan_and_extends_over_the_whole_path",
     "infer/test_one_door.py::test_extend_a_posterior_run_composes_every_release",
-    # and when a fresh clone's idle ./dev test took 192 s (2026-11-29): the next seven of 3-5 s; the model
-    # posterior keeps test_one_door's entry-point walk, the proximal route losses/test_nonsmooth.py
-    "infer/test_model_posterior_fisher.py::test_neighbours_are_charged_the_same_event_and_the_run_spends_at_most_it",
-    "infer/test_model_feature_names.py::test_an_estimate_run_of_an_array_names_its_coefficients_by_feature_names",
-    "infer/test_model_feature_names.py::test_the_users_coords_win_and_a_site_of_another_length_is_left_alone",
-    "infer/test_one_door.py::test_proximal_route_charges_the_ledger",
-    "infer/test_one_door.py::test_every_python_entry_point_charges_what_it_reports[fit model posterior, fisher]",
-    "losses/test_row_block_default.py::test_sharded_potential_same_across_default_and_given_blocks",
-    "losses/test_loss_behaviour.py::test_a_new_loss_clips_plans_and_predicts_from_one_file",
     # every docs page's python blocks, run (issue 41): Adult fits among them; the parser's tests stay everyday
     "test_docs_snippets.py::test_the_page_runs",
 )
