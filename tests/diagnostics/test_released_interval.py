@@ -115,7 +115,7 @@ def test_a_default_posterior_run_reports_intervals_near_the_non_private_posterio
     fc = forecast_posterior(losses.logistic(row_norm=1.0), 4000, 3, eps=2.0, delta=1e-5, prior_precision=0.01)
     width = interval_width_forecast(4000, 3, _mu(2.0),
                                     typical_curvature=run.plan.posterior.step.preconditioner_curvature)
-    assert f"{width:.2g}x" in fc.intervals
+    assert f"{width:.2g}x" in fc.intervals and fc.interval_width == pytest.approx(width, rel=1e-12)
     assert abs(width / float(np.median(iv.sd / sd_np)) - 1) < 0.25
     assert np.all((iv.lower > 0) | (iv.upper < 0))  # every coefficient's interval excludes 0 (|theta| / sd_np >= 6)
     assert int(np.sum(iv.determined)) >= 2  # a coordinate flagged (a long last step) does not count

@@ -102,6 +102,7 @@ def test_forecast_matches_the_run_and_warns_near_the_prior():
     # default: "auto"; no interval release (with it the draws get 30% of mu^2 and doubling the draws un-caps beta)
     clipped = forecast_posterior(loss, 10 ** 6, 2, eps=1.0, delta=1e-5, prior_precision=1.0, interval_share=0.0)
     assert clipped.beta == 10 ** 6 and clipped.beta_at_double_ess == 10 ** 6  # capped at n (untempered)
+    assert clipped.interval_width is None and "none, interval_share=0" in clipped.intervals  # no release, no width
     assert big.interval_inflation == pytest.approx(math.sqrt(10 ** 6 / big.beta))
     with pytest.raises(ValueError, match="precond_share"):
         forecast_posterior(loss, 100, 2, eps=1.0, delta=1e-5, prior_precision=1.0, precond_share=1.5)
