@@ -8,13 +8,11 @@ reads rows).
 onto the PSD cone (post-processing), its :class:`~dp_infer.privacy.events.GdpEvent` charged in the
 same plan as the chain.
 
-The sensitivity, exactly. Replacing row ``x`` by ``x'`` changes ``X' X`` by ``A = x x^T - x' x'^T``.
-The released vector is A's upper triangle with its diagonal, whose l2 norm is at most ``||A||_F``
-(each entry counted once instead of up to twice), and ``||A||_F^2 = ||x||^4 + ||x'||^4 - 2 (x . x')^2
-<= 2 R^4``. So the sensitivity is ``sqrt(2) R^2 / n``, and it is attained: ``x = R e_1``,
-``x' = R e_2`` give an upper triangle with the two diagonal entries ``R^2`` and ``-R^2``. The triangle
-inequality's ``2 R^2 / n`` (used before 2026-11-29) was loose by sqrt(2) (issue 40, part 3);
-``tests/routes/test_preconditioning.py`` checks both the bound and its attainment.
+The sensitivity, exactly: ``sqrt(2) R^2 / n`` (:func:`~dp_infer.routes.preconditioning.gram_sensitivity`;
+the proof is at :data:`~dp_infer.routes.preconditioning.GRAM_SENSITIVITY_FACTOR`), attained by two
+orthogonal rows of norm R (``x = R e_1``, ``x' = R e_2``). The triangle inequality's ``2 R^2 / n``
+(used before 2026-11-29) was loose by sqrt(2) (issue 40, part 3); ``tests/routes/test_preconditioning.py``
+checks both the bound and its attainment.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import numpy as np
 from .._validation import check_delta, check_finite_array, check_positive, check_positive_int
 from ..privacy.events import GdpEvent
 from ..randomness import gaussian_noise
-from ..routes.preconditioning import GRAM_SENSITIVITY_FACTOR, SecondMoment, gaussian_spectral_bound
+from ..routes.preconditioning import SecondMoment, gaussian_spectral_bound, gram_sensitivity
 
 __all__ = ["public_second_moment", "private_second_moment", "private_second_moment_of_gram"]
 
@@ -74,7 +72,7 @@ def private_second_moment_of_gram(gram, n: int, *, max_sq_norm: float, mu: float
     d = G.shape[0]
     if G.shape != (d, d):
         raise ValueError(f"gram must be square (X'X), got shape {G.shape}")
-    sens = GRAM_SENSITIVITY_FACTOR * R2 / n  # ||upper(x x^T - x' x'^T)||_2 <= ||x x^T - x' x'^T||_F <= sqrt(2) R^2
+    sens = gram_sensitivity(R2, n)  # ||upper(x x^T - x' x'^T)||_2 <= ||x x^T - x' x'^T||_F <= sqrt(2) R^2
     sd = sens / mu
     with jax.enable_x64(True):  # privacy noise: 53-bit quantiles, tail to 11.4 sds (dp_infer.randomness)
         noise = np.asarray(gaussian_noise(key, (d, d), jnp.float64), dtype=np.float64) * sd

@@ -40,7 +40,7 @@ from .._validation import check_delta, check_finite_array, check_positive, check
 from ..losses.base import ROW_NORM_SLACK
 from ..privacy.events import GdpEvent
 
-__all__ = ["GRAM_SENSITIVITY_FACTOR", "SecondMoment", "prior_second_moment", "second_moment_row_bound",
+__all__ = ["GRAM_SENSITIVITY_FACTOR", "gram_sensitivity", "SecondMoment", "prior_second_moment", "second_moment_row_bound",
            "gaussian_spectral_bound", "pending_second_moment", "precision_matrix", "adapted_metric"]
 
 #: the replace-one l2 sensitivity of the upper triangle (with its diagonal) of a gram ``sum_i v_i v_i^T``
@@ -49,6 +49,15 @@ __all__ = ["GRAM_SENSITIVITY_FACTOR", "SecondMoment", "prior_second_moment", "se
 #: ``||A||_F^2 = ||v||^4 + ||v'||^4 - 2 (v . v')^2 <= 2 b^2``, attained by two orthogonal vectors of the
 #: largest norm. (The triangle inequality gives 2: loose by sqrt(2), the constant used before 2026-11-29.)
 GRAM_SENSITIVITY_FACTOR = math.sqrt(2.0)
+
+
+def gram_sensitivity(max_sq_norm: float, n: int) -> float:
+    """The replace-one l2 sensitivity of the upper triangle of ``X' X / n`` for rows with
+    ``||x||^2 <= max_sq_norm``: ``sqrt(2) max_sq_norm / n`` (:data:`GRAM_SENSITIVITY_FACTOR`). The
+    release (:func:`~dp_infer.releases.second_moment.private_second_moment_of_gram`) and its stand-in
+    (:func:`pending_second_moment`) both take their noise from it, so plans made before and after the
+    release agree by construction."""
+    return GRAM_SENSITIVITY_FACTOR * max_sq_norm / n
 
 
 @dataclass(frozen=True)
@@ -98,7 +107,7 @@ def pending_second_moment(n: int, dim: int, *, max_sq_norm: float, mu: float, fa
     R2 = check_positive("max_sq_norm", max_sq_norm)
     mu = check_positive("mu", mu)
     failure = check_delta(failure, "failure")
-    sd = GRAM_SENSITIVITY_FACTOR * R2 / (n * mu)
+    sd = gram_sensitivity(R2, n) / mu
     return SecondMoment(None, "private (pending)", GdpEvent(mu=mu, label="private_second_moment"), sd,
                         gaussian_spectral_bound(d, sd, failure), failure)
 
