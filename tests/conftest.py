@@ -77,6 +77,7 @@ SLOW = (
 # everyday tier: test_sound_by_default.py (trajectory, last-iterate, pure, stationary, Rashomon path),
 # infer/test_posterior.py (posterior), losses/test_nonsmooth.py (proximal), privacy/test_minibatch_sgld.py.
 SLOW_TESTS = (
+    "diagnostics/test_prior_dominance.py::test_a_rare_level_is_the_priors_and_the_run_says_so",  # two fits, ~15 s
     "privacy/test_minibatch.py::test_beta_max_gives_zero_when_no_beta_above_1e_300_meets_the_target",
     "privacy/test_minibatch.py::test_beta_max_bisects_without_overflow_at_the_ends_of_its_range",
     "privacy/test_minibatch.py::test_beta_max_subsampled_meets_the_target_and_is_tight_to_rtol",

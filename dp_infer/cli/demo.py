@@ -306,6 +306,9 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
     fmt = {c: (lambda x: f"{x:.3g}") for c in ("mean", "sd", "5%", "95%")}
     fmt.update({"ess_bulk": lambda x: f"{x:.0f}", "r_hat": lambda x: f"{x:.3f}"})
     click.echo(shown.to_string(formatters={c: f for c, f in fmt.items() if c in shown.columns}))
+    from ..diagnostics.prior_dominance import run_prior_dominance
+
+    click.echo(run_prior_dominance(run).text(a.feature_names))
     worst_rhat = mtab["r_hat"].idxmax()
     click.echo("")
     click.echo(f"mixing (ArviZ, {mix.num_chains} chains x {mix.num_draws} draws after burn-in): max R-hat "

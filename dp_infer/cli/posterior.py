@@ -165,6 +165,11 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
         click.echo(run_intervals_text(
             run, "coefficients: 90% intervals for theta, what the data say (the run's interval release; the tempered "
                  f"draws above are {run.plan.posterior.interval_inflation:.3g}x wider than the data's own posterior):"))
+        from ..diagnostics.prior_dominance import run_prior_dominance
+
+        dominance = run_prior_dominance(run)
+        if dominance is not None:
+            click.echo(dominance.text(run.feature_names))
         if X_test is not None and loss.behaviour.point_prediction == "probability":
             keeper.step = "the predictions on the test data"
             draws = np.asarray(run.draws()).reshape(-1, run.plan.dim)

@@ -298,6 +298,11 @@ class PrivateRun:
             text += "\n\n" + run_intervals_text(
                 self, "Intervals for theta (what the data say; the table above is the tempered draws', "
                       f"sqrt(n / beta) = {(self.plan.n / self.plan.beta) ** 0.5:.3g}x wider):")
+            from ..diagnostics.prior_dominance import run_prior_dominance
+
+            dominance = run_prior_dominance(self)
+            if dominance is not None:
+                text += "\n" + dominance.text(self.feature_names)
         c = self.clipped_rows
         if c is not None:  # a released figure: charged with the run (report["clipped_rows"])
             text += (f"\nreleased (charged, Gaussian-DP mu = {c['mu']:.3g}): about {c['noisy_count']:.1f} of {c['n']} rows "
