@@ -34,6 +34,16 @@ Measured (``python -m benchmarks.intervals``, docs/results.md): coverage of the 
 Assumptions: large n (the weighted loss close to quadratic over the last step; the release's
 noise small beside the curvature in the directions it reports); the points, weights and metric
 public (they are: released draws and earlier stages).
+
+**Public curvature** (a release made with ``interval_curvature="public"``, its ``curvature_source``
+``"public"``): ``H`` and ``J`` were computed from feature rows declared public (exact: no noise floor,
+only a relative one of 1e-9 of the largest eigenvalue for directions the public rows do not span), ``J``
+the model-based ``mean w^2 phi'' C^T x x^T C``; the variance is ``H^-1 (J / n + sd_g^2 I) H^-1`` as
+above. This adds two assumptions, stated in the intervals' ``method``, ``estimand`` and ``assumptions``:
+the public rows' features follow the private rows' distribution, and the model is correctly specified
+(``E[phi'^2 | x] = phi''``; otherwise the sandwich's ``J`` differs and the intervals' width is off by
+it). The long-step flag reads the last step's expected length from the noise of the stage before
+(``previous_gradient_sd``): with exact curvature the last point is off the minimiser by that noise.
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ from .._validation import check_positive
 from ..model.score_release import MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, solve_floored
 from ..routes.newton_release import noise_floor
 
-__all__ = ["run_intervals_text", "interval_names", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
+__all__ = ["PUBLIC_CURVATURE_ASSUMPTIONS", "run_intervals_text", "interval_names", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
            "PRIOR_DOMINATED_SHARE", "LONG_NEWTON_STEP"]
 
 #: a coordinate whose posterior variance is above this share of the prior's is flagged: the prior decides it
@@ -62,6 +72,14 @@ INTERVAL_ASSUMPTIONS = (
     "the estimand is the weighted loss's population minimiser: the true parameter of a correctly specified GLM "
     "(weights that depend on the rows only), the true coefficients of a Huber regression with symmetric errors",
     "the release's noise is the Gaussian the accountant assumes (float32 draws; the threat model)",
+)
+
+#: what intervals from a public-curvature release assume besides :data:`INTERVAL_ASSUMPTIONS`
+PUBLIC_CURVATURE_ASSUMPTIONS = (
+    "the curvature H and the scores' second moment J are computed from feature rows declared public (X_public), "
+    "assumed drawn from the private rows' feature distribution",
+    "J is model-based (mean w^2 phi''): the model is correctly specified (E[phi'^2 | x] = phi''); under "
+    "misspecification the sandwich's J differs and so do the intervals' widths",
 )
 
 ESTIMANDS = {
@@ -157,9 +175,13 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
     g = np.asarray(rel["gradient"], dtype=np.float64)
     sd_g = float(rel["gradient_sd"])
     # eigenvalues within the noise's spectral size (about 2 sqrt(d) sd) carry no information there
+    public = rel.get("curvature_source", "private") == "public"
     h_floor = noise_floor(d, float(rel["curvature_sd"]))
     j_floor = noise_floor(d, float(rel["score_sd"]))
     h, U = np.linalg.eigh(0.5 * (H + H.T))
+    if public:  # exact matrices: only directions the public rows do not span carry no information
+        h_floor = max(h_floor, 1e-9 * max(float(h[-1]), 1e-300))
+        j_floor = max(j_floor, 1e-9 * max(float(np.linalg.eigvalsh(0.5 * (J + J.T))[-1]), 1e-300))
     informative = h > h_floor  # below: no information about theta in that direction, the prior decides it
     hs = np.where(informative, h, 1.0)
     I = np.flatnonzero(informative)
@@ -187,7 +209,12 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
     data_sd = np.where(touches_void, np.inf, quad)
     step = CUI @ stepI
     data_centre = C @ (last - UI @ stepI)
-    newton_steps = np.abs(step) / quad
+    step_sd = quad
+    if public and rel.get("previous_gradient_sd"):
+        # with exact curvature the last point is off the minimiser by the previous stage's gradient noise
+        prev = float(rel["previous_gradient_sd"]) ** 2 * np.einsum("ij,j,ij->i", CUI, 1.0 / hs[I] ** 2, CUI)
+        step_sd = np.sqrt(quad ** 2 + prev)
+    newton_steps = np.abs(step) / step_sd
     om0 = n * np.diag(hs[I]) @ np.linalg.inv(UI.T @ Jf @ UI) @ np.diag(hs[I]) if I.size else np.zeros((0, 0))
     Q0 = UI @ om0 @ UI.T + lam_psi
     untempered_sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q0 + Q0.T)) @ C.T))
@@ -210,10 +237,23 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
              f"last gradient released with noise sd {sd_g:.3g} per coordinate in the run's metric; rows weighted by "
              f"min(1, rho^2 / ||C^T x||^2), rho = {float(rel['rho']):.4g}")
     estimand = ESTIMANDS.get(rel.get("loss"), ESTIMANDS["default"])
+    extra = {}
+    if public:
+        m = rel.get("public_rows")
+        notes = (f"{int(np.sum(floored))} of {d} curvature directions not spanned by the public rows: no information "
+                 "beyond the prior there",
+                 notes[1],
+                 f"curvature and scores' second moment computed from {m} public feature rows (X_public, sha256 "
+                 f"{str(rel.get('public_rows_sha256'))[:12]}...), not released: the gradients alone were charged")
+        estimand = estimand + ", assuming the model is correctly specified (model-based J from public features)"
+        extra = dict(method=f"noise-aware Newton interval with curvature and model-based J from {m} public feature "
+                            "rows (dp_infer.diagnostics.released_interval; assumes the public rows follow the private "
+                            "rows' feature distribution and a correctly specified model)",
+                     assumptions=INTERVAL_ASSUMPTIONS + PUBLIC_CURVATURE_ASSUMPTIONS)
     return ParameterIntervals(lower=mean_theta - z * sd, upper=mean_theta + z * sd, centre=mean_theta, sd=sd,
                               data_centre=data_centre, data_sd=data_sd, untempered_sd=untempered_sd,
                               prior_sd=prior_sd, data_share=share, newton_step=newton_steps, flags=tuple(flags),
-                              prob=float(prob), estimand=estimand, notes=notes)
+                              prob=float(prob), estimand=estimand, notes=notes, **extra)
 
 
 def model_released_interval(release: dict, *, prob: float = 0.9):

@@ -46,7 +46,11 @@ Order of work (nothing touches the private rows before the charge):
    clipped scores and their second moment in a scoring step (:mod:`dp_infer.model.score_release`),
    kept in ``run.report_extras["interval_release"]``; ``run.intervals()`` reads intervals for the
    unconstrained coordinates from it (sampling error and privacy noise accounted, coordinates the
-   likelihood does not inform flagged "prior").
+   likelihood does not inform flagged "prior");
+6. with ``clip_count_share > 0`` (default :data:`~dp_infer.model.clipping.DEFAULT_COUNT_SHARE`), a
+   private count of the rows whose whitened gradient the clip touches at the released posterior
+   mean, as the estimate mode's: its share of ``mu^2`` is taken out of the target before anything
+   else is planned and its Gaussian part is the last of the plan's event (``run.clipped_rows``).
 
 Forecast (public inputs only, printed before sampling by the CLI / in ``plan.posterior``): with a
 per-example curvature bound kappa in the whitened coordinates (``smoothness``; default
@@ -67,6 +71,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_choice, check_delta, check_finite_array, check_positive, check_target_epsilon
+from ..model.clipping import (DEFAULT_COUNT_SHARE, check_count_share, clip_warning, count_part_appended,
+                              private_example_clip_count, split_budget)
 from ..model.fisher import FISHER_POINT, score_gram
 from ..model import score_release as _sr
 from ..privacy.conversions import gdp_mu
@@ -126,7 +132,7 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
                          num_chains: int = 4, kernel: str = "langevin", friction: float | None = None,
                          mixing_rate: float = DEFAULT_MIXING_RATE, num_draws: int = 1000,
                          second_moment: SecondMoment | None = None, fisher_curvature: float = 1.0,
-                         interval_share: float = 0.0,
+                         interval_share: float = 0.0, clip_count_share: float = 0.0,
                          **plan_kwargs) -> tuple[SamplingPlan, np.ndarray, PerExampleLoss]:
     """The data-independent posterior-mode plan for a model: ``(plan, scales, whitened loss)``.
 
@@ -143,8 +149,17 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     prior's curvature there, at least 1) and the step assumes each per-example curvature is at most
     ``fisher_curvature`` times ``g_i g_i^T`` (exact with 1 for a logistic model with a zero-mean
     prior); the release's event is part of the plan's.
+
+    ``clip_count_share``: the share of the target's ``mu^2`` taken out (by
+    :func:`~dp_infer.model.clipping.split_budget`, before anything else is planned) for the private
+    count of the rows whose gradient the clip touches, released after the draws
+    (:func:`fit_model_posterior`): the run, its releases included, is planned at the rest, and the
+    count's Gaussian part is appended to the plan's event, so ``plan.eps`` and the event are the
+    whole target's. 0 (the default here): no count, the plan exactly as before.
     """
     C = check_positive("clip_norm", clip_norm)
+    count_share = check_count_share(clip_count_share)
+    eps_run, mu_count = split_budget(eps, delta, count_share) if count_share > 0 else (eps, 0.0)
     kappa = C if smoothness is None else check_positive("smoothness", smoothness)
     if prior_scales_ is None:
         scales, source = model_prior_scales(ml), "prior draws (fixed public key), robust 16-84% scale"
@@ -155,7 +170,7 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     white = dataclasses.replace(ml, prior_potential=lambda phi: ml.prior_potential(s * phi))
     c_prior = prior_curvature(white)
     interval_share = _sr.check_interval_share(interval_share)
-    kw = dict(eps=eps, delta=delta, ess=ess, num_chains=num_chains, kernel=kernel,
+    kw = dict(eps=eps_run, delta=delta, ess=ess, num_chains=num_chains, kernel=kernel,
               friction=friction, mixing_rate=mixing_rate, num_draws=num_draws, **plan_kwargs)
     if interval_share > 0:  # else plan_posterior's own default (0): the plan exactly as before
         kw["interval_share"] = interval_share
@@ -234,9 +249,16 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
             "(dp_infer.model.score_release)"))
         assumptions = assumptions + (f"interval release: {post.interval_share:g} of the target's mu^2 "
                                      f"(mu = {post.mu_interval:.4g}), scores clipped to {C:g}",)
+    if mu_count > 0:
+        # the private count of the clipped rows (released after the draws, at their mean): one more GDP part
+        event = count_part_appended(event, mu_count)
+        assumptions = assumptions + (
+            f"clipped-row count: {count_share:g} of the target's mu^2 (mu = {mu_count:.4g}) taken out first, the "
+            f"run and its releases planned at eps = {eps_run:.6g}; the number of rows whose per-example gradient "
+            f"(prior-whitened) exceeds {C:g} at the released posterior mean, Gaussian noise sd 1 / mu",)
     D = np.diag(scales)
     P = D @ np.asarray(plan.preconditioner, dtype=np.float64) @ D  # theta = s * phi: the metric in theta
-    plan = dataclasses.replace(plan, assumptions=assumptions, notes=notes,
+    plan = dataclasses.replace(plan, eps=eps, assumptions=assumptions, notes=notes,
                                posterior=dataclasses.replace(post, model=model_prior),
                                prior_precision=None, event=event,
                                preconditioner=tuple(tuple(float(v) for v in row) for row in P))
@@ -254,7 +276,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
                         key_impl: str = "threefry2x32", ledger=None, dataset_id: str = "default",
                         progress_bar: bool = True, chain_method: str = "vectorized",
                         interval_share: float | None = None, feature_names=None,
-                        **plan_kwargs: Any) -> PosteriorRun:
+                        clip_count_share: float = DEFAULT_COUNT_SHARE, **plan_kwargs: Any) -> PosteriorRun:
     """Private draws of a NumPyro model's tempered posterior, planned for ``ess`` effective draws
     over ``num_chains`` chains at (eps, delta) (see the module docstring).
 
@@ -293,6 +315,15 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     with ``preconditioner="fisher"``.
 
     ``feature_names``: as :func:`~dp_infer.infer.fit_model.fit_model` (they also name the intervals).
+
+    ``clip_count_share``: the share of ``mu^2`` (default
+    :data:`~dp_infer.model.clipping.DEFAULT_COUNT_SHARE`) spent on a private count of the rows whose
+    prior-whitened gradient the clip touches at the released posterior mean, as the estimate mode's
+    (``run.clipped_rows``, the charged figures in ``run.report()["clipped_rows"]``, a warning above
+    10%). It is taken out of the target first (``precond_share`` and ``interval_share`` are then
+    shares of the rest) and composed into the plan's event, so the charge and the report stay the
+    (eps, delta) asked for; 0 turns it off (the reason in ``report()["clipped_rows_skipped"]``).
+    Allowed: [0, 1), refused before anything is charged.
     """
     eps = check_target_epsilon(eps)
     delta = check_delta(delta)
@@ -303,6 +334,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
         raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
     fisher_curvature = check_positive("fisher_curvature", fisher_curvature)
     check_sampling_options(seed=seed, key_impl=key_impl, num_chains=num_chains)  # the key is made after the charge
+    count_share = check_count_share(clip_count_share)  # refused by name before anything is read or charged
     if interval_share is not None:  # refused by name before anything is read or charged
         interval_share = _sr.check_interval_share(interval_share, precond_share if preconditioner == "fisher" else None)
     names = check_feature_names(feature_names, X)
@@ -312,9 +344,13 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     n = int(rows.shape[0])
     plan_kw = dict(eps=eps, delta=delta, clip_norm=clip_norm, smoothness=smoothness, prior_scales_=prior_scales,
                    ess=ess, num_chains=num_chains, kernel=kernel, friction=friction, mixing_rate=mixing_rate,
-                   num_draws=num_draws, fisher_curvature=fisher_curvature, **plan_kwargs)
+                   num_draws=num_draws, fisher_curvature=fisher_curvature, clip_count_share=count_share,
+                   **plan_kwargs)
     fisher = preconditioner == "fisher"
-    mu = gdp_mu(eps, delta)
+    # the clipped-row count's share comes out of the target first: the run (path, second moment,
+    # interval release) is planned at the rest, as plan_model_posterior does
+    eps_run, mu_count = split_budget(eps, delta, count_share) if count_share > 0 else (eps, 0.0)
+    mu = gdp_mu(eps_run, delta)
     skipped = None
     if interval_share is None:
         interval_share, skipped = _sr.default_interval_share(n, ml.dim, mu)
@@ -325,7 +361,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     public = {"ml": ml, "n": n, "mu": mu, "plan": plan_kw, "fisher": fisher, "clip_norm": clip_norm,
               "second_moment": pending_second_moment(n, ml.dim, max_sq_norm=clip_norm ** 2, mu=mu_sm) if fisher else None,
               "seed": seed, "key_impl": key_impl, "chain_method": chain_method, "progress_bar": progress_bar,
-              "init_strategy": init_strategy, "interval_share": interval_share}
+              "init_strategy": init_strategy, "interval_share": interval_share, "mu_count": mu_count}
     mpp = MODEL_POSTERIOR_ROUTE.plan(public)  # planned once, here: the rows are checked with its loss
     rows, y = mpp.loss.check_data(rows, y)
     # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
@@ -346,6 +382,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
         why = run.report_extras.get("interval_release_skipped") or skipped
         if why is not None:
             run.report_extras["interval_release_skipped"] = why
+        release_posterior_clip_count(run, mpp, rows, y, public)
 
     return execute(MODEL_POSTERIOR_ROUTE, public, (rows, y), ledger=ledger, dataset_id=dataset_id, plan=mpp,
                    hooks=Hooks(finish=describe, step="fit(model=..., target='posterior'): describing the run"))
@@ -413,6 +450,38 @@ def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> Posteri
             run.report_extras["interval_release_skipped"] = why
     warn_if_unmixed(run)
     return run
+
+
+def release_posterior_clip_count(run: PosteriorRun, mpp: ModelPosteriorPlan, rows, y, public) -> None:
+    """The private count of the rows whose per-example gradient (w.r.t. the prior-whitened latents,
+    where the run clips) exceeds ``clip_norm`` at the released posterior mean, charged with the run
+    (the last part of the plan's event) and kept in ``run.clipped_rows`` (the charged figures in
+    ``run.report_extras["clipped_rows"]``); a warning when it says the clip is active on more than a
+    tenth of the rows. Made after the draws are kept (post-processing of them and a Gaussian count),
+    with its own key stream (never the run's noise). Not made (spending less than charged, the reason
+    in ``report_extras["clipped_rows_skipped"]``) without a share or when the draws are not finite."""
+    mu_count = public["mu_count"]
+    if mu_count <= 0:
+        run.report_extras["clipped_rows_skipped"] = "no private count of the clipped rows was made: clip_count_share=0"
+        return
+    theta = np.asarray(run.posterior_mean(), dtype=np.float64)
+    if not np.all(np.isfinite(theta)):
+        run.report_extras["clipped_rows_skipped"] = ("no private count of the clipped rows was made: the chains "
+                                                     "diverged (non-finite draws); the reserved count was not spent")
+        return
+    phi = theta / np.asarray(mpp.scales, dtype=np.float64)  # the clip acts on the whitened coordinates
+    key, _ = secret_key(public["seed"], impl=public["key_impl"])
+    key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
+    counted = private_example_clip_count(mpp.loss.example, phi, rows, y, mpp.loss.clip_norm, mu_count, key)
+    run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
+    run.clipped_rows = counted
+    msg = clip_warning(counted)
+    if msg:
+        import warnings
+        from pathlib import Path
+
+        warnings.warn(msg, UserWarning, skip_file_prefixes=(str(Path(__file__).parents[1]),))
+        counted["warning"] = msg
 
 
 def _preflight_model_posterior(mpp: ModelPosteriorPlan, prefix: str = "") -> None:

@@ -21,7 +21,7 @@ import numpy as np
 from .._validation import check_choice, check_delta, check_target_epsilon
 from .preflight import check_sampling_options
 from .run import PrivateRun
-from .driver import Route, execute, register_route
+from .driver import Hooks, Route, execute, register_route
 from .chains import plan_kernel, run_chains, site_potential
 from ..losses import PerExampleLoss
 from ..routes import metric_adaptation
@@ -33,7 +33,9 @@ from ..potentials import GibbsPotential, gibbs_potential
 from ..routes.preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
 from ..releases.second_moment import private_second_moment, private_second_moment_of_gram, public_second_moment
 from ..privacy.conversions import gdp_mu
-from ..routes.newton_release import default_interval_share, newton_releasable, weight_radius
+from ..model.clipping import count_part_appended, split_budget
+from .clip_count import clip_count_plan, release_loss_clip_count
+from ..routes.newton_release import check_interval_curvature, default_interval_share, newton_releasable, weight_radius
 from ..releases.newton import release_newton_statistics
 from ..randomness import secret_key
 from ..parallel.sharding import ShardedRows, check_placed_rows, same_key_on_all_processes, shard_rows
@@ -263,7 +265,9 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                   seed: int | None = None, key_impl: str = "threefry2x32", ledger=None,
                   dataset_id: str = "default", progress_bar: bool = True, chain_method: str = "vectorized",
                   clip_radius: float | str | None = "auto", adapt_metric: bool | None = None, mesh=None,
-                  interval_share: float | None = None, **plan_kwargs) -> PrivateRun:
+                  interval_share: float | None = None, clip_count_share: float | None = None,
+                  interval_curvature: str = "private",
+                  **plan_kwargs) -> PrivateRun:
     """Private draws of ``N(0, diag(1/prior_precision)) x exp(-beta L)`` planned for ``ess``
     effective draws over ``num_chains`` chains at (eps, delta) in total.
 
@@ -298,12 +302,32 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     for a generalised linear loss on one device where the released curvature would carry
     information (:func:`~dp_infer.routes.newton_release.default_interval_share`), else 0 (no
     release: the run reports its tempered draws only, and ``intervals()`` says why).
+    ``interval_curvature``: ``"private"`` (default: the release's curvatures and scores' second moment are
+    released from the rows) or ``"public"``: computed from ``X_public`` (feature rows you declare public,
+    with X's columns, drawn from the private rows' distribution) at each stage's point, so only the
+    gradients are released and the whole interval share goes to them; no curvature signal-to-noise
+    rule applies (on Adult at eps = 1 the private curvature's rule leaves the run without intervals).
+    Needs a loss whose curvature does not depend on the label (``loss.behaviour.label_free_curvature``:
+    logistic, Poisson; not Huber); the intervals' scores' second moment is then model-based, so they
+    assume a correctly specified model (:mod:`dp_infer.routes.newton_release`). Refused by name before
+    anything is charged otherwise.
+    ``clip_count_share``: for a loss with its own ``clip_norm`` (:func:`dp_infer.losses.clipped_loss`,
+    whose clip the chains run), the share of ``mu^2`` spent on a private count of the rows that clip
+    touches at the released posterior mean, as the estimate mode's
+    (:func:`dp_infer.infer.clip_count.clip_count_plan`: default
+    :data:`~dp_infer.model.clipping.DEFAULT_COUNT_SHARE`, 0 turns it off, none on row-sharded data):
+    taken out of the target first (the second moment's and the interval release's shares are of the
+    rest), composed into the plan's event, kept in ``run.clipped_rows`` or the reason there is none
+    in ``run.report()["clipped_rows_skipped"]``.
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
     check_sampling_options(seed=seed, key_impl=key_impl, chain_method=chain_method, num_chains=num_chains)
     eps = check_target_epsilon(eps)
     delta = check_delta(delta)
+    # (a clipped loss only) the count's share, refused by name before anything is charged
+    count_share, count_skipped = clip_count_plan(loss, delta, clip_count_share,
+                                                 mesh is not None or isinstance(X, ShardedRows))
     if not isinstance(preconditioner, SecondMoment):
         check_choice("preconditioner", preconditioner, PRECONDITIONERS)
     if not 0 < precond_share < 1:
@@ -334,7 +358,11 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                              "schema's reader, which maps every row into the admissible set)")
     if preconditioner == "public" and X_public is None:
         raise ValueError("preconditioner='public' needs X_public (rows you declare public)")
-    mu = gdp_mu(eps, delta)
+    # the interval release's curvature from public feature rows: checked by name before anything is charged
+    public_rows = check_interval_curvature(interval_curvature, loss, num_features, X_public, sharded=sharded)
+    # the clipped-row count's share comes out of the target first: the run is planned at the rest
+    eps_run, mu_count = split_budget(eps, delta, count_share) if count_share > 0 else (eps, 0.0)
+    mu = gdp_mu(eps_run, delta)
     R2 = None
     if isinstance(preconditioner, SecondMoment):
         sm = preconditioner
@@ -359,16 +387,46 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     plan_kw["adapt_metric"] = (plan_kw["clip_radius"] is not None) if adapt_metric is None else adapt_metric
     skipped = None
     if interval_share is None:
-        interval_share, skipped = default_interval_share(loss, num_features, sharded=sharded, n=n, mu=mu)
+        interval_share, skipped = default_interval_share(loss, num_features, sharded=sharded, n=n, mu=mu,
+                                                         curvature=interval_curvature)
     elif interval_share and (sharded or not newton_releasable(loss, num_features)):
         raise ValueError("interval_share: the interval release needs a generalised linear loss with one parameter "
                          "per feature, on one device; pass interval_share=0")
     plan_kw["interval_share"] = interval_share
-    public = {"loss": loss, "n": n, "dim": dim, "eps": eps, "delta": delta, "second_moment": sm, "plan": plan_kw,
+    plan_kw["interval_curvature"] = interval_curvature
+    public = {"loss": loss, "n": n, "dim": dim, "eps": eps_run, "delta": delta, "second_moment": sm, "plan": plan_kw,
               "private_second_moment": preconditioner == "private", "row_bound": R2, "sharded": sharded,
               "seed": seed, "key_impl": key_impl, "progress_bar": progress_bar, "chain_method": chain_method,
-              "interval_release_skipped": skipped}
-    return execute(POSTERIOR_ROUTE, public, (X, y), ledger=ledger, dataset_id=dataset_id)
+              "interval_release_skipped": skipped, "interval_public_rows": public_rows}
+    if mu_count > 0:  # composed into the plan's event (charged with the run), released after the draws
+        public["clip_count"] = {"eps": eps, "mu": mu_count, "share": count_share, "seed": seed, "key_impl": key_impl}
+
+    def count(run, keeper, receipt):
+        if count_skipped is not None:
+            run.report_extras["clipped_rows_skipped"] = count_skipped
+        if mu_count > 0:
+            if not np.all(np.isfinite(run.posterior_mean())):
+                run.report_extras["clipped_rows_skipped"] = (
+                    "no private count of the clipped rows was made: the chains diverged (non-finite draws); the "
+                    "reserved count was not spent")
+                return
+            release_loss_clip_count(run, loss, X, y, public["clip_count"])
+
+    return execute(POSTERIOR_ROUTE, public, (X, y), ledger=ledger, dataset_id=dataset_id,
+                   hooks=Hooks(finish=count, step="fit(target='posterior'): the private clip count"))
+
+
+def _with_clip_count(plan: SamplingPlan, public) -> SamplingPlan:
+    """``plan`` (made at the run's share of the target) with a clipped loss's private clipped-row count
+    appended to its event as one more Gaussian part: the event and ``eps`` are the whole target's."""
+    count = public.get("clip_count")
+    if not count:
+        return plan
+    note = (f"clipped-row count: {count['share']:g} of the target's mu^2 (mu = {count['mu']:.4g}) taken out first, "
+            f"the run planned at eps = {plan.eps:.6g}; the number of rows whose per-example gradient exceeds the "
+            "loss's clip_norm at the released posterior mean, Gaussian noise sd 1 / mu")
+    return dataclasses.replace(plan, eps=count["eps"], event=count_part_appended(plan.event, count["mu"]),
+                               assumptions=tuple(plan.assumptions) + (note,))
 
 
 def _plan_posterior_route(public) -> SamplingPlan:
@@ -376,8 +434,9 @@ def _plan_posterior_route(public) -> SamplingPlan:
     validates the whole run, and its event -- the second-moment release, the path and the interval
     release composed -- is what the ledger is charged. The plan made once the second moment is
     released keeps the path within this plan's path mu (``path_budget``), so it never spends more."""
-    return plan_posterior(public["loss"], public["n"], public["dim"], eps=public["eps"], delta=public["delta"],
-                          second_moment=public["second_moment"], **public["plan"])
+    return _with_clip_count(plan_posterior(public["loss"], public["n"], public["dim"], eps=public["eps"],
+                                           delta=public["delta"], second_moment=public["second_moment"],
+                                           **public["plan"]), public)
 
 
 def _run_posterior_route(charged_plan: SamplingPlan, data, public) -> PrivateRun:
@@ -398,20 +457,20 @@ def _run_posterior_route(charged_plan: SamplingPlan, data, public) -> PrivateRun
             sm = private_second_moment_of_gram(G, n, max_sq_norm=R2, mu=mu_sm, key=key_sm)
         else:
             sm = private_second_moment(X, max_sq_norm=R2, mu=mu_sm, key=key_sm)
-    plan = plan_posterior(loss, n, dim, eps=public["eps"], delta=public["delta"], second_moment=sm,
-                          path_budget=charged_plan.posterior.mu_path, **public["plan"])
+    plan = _with_clip_count(plan_posterior(loss, n, dim, eps=public["eps"], delta=public["delta"], second_moment=sm,
+                                           path_budget=charged_plan.posterior.mu_path, **public["plan"]), public)
     if plan.event.mu > charged_plan.event.mu * (1 + 1e-12):
         raise AssertionError("posterior run would spend more than it charged")  # pragma: no cover
     run = sample_posterior(loss, X, y, plan, key=key_run, source=source, progress_bar=public["progress_bar"],
                            chain_method=public["chain_method"])
-    release_for_intervals(run, loss, X, y, jax.random.fold_in(key, 2))
+    release_for_intervals(run, loss, X, y, jax.random.fold_in(key, 2), X_public=public.get("interval_public_rows"))
     warn_if_unmixed(run)
     if public["interval_release_skipped"] is not None:
         run.report_extras["interval_release_skipped"] = public["interval_release_skipped"]
     return run
 
 
-def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key) -> None:
+def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key, X_public=None) -> None:
     """The interval release the run's plan reserved (``posterior.mu_interval``, charged with the
     run): Newton statistics of a weighted data loss from the draws' mean, in the final metric, kept in
     the run's report (:mod:`dp_infer.routes.newton_release`). Skipped (spending less than charged)
@@ -425,7 +484,7 @@ def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key) -> N
     cov = np.atleast_2d(np.cov(psi.T)) + 1e-12 * np.eye(run.plan.dim)
     release = release_newton_statistics(loss, X, y, point=draws.mean(axis=0), chol=C,
                                         rho=weight_radius(C, rows_second_moment(run.planned, loss)), mu=mu, key=key,
-                                        trust_covariance=cov)
+                                        trust_covariance=cov, X_public=X_public)
     run.report_extras["interval_release"] = release.to_dict()
 
 

@@ -15,7 +15,12 @@ the behaviour, never the loss's name:
   ``point_prediction``, what the command line and the proximal route's ``predict`` report;
 * the command line: ``cli_name`` (what ``--loss`` takes) and ``from_cli`` (the loss from the
   command's options);
-* ``fit_refusal``: why ``fit(loss)`` refuses the loss (None: accepted).
+* ``fit_refusal``: why ``fit(loss)`` refuses the loss (None: accepted);
+* ``label_free_curvature``: the link's curvature ``phi''(z, y)`` does not depend on the label, and under
+  a correctly specified model the score's variance equals it (``E[phi'^2 | x] = phi''``: a canonical
+  GLM with unit dispersion, logistic and Poisson), so the posterior mode's interval release can take
+  its curvature and model-based scores' second moment from public feature rows
+  (:mod:`dp_infer.routes.newton_release`, ``interval_curvature="public"``).
 
 A run file stores the loss's name only; :func:`dp_infer.losses.registry.loss_behaviour` maps a
 built-in loss's stored name back to its behaviour. A loss of your own carries its behaviour in
@@ -60,6 +65,7 @@ class LossBehaviour:
     smooth: bool = True
     one_coefficient_per_feature: bool = True
     fit_refusal: str | None = None
+    label_free_curvature: bool = False
 
     def __post_init__(self):
         if self.point_prediction is not None and self.point_prediction not in POINT_PREDICTIONS:

@@ -29,7 +29,7 @@ from .behaviour import LossBehaviour, linear_predictive
 __all__ = ["poisson", "poisson_nll", "poisson_constants", "max_param_norm", "POISSON", "BEHAVIOURS"]
 
 #: predictions: the mean count ``exp(<theta, x>)`` averaged over draws; no clip in the metric
-POISSON = LossBehaviour(name="poisson", predictive=linear_predictive(np.exp, "count"))
+POISSON = LossBehaviour(name="poisson", predictive=linear_predictive(np.exp, "count"), label_free_curvature=True)
 #: this module's behaviours (:mod:`dp_infer.losses.registry` collects them)
 BEHAVIOURS = (POISSON,)
 

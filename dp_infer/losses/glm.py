@@ -86,7 +86,8 @@ def _identity(s):
 #: the logistic's weighted link has curvature up to 1/2 where the logistic's own is 1/4: factor 2
 LOGISTIC = LossBehaviour(name="logistic", clipped_link=_clipped_logistic, clipped_curvature_factor=2.0,
                          predictive=linear_predictive(expit, "binary", probs=True), point_prediction="probability",
-                         cli_name="logistic", from_cli=lambda o: logistic(row_norm=o["row_norm"]))
+                         cli_name="logistic", from_cli=lambda o: logistic(row_norm=o["row_norm"]),
+                         label_free_curvature=True)
 MULTINOMIAL_LOGISTIC = LossBehaviour(name="multinomial_logistic", predictive=_categorical_predictive,
                                      one_coefficient_per_feature=False)
 SQUARED = LossBehaviour(name="squared", predictive=linear_predictive(_identity, "continuous"),

@@ -36,7 +36,7 @@ from ..privacy.events import GdpEvent
 from ..randomness import gaussian_noise
 
 __all__ = ["default_clip_norm", "split_budget", "private_clip_count", "private_example_clip_count",
-           "DEFAULT_COUNT_SHARE", "BOUND_KEYS"]
+           "check_count_share", "count_part_appended", "DEFAULT_COUNT_SHARE", "BOUND_KEYS"]
 
 #: share of the run's mu^2 (GDP) spent on the clipped-row count: the run keeps sqrt(0.95) of its mu
 #: (beta about 2.5% smaller); at eps = 1, delta = 1e-5 the count's noise sd is about 16 rows
@@ -130,6 +130,14 @@ def split_budget(eps: float, delta: float, share: float) -> tuple[float, float]:
     return gdp_epsilon(math.sqrt(1.0 - share) * mu, delta), math.sqrt(share) * mu
 
 
+def check_count_share(share) -> float:
+    """``clip_count_share`` checked (a number in [0, 1)), one line naming it, before anything is charged."""
+    if isinstance(share, bool) or not isinstance(share, (int, float, np.integer, np.floating)) \
+            or not 0 <= share < 1:
+        raise ValueError(f"clip_count_share must lie in [0, 1), got {share!r}")
+    return float(share)
+
+
 def count_event(mu_count: float) -> GdpEvent:
     return GdpEvent(mu=mu_count, label="clipped_row_count",
                     assumptions=("count of rows whose per-example gradient norm exceeds clip_norm at the released "
@@ -147,6 +155,25 @@ def composed_event(run_event, mu_count: float):
     return GdpEvent(mu=math.sqrt(float(run_event.mu) ** 2 + mu_count ** 2), label=f"{run_event.label} + clipped_row_count",
                     assumptions=tuple(a for e in parts for a in e.assumptions),
                     metadata={"parts": [e.to_dict() for e in parts]})
+
+
+def count_part_appended(run_event, mu_count: float) -> GdpEvent:
+    """The run's composed GDP event (``metadata["parts"]``, the path first: the posterior mode's) with
+    the count appended as one more part (mu^2 adds). The parts stay flat, so a continuation
+    (:func:`dp_infer.infer.extension.extended_plan`, which re-makes the first part, the path) keeps
+    the count; an event without parts is composed by :func:`composed_event`."""
+    if mu_count == 0:
+        return run_event
+    parts = list(getattr(run_event, "metadata", {}).get("parts") or ())
+    if not parts:
+        return composed_event(run_event, mu_count)
+    if not isinstance(run_event, GdpEvent):  # pragma: no cover - the posterior mode's events are GDP
+        raise ValueError("the clipped-row count composes with a Gaussian-DP run event only")
+    count = count_event(mu_count)
+    return GdpEvent(mu=math.sqrt(float(run_event.mu) ** 2 + mu_count ** 2),
+                    label=f"{run_event.label} + clipped_row_count",
+                    assumptions=tuple(run_event.assumptions) + count.assumptions, tv_error=run_event.tv_error,
+                    metadata={**dict(run_event.metadata), "parts": parts + [count.to_dict()]})
 
 
 def private_clip_count(ml, theta_flat, X, y, clip_norm: float, mu_count: float, key) -> dict:

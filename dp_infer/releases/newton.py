@@ -6,6 +6,8 @@ curvature at public points, and the Newton statistics released from them with Ga
 
 from __future__ import annotations
 
+import hashlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,10 +15,11 @@ import numpy as np
 from .._validation import check_finite_array, check_positive
 from ..losses.base import PerExampleLoss
 from ..randomness import gaussian_noise
-from ..routes.newton_release import TRUST_RADIUS, NewtonRelease, link_bounds, newton_event, noise_floor
+from ..routes.newton_release import (TRUST_RADIUS, NewtonRelease, link_bounds, newton_event, noise_floor,
+                                     public_curvature_refusal)
 from .second_moment import private_second_moment_of_gram
 
-__all__ = ["weighted_rows", "release_newton_statistics"]
+__all__ = ["weighted_rows", "release_newton_statistics", "public_curvature"]
 
 
 def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float) -> tuple[np.ndarray, np.ndarray]:
@@ -46,14 +49,34 @@ def _solve_floored(H: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
     return U @ ((U.T @ g) / w)
 
 
+def public_curvature(loss: PerExampleLoss, X_public: np.ndarray, theta, C: np.ndarray, rho: float):
+    """``(H, J)`` at ``theta`` from feature rows declared public (psi-coordinates, the loss's L2 term in H):
+    ``H = mean w phi'' C^T x x^T C`` and the model-based ``J = mean w^2 phi'' C^T x x^T C``, with the release's
+    weights ``w = min(1, rho^2 / ||C^T x||^2)`` computed on the public rows. Needs a label-free curvature
+    (:func:`~dp_infer.routes.newton_release.public_curvature_refusal`): the labels passed to the link are
+    zeros, which its curvature ignores. Reads no private row: free."""
+    XC = X_public @ C
+    sq = np.sum(XC * XC, axis=1)
+    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
+    _, Wr = _rows(loss, XC, w, X_public @ np.asarray(theta, dtype=np.float64), np.zeros(X_public.shape[0]))
+    m = X_public.shape[0]
+    H = Wr.T @ Wr / m + (loss.l2 * (C.T @ C) if loss.l2 else 0.0)
+    Jr = np.sqrt(w)[:, None] * Wr
+    return H, Jr.T @ Jr / m
+
+
 def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: float, mu: float, key,
-                              trust_covariance) -> NewtonRelease:
+                              trust_covariance, X_public=None) -> NewtonRelease:
     """Release the module doc's statistics at GDP ``mu``.
 
     ``X``, ``y``: the checked rows (the run's); ``point``: public theta (the draws' mean);
     ``chol``: the run's metric factor C (public); ``rho``: the weights' radius
     (:func:`weight_radius`, public); ``trust_covariance``: the draws' covariance in psi (public,
-    positive definite); ``key``: a JAX key (secret unless the run was seeded)."""
+    positive definite); ``key``: a JAX key (secret unless the run was seeded). ``X_public``: feature
+    rows declared public (X's columns): the curvature and the model-based scores' second moment are
+    computed from them at every stage and only the gradients are released
+    (:data:`~dp_infer.routes.newton_release.PUBLIC_SCHEDULE`, the module doc of
+    :mod:`dp_infer.routes.newton_release`); None (default): all released from the rows."""
     bounds = link_bounds(loss)
     if bounds is None:
         raise ValueError("loss: the interval release needs a generalised linear loss with declared link bounds")
@@ -68,7 +91,15 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
                          f"{theta.shape}, {C.shape}, {S.shape}")
     rho = check_positive("rho", rho)
     y = np.asarray(y, dtype=np.float64)
-    ev = newton_event(mu, n=n)
+    Xp = None
+    if X_public is not None:
+        why = public_curvature_refusal(loss)
+        if why is not None:
+            raise ValueError(f"X_public: {why}")
+        Xp = check_finite_array("X_public", X_public, ndim=2)
+        if Xp.shape[1] != d:
+            raise ValueError(f"X_public must have X's {d} columns, got {Xp.shape[1]}")
+    ev = newton_event(mu, n=n, curvature="private" if Xp is None else "public")
     parts = ev.metadata["parts"]
     keys = jax.random.split(key, len(parts))
     XC = X @ C
@@ -77,10 +108,13 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
     slack = 1.0 + 1e-9  # the bounds hold exactly in real arithmetic; float64 rounding stays far inside this
     sens = {"gradient": 2.0 * G_link * rho * slack / n}
     Si = np.linalg.inv(0.5 * (S + S.T))
-    point, path, out = theta, [theta], {}
+    point, path, out, gradient_sds = theta, [theta], {}, []
     for k, (part, kk) in enumerate(zip(parts, keys)):
         Gr, Wr = _rows(loss, XC, w, X @ point, y)
         kind = part["statistic"]
+        if Xp is not None:  # the stage's curvature and J from the public rows, exact (sd 0)
+            H_pub, J_pub = public_curvature(loss, Xp, point, C, rho)
+            out.update(curvature=H_pub, curvature_sd=0.0, score=J_pub, score_sd=0.0)
         if kind == "gradient":
             sd = sens["gradient"] / part["mu"]
             g = Gr.mean(axis=0) + (loss.l2 * (C.T @ point) if loss.l2 else 0.0)
@@ -88,6 +122,7 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
                 z = np.asarray(gaussian_noise(kk, (d,), jnp.float64), dtype=np.float64)
             g = g + z * sd
             out.update(gradient=g, gradient_sd=sd)
+            gradient_sds.append(sd)
             if k < len(parts) - 1:  # the stage's end: a Newton step, held inside the draws' bulk
                 step = _solve_floored(out["curvature"], g, noise_floor(d, out["curvature_sd"]))
                 r = float(np.sqrt(step @ Si @ step))
@@ -105,4 +140,10 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
     return NewtonRelease(path=tuple(tup(p) for p in path), chol=tup(C), gradient=tup(out["gradient"]),
                          gradient_sd=float(out["gradient_sd"]), curvature=tup(out["curvature"]),
                          curvature_sd=float(out["curvature_sd"]), score=tup(out["score"]),
-                         score_sd=float(out["score_sd"]), rho=float(rho), mu=float(mu), n=int(n), loss=loss.name)
+                         score_sd=float(out["score_sd"]), rho=float(rho), mu=float(mu), n=int(n), loss=loss.name,
+                         curvature_source="private" if Xp is None else "public",
+                         public_rows=None if Xp is None else int(Xp.shape[0]),
+                         public_rows_sha256=None if Xp is None else hashlib.sha256(
+                             np.ascontiguousarray(Xp).tobytes()).hexdigest(),
+                         previous_gradient_sd=(float(gradient_sds[-2]) if Xp is not None and len(gradient_sds) > 1
+                                               else None))

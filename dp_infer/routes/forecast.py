@@ -178,8 +178,9 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     if plan_kwargs.get("adapt_metric") is None:
         plan_kwargs["adapt_metric"] = clip_radius is not None
     why_none = None
+    curvature = plan_kwargs.get("interval_curvature", "private")  # "public": from X_public, the gradients alone released
     if plan_kwargs.get("interval_share") is None:  # as fit_posterior on one device
-        plan_kwargs["interval_share"], why_none = default_interval_share(loss, dim, n=n, mu=mu)
+        plan_kwargs["interval_share"], why_none = default_interval_share(loss, dim, n=n, mu=mu, curvature=curvature)
     kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows,
               clip_radius=clip_radius, kernel=kernel, **plan_kwargs)
     plan = plan_posterior(loss, n, dim, eps=eps, delta=delta, second_moment=sm, **kw)
@@ -211,10 +212,11 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
                      "second moment and may differ from this forecast")
     share = float(plan_kwargs.get("interval_share") or 0.0)
     if share > 0:
-        width = interval_width_forecast(n, dim, mu, typical_curvature=kappa_P, share=share)
-        intervals = (f"intervals for theta: an interval release of {share:.0%} of mu^2 (curvature signal to noise "
-                     f"{curvature_snr(n, dim, mu, share):.2g}); their width forecast at about {width:.2g}x the "
-                     "non-private posterior's for a typical coordinate")
+        width = interval_width_forecast(n, dim, mu, typical_curvature=kappa_P, share=share, curvature=curvature)
+        source = ("gradients only, the curvature from public feature rows" if curvature == "public" else
+                  f"curvature signal to noise {curvature_snr(n, dim, mu, share):.2g}")
+        intervals = (f"intervals for theta: an interval release of {share:.0%} of mu^2 ({source}); their width "
+                     f"forecast at about {width:.2g}x the non-private posterior's for a typical coordinate")
     else:
         width, intervals = None, "intervals for theta: none, " + (why_none or "interval_share=0")
     return PosteriorForecast(intervals=intervals, interval_width=width,

@@ -36,6 +36,23 @@ the last stage adds the scores' second moment ``J`` and its statistics form the 
 Assumptions: replace-one neighbours with n public; the points, the weights and the metric are
 public (functions of released draws, public inputs and this release's earlier stages: adaptive
 composition); the noise is the float32 Gaussian the rest of the package draws (threat model).
+
+**Curvature from public features** (``interval_curvature="public"``, :data:`PUBLIC_SCHEDULE`). For a
+canonical GLM with unit dispersion (logistic, Poisson: ``LossBehaviour.label_free_curvature``) the link's
+curvature ``phi''(z)`` does not depend on the label, so the weighted curvature
+``H(theta) = mean_i w_i phi''(<theta, x_i>) C^T x_i x_i^T C`` is a function of the features only, and so
+is the model-based scores' second moment ``J = mean_i w_i^2 phi''(<theta, x_i>) C^T x_i x_i^T C``, which
+equals ``E[w^2 phi'^2 C^T x x^T C]`` where the model is correctly specified (``E[phi'^2 | x] = phi''``).
+Given feature rows ``X_public`` the user declares public, drawn from the private rows' distribution,
+both are computed from them at no privacy cost (same weights rule on the public rows), and only the
+d-dimensional mean gradients are released from the private rows: the whole interval share of mu^2
+goes to them. Then no curvature signal-to-noise rule applies; the intervals' width over the sampling
+error is set by the last gradient's noise, ``sqrt(1 + 4 d RHO_FACTOR^2 G^2 / (n mu_g^2 kappa_P))``
+(:func:`interval_width_forecast` with ``curvature="public"``: it grows like ``d / (n mu^2)``, not like
+the private curvature's ``d^3 / (n mu)^2`` noise-to-signal). The assumptions this adds: the public
+rows' feature distribution is the private rows' (else H and J describe another population: the
+intervals' centre and width are off by the difference), and, for ``J``, a correctly specified model
+(the intervals are the model-based, not the sandwich, ones).
 """
 
 from __future__ import annotations
@@ -52,7 +69,8 @@ from .preconditioning import GRAM_SENSITIVITY_FACTOR
 
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
            "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds",
-           "noise_floor", "newton_releasable", "newton_event", "weight_radius"]
+           "noise_floor", "newton_releasable", "newton_event", "weight_radius", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES",
+           "schedule", "check_interval_curvature", "public_curvature_refusal"]
 
 #: share of the target's mu^2 a posterior run reserves for the interval release by default: the
 #: intervals' width is set by the last stage's gradient noise (its variance over the sampling
@@ -73,6 +91,19 @@ SCHEDULE = ((("curvature", 0.06), ("gradient", 0.05)),
             (("curvature", 0.06), ("gradient", 0.05)),
             (("curvature", 0.15), ("score", 0.05), ("gradient", 0.47)))
 
+#: the stages with ``interval_curvature="public"``: the curvature and the scores' second moment come from
+#: public feature rows (free), so every stage releases its gradient only. The last gradient sets the
+#: intervals' width and gets most of the share; the stage before it sets how far the last point lies from
+#: the weighted loss's minimiser (the last step's length: the long-step flag reads that stage's noise too)
+PUBLIC_SCHEDULE = ((("gradient", 0.05),),
+                   (("gradient", 0.05),),
+                   (("gradient", 0.2),),
+                   (("gradient", 0.7),))
+
+#: where the interval release's curvature comes from: ``"private"`` (released from the rows, the default)
+#: or ``"public"`` (computed from ``X_public``, feature rows declared public; see the module doc)
+INTERVAL_CURVATURES = ("private", "public")
+
 #: ``rho^2`` is this factor squared times the rows' mean ``||C^T x||^2`` (rows beyond it weigh less)
 RHO_FACTOR = 1.0
 
@@ -91,7 +122,11 @@ class NewtonRelease:
     statistics were taken; ``chol``: the metric's C; ``gradient``: the last noisy mean gradient in
     psi-coordinates (the loss's L2 term included); ``curvature`` / ``score``: the last noisy,
     PSD-projected ``H`` and ``J`` (psi); ``*_sd``: their noise sd per entry; ``rho``: the weights'
-    radius; ``mu``: the whole release's GDP; ``n``: rows; ``loss``: the loss's name."""
+    radius; ``mu``: the whole release's GDP; ``n``: rows; ``loss``: the loss's name;
+    ``curvature_source``: ``"private"`` (H and J released, noisy) or ``"public"`` (H and the model-based
+    J computed from ``public_rows`` feature rows declared public, whose bytes hash to
+    ``public_rows_sha256``: exact, sds 0); ``previous_gradient_sd``: the noise sd of the gradient of the
+    stage before the last (public curvature: it sets the last step's expected length)."""
 
     path: tuple
     chol: tuple
@@ -105,6 +140,10 @@ class NewtonRelease:
     mu: float
     n: int
     loss: str
+    curvature_source: str = "private"
+    public_rows: int | None = None
+    public_rows_sha256: str | None = None
+    previous_gradient_sd: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -129,6 +168,54 @@ def newton_releasable(loss: PerExampleLoss, num_features: int) -> bool:
     return link_bounds(loss) is not None and loss.num_params(num_features) == num_features
 
 
+def schedule(curvature: str = "private") -> tuple:
+    """The release's stages for ``curvature`` (:data:`SCHEDULE` or :data:`PUBLIC_SCHEDULE`)."""
+    if curvature not in INTERVAL_CURVATURES:
+        raise ValueError(f"interval_curvature must be one of {INTERVAL_CURVATURES}, got {curvature!r}")
+    return PUBLIC_SCHEDULE if curvature == "public" else SCHEDULE
+
+
+def public_curvature_refusal(loss) -> str | None:
+    """Why ``interval_curvature="public"`` cannot serve ``loss`` (one line), or None: it needs a generalised
+    linear loss whose curvature does not depend on the label and whose scores' variance is its curvature
+    under the model (``loss.behaviour.label_free_curvature``: logistic, Poisson; not Huber, whose curvature
+    depends on the residual). Public inputs only."""
+    if link_bounds(loss) is None:
+        return "the interval release needs a generalised linear loss with declared link bounds"
+    if not getattr(getattr(loss, "behaviour", None), "label_free_curvature", False):
+        return (f"the {loss.name} loss's curvature depends on the label (or it declares no label-free curvature), "
+                "so public features cannot give it; use interval_curvature='private'")
+    return None
+
+
+def check_interval_curvature(interval_curvature, loss, num_features: int, X_public, *,
+                             sharded: bool = False) -> np.ndarray | None:
+    """``interval_curvature`` checked by name, before anything is charged: ``None`` for ``"private"``, the
+    public feature rows as a float64 array for ``"public"`` (which needs ``X_public`` with X's columns, finite,
+    at least one row per column, a label-free curvature (:func:`public_curvature_refusal`) and one device)."""
+    if interval_curvature not in INTERVAL_CURVATURES:
+        raise ValueError(f"interval_curvature must be one of {INTERVAL_CURVATURES}, got {interval_curvature!r}")
+    if interval_curvature == "private":
+        return None
+    why = public_curvature_refusal(loss)
+    if why is not None:
+        raise ValueError(f"interval_curvature='public': {why}")
+    if sharded:
+        raise ValueError("interval_curvature='public': the interval release runs on one device; this run's rows are "
+                         "on a mesh")
+    if X_public is None:
+        raise ValueError("interval_curvature='public' needs X_public (feature rows you declare public, drawn from the "
+                         "private rows' distribution)")
+    Xp = np.asarray(X_public, dtype=np.float64)
+    if Xp.ndim != 2 or Xp.shape[1] != num_features:
+        raise ValueError(f"interval_curvature='public': X_public must have X's {num_features} columns, got shape "
+                         f"{Xp.shape}")
+    if Xp.shape[0] < num_features or not np.all(np.isfinite(Xp)):
+        raise ValueError(f"interval_curvature='public': X_public must be finite with at least {num_features} rows "
+                         f"(one per column), got {Xp.shape[0]}")
+    return Xp
+
+
 def curvature_snr(n: int, d: int, mu: float, share: float = None) -> float:
     """The last curvature release's signal to noise, from public inputs: a typical eigenvalue of the
     weighted curvature in the metric (``kappa_P rho^2 / d`` with the planner's typical curvature
@@ -140,35 +227,46 @@ def curvature_snr(n: int, d: int, mu: float, share: float = None) -> float:
     return n * mu_h / (4.0 * GRAM_SENSITIVITY_FACTOR * d ** 1.5)
 
 
-def interval_width_forecast(n: int, d: int, mu: float, *, typical_curvature: float, share: float = None) -> float:
+def interval_width_forecast(n: int, d: int, mu: float, *, typical_curvature: float, share: float = None,
+                            curvature: str = "private") -> float:
     """The intervals' width over the non-private posterior's for a typical coordinate, from public
     inputs: ``sqrt(1 + 4 d RHO_FACTOR^2 G^2 / (n mu_g^2 kappa_P))`` (the last gradient's noise over the
     sampling variance; ``G = 1``, ``kappa_P`` the planner's typical curvature, standing in for the
     scores' mean square, and ``mu_g`` the last gradient's share of ``share`` of ``mu^2``). Measured
     against it (docs/results.md): logistic n = 5000, d = 5, eps = 1: 1.53 forecast, 1.65 measured;
-    n = 2000, d = 3: 1.74 and 2.06."""
+    n = 2000, d = 3: 1.74 and 2.06.
+
+    ``curvature="public"``: the same expression with the last gradient's share of :data:`PUBLIC_SCHEDULE`
+    (0.7 of the release instead of 0.47). The derivation: the centre's privacy noise has covariance
+    ``H^-1 sd_g^2 H^-1`` with ``sd_g = 2 G rho / (n mu_g)``, its sampling error ``H^-1 J H^-1 / n``; in a
+    typical direction ``J ~ kappa_P rho^2 / (d RHO_FACTOR^2)`` (the rows' mean ``||C^T x||^2`` spread over d
+    directions), so the noise's variance over the sampling variance is ``4 d RHO_FACTOR^2 G^2 / (n mu_g^2
+    kappa_P)``, and the width ratio is the root of one plus it (no curvature noise: H and J are exact)."""
     share = DEFAULT_INTERVAL_SHARE if share is None else share
-    mu_g2 = share * dict(SCHEDULE[-1])["gradient"] * mu * mu
+    mu_g2 = share * dict(schedule(curvature)[-1])["gradient"] * mu * mu
     return math.sqrt(1.0 + 4.0 * d * RHO_FACTOR ** 2 / (n * mu_g2 * typical_curvature))
 
 
 def default_interval_share(loss, num_features: int, *, sharded: bool = False, n: int | None = None,
-                           mu: float | None = None) -> tuple[float, str | None]:
+                           mu: float | None = None, curvature: str = "private") -> tuple[float, str | None]:
     """``(share, reason)``: :data:`DEFAULT_INTERVAL_SHARE` where the release applies
     (:func:`newton_releasable`, one device) and, given ``n`` and the target's ``mu``, where its
     curvature would carry information (:func:`curvature_snr` >= :data:`MIN_CURVATURE_SNR`); else 0
-    and the reason, in one line. Public inputs only."""
+    and the reason, in one line. With ``curvature="public"`` no curvature is released, so the
+    signal-to-noise rule does not apply. Public inputs only."""
     if sharded:
         return 0.0, "the interval release runs on one device; this run's rows are on a mesh"
     if not newton_releasable(loss, num_features):
         return 0.0, "the interval release needs a generalised linear loss with declared link bounds"
-    if n is not None and mu is not None:
+    if n is not None and mu is not None and schedule(curvature) is SCHEDULE:
         snr = curvature_snr(n, num_features, mu)
         if snr < MIN_CURVATURE_SNR:
             need = MIN_CURVATURE_SNR / snr
             return 0.0, (f"at n = {n}, d = {num_features} and this eps the released curvature would be noise (signal to "
                          f"noise {snr:.2f} < {MIN_CURVATURE_SNR:g}: it grows like n mu / d^1.5), so the run reserves no budget "
-                         f"for it; about {need:.1f}x the rows or the GDP mu would do")
+                         f"for it; about {need:.1f}x the rows or the GDP mu would do"
+                         + (", or feature rows you can declare public (interval_curvature='public', X_public=...)"
+                            if public_curvature_refusal(loss) is None else ""))
     return DEFAULT_INTERVAL_SHARE, None
 
 
@@ -180,15 +278,29 @@ def weight_radius(chol, second_moment) -> float:
     return RHO_FACTOR * math.sqrt(max(float(np.trace(C.T @ S @ C)), 1e-300))
 
 
-def _parts(mu: float) -> list:
-    return [(kind, math.sqrt(share) * mu, stage) for stage, parts in enumerate(SCHEDULE) for kind, share in parts]
+def _parts(mu: float, curvature: str = "private") -> list:
+    return [(kind, math.sqrt(share) * mu, stage) for stage, parts in enumerate(schedule(curvature))
+            for kind, share in parts]
 
 
-def newton_event(mu: float, *, n: int) -> GdpEvent:
+def newton_event(mu: float, *, n: int, curvature: str = "private") -> GdpEvent:
     """The release's event, planned before any data is read (its noise scales follow from ``rho``,
-    which the run's final metric fixes: recorded in the release)."""
+    which the run's final metric fixes: recorded in the release). ``curvature="public"``: gradients
+    only (:data:`PUBLIC_SCHEDULE`; the curvature and J come from public feature rows, free)."""
     mu = check_positive("mu", mu)
     n = check_positive_int("n", n)
+    if schedule(curvature) is PUBLIC_SCHEDULE:
+        return GdpEvent(mu=mu, label="newton_release (gradients of a weighted data loss near the estimate, for the "
+                                     "intervals; curvature and scores' second moment from public feature rows)",
+                        assumptions=(f"replace-one neighbours, n = {n} public; rows weighted by min(1, rho^2 / "
+                                     "||C^T x||^2) (label- and theta-free), so every gradient has ||C^T g|| <= G rho",
+                                     "the points, the weights and the metric are post-processing of released draws "
+                                     "and of this release's earlier stages",
+                                     "the curvature and the scores' second moment are computed from feature rows the "
+                                     "user declares public (X_public): no privacy cost"),
+                        metadata={"parts": [{"statistic": k, "mu": v, "stage": st}
+                                            for k, v, st in _parts(mu, curvature)],
+                                  "n": n, "curvature": "public"})
     return GdpEvent(mu=mu, label="newton_release (curvatures, gradients and the scores' second moment of a weighted "
                                  "data loss near the estimate, for the intervals)",
                     assumptions=(f"replace-one neighbours, n = {n} public; rows weighted by min(1, rho^2 / ||C^T x||^2) "

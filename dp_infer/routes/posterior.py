@@ -44,7 +44,7 @@ from ..privacy import path as path_privacy
 from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
 from ..losses.metric_clip import DEFAULT_CLIP_FACTOR, clipped_link
-from .newton_release import newton_event
+from .newton_release import interval_width_forecast, newton_event, schedule
 from .posterior_path import PathCost, coldest_beta, posterior_budget, widest_clip_radius
 from .posterior_details import AdaptationSchedule, ClipRule, PosteriorDetails, StepRule
 
@@ -151,12 +151,13 @@ def _posterior_assumptions(loss: PerExampleLoss, clip_radius, rows, n: int) -> t
     )
 
 
-def posterior_event(path_event, second_moment: SecondMoment, mu_interval: float, n: int) -> GdpEvent:
+def posterior_event(path_event, second_moment: SecondMoment, mu_interval: float, n: int,
+                    interval_curvature: str = "private") -> GdpEvent:
     """The run's event: the path, the second moment's release and the interval release composed in
     GDP (``mu^2 = sum mu_k^2``), each kept as a part (``metadata["parts"]``, the path first)."""
     parts = [path_event] + ([second_moment.event] if second_moment.event is not None else [])
     if mu_interval > 0:
-        parts.append(newton_event(mu_interval, n=n))
+        parts.append(newton_event(mu_interval, n=n, curvature=interval_curvature))
     mu = math.sqrt(sum(float(e.mu) ** 2 for e in parts))
     return GdpEvent(mu=mu, label="posterior_mode", assumptions=tuple(a for e in parts for a in e.assumptions),
                     metadata={"parts": [e.to_dict() for e in parts]})
@@ -171,7 +172,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    preconditioner_curvature: float | None = None, num_draws: int = 1000,
                    clip_radius: float | None = None, adapt_metric: bool = False,
                    adaptation_windows: tuple[float, ...] | str = "auto",
-                   interval_share: float = 0.0, path_budget: float | None = None) -> SamplingPlan:
+                   interval_share: float = 0.0, path_budget: float | None = None,
+                   interval_curvature: str = "private") -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -207,11 +209,15 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     ``interval_share``: the share of the target's ``mu^2`` reserved for the interval release made
     after sampling (Newton steps of a weighted data loss from the draws' mean,
     :mod:`dp_infer.routes.newton_release`); 0 (the planner's default): none. Its event is part of
-    the plan's event.
+    the plan's event. ``interval_curvature``: ``"private"`` (default: the release's curvature and scores'
+    second moment are released from the rows) or ``"public"`` (computed by the run from feature rows
+    declared public, so the release is gradients only: :data:`~dp_infer.routes.newton_release.PUBLIC_SCHEDULE`;
+    the plan notes the intervals' width forecast). The plan does not see the public rows.
     ``path_budget``: the path's GDP mu is at most this (default: the path's share of the budget). A run
     that plans again once its second moment is released passes the charged plan's own path mu
     (``plan.posterior.mu_path``), so the plan it runs never spends more than the plan it was charged for.
     """
+    schedule(interval_curvature)  # refuses an unknown source by name
     q = _checked_inputs(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                         num_chains=num_chains, second_moment=second_moment, rows=rows, kernel=kernel,
                         friction=friction, mixing_rate=mixing_rate, burn_in_time=burn_in_time,
@@ -219,7 +225,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                         preconditioner_curvature=preconditioner_curvature, num_draws=num_draws)
     path = _path_plan(loss, q, clip_radius=clip_radius, adapt_metric=adapt_metric,
                       adaptation_windows=adaptation_windows, interval_share=interval_share, path_budget=path_budget)
-    event = posterior_event(path.path_event, q.sm, path.budget.mu_interval, q.n)
+    event = posterior_event(path.path_event, q.sm, path.budget.mu_interval, q.n, interval_curvature)
     step = _step_plan(loss, q, path, step_safety=step_safety)
     posterior = _details(q, path, step, event, interval_share=interval_share)
     draws = step.num_steps // step.thinning
@@ -230,7 +236,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         n=q.n, dim=q.dim, sensitivity=path.delta_P, event=event,
         assumptions=_posterior_assumptions(loss, path.clip_radius, rows, q.n),
         excess_risk_bound=None, relaxation_time=1.0 / (q.mixing_rate * step.h),
-        notes=_posterior_notes(q, path, posterior, event), target="posterior",
+        notes=_posterior_notes(q, path, posterior, event) + _public_curvature_notes(q, path, interval_curvature),
+        target="posterior",
         prior_precision=tuple(float(v) for v in q.lam),
         preconditioner=tuple(tuple(float(v) for v in row) for row in path.P), posterior=posterior)
 
@@ -426,6 +433,21 @@ def _posterior_notes(q: _Inputs, path: _PathPlan, post: PosteriorDetails, event)
             f"predicted bulk ESS {post.predicted_ess:.0f} over {q.num_chains} chains assumes the slowest preconditioned "
             f"direction has curvature >= {q.mixing_rate:g} (declared); the achieved ESS is reported after the run",
             f"interval inflation sqrt(n / beta) = {math.sqrt(n / path.beta):.3g} relative to the untempered posterior")
+
+
+def _public_curvature_notes(q: _Inputs, path: _PathPlan, interval_curvature: str) -> tuple[str, ...]:
+    """With ``interval_curvature="public"`` and an interval release: what it releases and its width forecast
+    (public inputs only: n, d, mu, the planner's typical curvature)."""
+    mu_int = path.budget.mu_interval
+    if interval_curvature != "public" or mu_int <= 0:
+        return ()
+    mu_total = path.budget.mu_total
+    share = (mu_int / mu_total) ** 2
+    width = interval_width_forecast(q.n, q.dim, mu_total, typical_curvature=q.kappa_P, share=share, curvature="public")
+    return (f"interval release with public curvature: gradients only (mu = {mu_int:.4g}); the curvature and the "
+            "model-based scores' second moment come from the public feature rows (X_public, assumed drawn from the "
+            f"private rows' distribution; a correctly specified model); intervals forecast at about {width:.2g}x the "
+            "non-private posterior's width for a typical coordinate",)
 
 
 def preconditioner_chol(plan: SamplingPlan) -> np.ndarray:

@@ -21,6 +21,7 @@ import pytest
 import dp_infer
 from dp_infer.infer.model_posterior import plan_model_posterior
 from dp_infer.diagnostics.released_interval import model_released_interval
+from dp_infer.model.clipping import DEFAULT_COUNT_SHARE
 from dp_infer.model.score_release import release_score_statistics
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import Ledger
@@ -110,9 +111,11 @@ def test_the_ledger_is_charged_the_event_with_the_release_and_the_release_is_mad
     (rec,) = led.history("d")
     assert rec["event"]["mu"] == pytest.approx(run.plan.event.mu, rel=1e-12)
     labels = [p["label"] for p in rec["event"]["metadata"]["parts"]]
-    assert labels[-1].startswith("model_score_release")
+    # the release, then the clipped-row count (issue 41), whose share is taken out of the target first
+    assert labels[-2].startswith("model_score_release") and labels[-1] == "clipped_row_count"
     rel = run.report_extras["interval_release"]
-    assert rel["kind"] == "model_score" and rel["mu"] == pytest.approx(math.sqrt(0.6) * gdp_mu(2.0, DELTA))
+    mu_run = math.sqrt(1 - DEFAULT_COUNT_SHARE) * gdp_mu(2.0, DELTA)
+    assert rel["kind"] == "model_score" and rel["mu"] == pytest.approx(math.sqrt(0.6) * mu_run)
     iv = run.intervals(0.9)
     assert iv.method.startswith("noise-aware scoring-step") and "clipped score" in iv.estimand
     assert rel["names"] == ["w[0]", "w[1]"]

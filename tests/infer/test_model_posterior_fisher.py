@@ -18,6 +18,7 @@ import pytest
 from numpyro.infer import MCMC, NUTS
 
 import dp_infer
+from dp_infer.model.clipping import DEFAULT_COUNT_SHARE
 from dp_infer.model.fisher import score_gram
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import Ledger
@@ -41,8 +42,9 @@ def _charged(led):
 
 def test_neighbours_are_charged_the_same_event_and_the_run_spends_at_most_it(tmp_path):
     """Replace one row by the most extreme one: the charged events (made before the release) are
-    identical; the run's own event (re-planned after the release) composes the path and the
-    release's 10% of mu^2 and never exceeds the charge, which is the whole (eps, delta) target."""
+    identical; the run's own event (re-planned after the release) composes the path, the
+    release's 10% of the run's mu^2 and the clipped-row count's share (taken out of the target
+    first, issue 41) and never exceeds the charge, which is the whole (eps, delta) target."""
     X, y = logistic_rows(n=200)
     X2, y2 = X.copy(), y.copy()
     X2[0], y2[0] = [40.0, -30.0, 25.0], 1.0 - y[0]
@@ -54,10 +56,12 @@ def test_neighbours_are_charged_the_same_event_and_the_run_spends_at_most_it(tmp
     ha, hb = _charged(la), _charged(lb)
     assert ha["event"] == hb["event"]
     mu = gdp_mu(1.0, DELTA)
+    mu_run = np.sqrt(1 - DEFAULT_COUNT_SHARE) * mu  # the rest once the clipped-row count's share is out
     for run in (a, b):
         parts = run.plan.event.metadata["parts"]
-        assert [p["label"] for p in parts] == ["langevin_path", "private_second_moment"]
-        assert parts[1]["mu"] == pytest.approx(np.sqrt(0.1) * mu, rel=1e-12)
+        assert [p["label"] for p in parts] == ["langevin_path", "private_second_moment", "clipped_row_count"]
+        assert parts[1]["mu"] == pytest.approx(np.sqrt(0.1) * mu_run, rel=1e-9)
+        assert parts[2]["mu"] == pytest.approx(np.sqrt(DEFAULT_COUNT_SHARE) * mu, rel=1e-12)
         assert run.plan.event.mu <= mu * (1 + 1e-12)
         assert run.plan.event.mu == pytest.approx(mu, rel=1e-6)
         assert run.plan.posterior.second_moment["source"] == "private"
