@@ -88,6 +88,8 @@ def adult_public_curvature(eps: float = 1.0, seed: int = 0, curvature: str = "pu
                median_abs_z_vs_map=float(np.median(np.abs(iv.centre - t) / np.hypot(iv.sd, sd_np))),
                contain_weighted_map=_contain_weighted_map(X, y, lam, rel, iv),
                unflagged=int(sum(1 for f in iv.flags if not f)),
+               data_share_over_0_9=int(np.sum(np.asarray(iv.data_share) > 0.9)),
+               contain_map_data_share_over_0_9=int(np.sum(((iv.lower <= t) & (t <= iv.upper))[np.asarray(iv.data_share) > 0.9])),
                contain_map_unflagged=int(np.sum(((iv.lower <= t) & (t <= iv.upper))[[not f for f in iv.flags]])),
                median_abs_z_vs_map_missed=float(np.median((np.abs(iv.centre - t) / iv.sd)[~((iv.lower <= t) & (t <= iv.upper))])),
                predicted_median_width_ratio=float(np.median(iv.width_ratio)),
