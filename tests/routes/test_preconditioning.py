@@ -295,3 +295,24 @@ def test_precision_matrix_is_computed_in_float64_whatever_the_inputs():
     assert A.dtype == np.float64 and np.array_equal(A, A.T)
     with pytest.raises(ValueError, match="the second moment is 3 x 2 but the prior has 3 coordinates"):
         precision_matrix(SecondMoment(np.ones((3, 2)), "public"), 1.0, 1.0, [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("n, d, R2, mu, failure", [(1000, 3, 1.0, 0.5, 1e-6), (30162, 100, 0.25, 0.2, 1e-3),
+                                                  (50, 7, 4.0, 2.0, 0.1)])
+def test_the_pending_stand_in_carries_the_releases_own_noise_figures(n, d, R2, mu, failure):
+    # oracle: the release itself, made on real rows with the same bound, mu and failure, and the closed form
+    # sqrt(2) R^2 / (n mu) (exact replace-one sensitivity of the upper triangle); a plan made with the stand-in
+    # before the release must have the same noise figures as the one made after it
+    from dp_infer.routes.preconditioning import pending_second_moment
+
+    X = np.random.default_rng(0).normal(size=(n, d))
+    X *= math.sqrt(R2) / np.linalg.norm(X, axis=1, keepdims=True)
+    released = private_second_moment(X, max_sq_norm=R2, mu=mu, key=jax.random.PRNGKey(1), failure=failure)
+    pend = pending_second_moment(n, d, max_sq_norm=R2, mu=mu, failure=failure)
+    assert pend.matrix is None and pend.source == "private (pending)"
+    assert pend.noise_sd == released.noise_sd == pytest.approx(math.sqrt(2) * R2 / (n * mu), rel=1e-12)
+    assert pend.noise_norm_bound == released.noise_norm_bound == gaussian_spectral_bound(d, pend.noise_sd, failure)
+    assert pend.noise_bound_failure == released.noise_bound_failure == failure
+    assert pend.event.mu == released.event.mu == mu and pend.event.label == released.event.label
+    with pytest.raises(ValueError, match=r"^failure must lie in \(0, 1\)"):
+        pending_second_moment(n, d, max_sq_norm=R2, mu=mu, failure=1.5)
