@@ -13,7 +13,7 @@ from ..losses import PerExampleLoss
 from ..model.clipping import DEFAULT_COUNT_SHARE, clip_warning, private_example_clip_count
 from ..randomness import secret_key
 
-__all__ = ["clip_count_plan", "release_loss_clip_count"]
+__all__ = ["clip_count_plan", "count_key", "keep_clip_count", "release_loss_clip_count"]
 
 
 def clip_count_plan(loss: PerExampleLoss, delta, share, sharded: bool) -> tuple[float, str | None]:
@@ -44,9 +44,23 @@ def release_loss_clip_count(run, loss: PerExampleLoss, X, y, count: dict) -> Non
     it says the clip is active on more than a tenth of the rows. Made after the draws are kept."""
     if run.purified is not None or run.theta is None:  # pragma: no cover - clipped losses run the trajectory route
         return
-    key, _ = secret_key(count["seed"], impl=count["key_impl"])
-    key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
-    counted = private_example_clip_count(loss.example, run.posterior_mean(), X, y, loss.clip_norm, count["mu"], key)
+    key = count_key(count["seed"], count["key_impl"])
+    keep_clip_count(run, private_example_clip_count(loss.example, run.posterior_mean(), X, y, loss.clip_norm,
+                                                    count["mu"], key))
+
+
+def count_key(seed, key_impl):
+    """The clipped-row count's key: the run's seed (or fresh secret entropy) on its own stream, never
+    the run's noise."""
+    key, _ = secret_key(seed, impl=key_impl)
+    return jax.random.fold_in(key, 0xC1)
+
+
+def keep_clip_count(run, counted: dict) -> None:
+    """Keep a released count (:func:`~dp_infer.model.clipping.private_clip_count` or
+    :func:`~dp_infer.model.clipping.private_example_clip_count`) on the run: ``run.clipped_rows``, the
+    charged figures (data independent) in ``run.report_extras["clipped_rows"]``, and a warning, also
+    kept in the count, when it says the clip is active on more than a tenth of the rows."""
     run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
     run.clipped_rows = counted
     msg = clip_warning(counted)

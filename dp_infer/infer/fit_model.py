@@ -37,8 +37,9 @@ from ..model.bridge import loss_from_model
 from ..model.initial import check_init_strategy, describe_strategy, initial_positions, prior_curvature
 from .preflight import check_sampling_options, refuse_unused_horizon
 from .run import PrivateRun
+from .clip_count import count_key, keep_clip_count
 from .driver import Hooks, Route, execute, register_route
-from ..model.clipping import (DEFAULT_COUNT_SHARE, check_bounds, clip_warning, composed_event, default_clip_norm,
+from ..model.clipping import (DEFAULT_COUNT_SHARE, check_bounds, composed_event, default_clip_norm,
                               private_clip_count, split_budget)
 
 __all__ = ["fit_model", "sample_model", "plan_model", "prepare_model", "check_feature_names", "model_coords_dims"]
@@ -267,22 +268,8 @@ def release_clip_count(run, public, y, prepared):
     seed, key_impl = public["sample"]["seed"], public["sample"]["key_impl"]
     mu_count = public["mu_count"]
     if mu_count > 0:
-        import jax
-
-        from ..randomness import secret_key
-
-        key, _ = secret_key(seed, impl=key_impl)
-        key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
-        counted = private_clip_count(ml, run.posterior_mean(), prepared[3], y, ml.loss.clip_norm, mu_count, key)
-        # the report holds what was charged (data independent); the released count is run.clipped_rows
-        run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
-        run.clipped_rows = counted
-        msg = clip_warning(counted)
-        if msg:
-            import warnings
-
-            warnings.warn(msg, UserWarning, stacklevel=5)
-            counted["warning"] = msg
+        keep_clip_count(run, private_clip_count(ml, run.posterior_mean(), prepared[3], y, ml.loss.clip_norm,
+                                                mu_count, count_key(seed, key_impl)))
 
 
 def ml_X(X):

@@ -71,7 +71,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_choice, check_delta, check_finite_array, check_positive, check_target_epsilon
-from ..model.clipping import (DEFAULT_COUNT_SHARE, check_count_share, clip_warning, count_part_appended,
+from ..model.clipping import (DEFAULT_COUNT_SHARE, check_count_share, count_part_appended,
                               private_example_clip_count, split_budget)
 from ..model.fisher import FISHER_POINT, score_gram
 from ..model import score_release as _sr
@@ -79,6 +79,7 @@ from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment
 from ..releases.second_moment import private_second_moment_of_gram
+from .clip_count import count_key, keep_clip_count
 from .fit_model import check_feature_names, model_coords_dims, prepare_model
 from .preflight import check_plan_resources, check_sampling_options
 from .posterior import PosteriorRun, released_draws, warn_if_unmixed
@@ -470,18 +471,8 @@ def release_posterior_clip_count(run: PosteriorRun, mpp: ModelPosteriorPlan, row
                                                      "diverged (non-finite draws); the reserved count was not spent")
         return
     phi = theta / np.asarray(mpp.scales, dtype=np.float64)  # the clip acts on the whitened coordinates
-    key, _ = secret_key(public["seed"], impl=public["key_impl"])
-    key = jax.random.fold_in(key, 0xC1)  # its own stream, never the run's noise
-    counted = private_example_clip_count(mpp.loss.example, phi, rows, y, mpp.loss.clip_norm, mu_count, key)
-    run.report_extras["clipped_rows"] = {k: counted[k] for k in ("at", "clip_norm", "mu", "noise_sd")}
-    run.clipped_rows = counted
-    msg = clip_warning(counted)
-    if msg:
-        import warnings
-        from pathlib import Path
-
-        warnings.warn(msg, UserWarning, skip_file_prefixes=(str(Path(__file__).parents[1]),))
-        counted["warning"] = msg
+    keep_clip_count(run, private_example_clip_count(mpp.loss.example, phi, rows, y, mpp.loss.clip_norm, mu_count,
+                                                    count_key(public["seed"], public["key_impl"])))
 
 
 def _preflight_model_posterior(mpp: ModelPosteriorPlan, prefix: str = "") -> None:
