@@ -5,6 +5,7 @@ says what it can resolve and flags what the noise made meaningless."""
 
 import gzip
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -190,18 +191,31 @@ def test_private_draft_at_n100_eps1_flags_meaningless_bounds(tmp_path, monkeypat
     said = []
     real_charge = Ledger.charge
     monkeypatch.setattr(Ledger, "charge", lambda self, *a, **k: (said.append("charge"), real_charge(self, *a, **k))[1])
-    res = D.draft_private(_small(), None, eps=1.0, delta=1e-6, kinds={"x1": "numeric", "x2": "numeric"},
-                          ledger=led, dataset_id="d", on_plan=said.append)
+    try:
+        res = D.draft_private(_small(), None, eps=1.0, delta=1e-6, kinds={"x1": "numeric", "x2": "numeric"},
+                              ledger=led, dataset_id="d", on_plan=said.append)
+    except ValueError as e:  # the rare outcome below where x2 is unresolved too: nothing left to draft, said so
+        assert said[1] == "charge" and "no feature column could be drafted privately" in str(e)
+        assert re.search(r"x2: the (lower|upper) bound rests on one isolated bin", str(e)), str(e)
+        return
     assert said[0].startswith("private draft plan (before any charge): n = 100") and said[1] == "charge"
     assert "35 noisy rows" in said[0]
-    # x1 ~ N(0, 1) spreads over ~20 narrow bins of ~5 rows: no bin can pass 35 (P(a bin passes) < 1e-6)
-    assert "x1" in res.unresolved and "no bin of the DP histogram passed" in res.unresolved["x1"]
-    assert [c.name for c in res.schema.columns] == ["x2"] and res.schema.ignore == ("x1",)
-    # x2: 100 rows in [1, 1.5) vs threshold 35 and Laplace(4) noise (P(fail) < 1e-6)
-    assert res.schema.column("x2").bounds == (1.0, 1.5)
+    # The grid's empty bins pass the threshold T = (2/eps) log(20 k) with probability about 2.5% per column
+    # (0.5 exp(-T/b) per bin, b = 2/eps, over k bins): the draft's own design, whose rules then name the result
+    # meaningless. So each column has two correct outcomes, and the test accepts both, by their reasons.
+    # x1 ~ N(0, 1) spreads over ~20 narrow bins of ~5 rows: no data bin passes (5 + Laplace(b) > 35 has
+    # probability ~1e-4 per bin); an empty bin that passes holds < 50 of the 100 rows: unresolved either way
+    why_x1 = res.unresolved.get("x1", "")
+    assert ("no bin of the DP histogram passed" in why_x1
+            or re.search(r"the bins that passed the noise threshold hold \d+ of the n = 100 rows", why_x1)), why_x1
+    # x2: 100 rows in [1, 1.5) vs threshold 35 and Laplace noise: resolved to that bin, unless an empty bin
+    # passed too (about 2.5%), when a bound rests on that isolated noise bin and the draft, with no column
+    # left, refuses after the charge and says why (the except above)
     text = res.yaml()
-    assert "# UNRESOLVED: no bin of the DP histogram passed" in text and "# - name: x1" in text
+    assert f"# UNRESOLVED: {why_x1[:40]}" in text and "# - name: x1" in text
     assert "UNRESOLVED at n = 100, eps = 1" in text
+    assert [c.name for c in res.schema.columns] == ["x2"] and res.schema.ignore == ("x1",)
+    assert res.schema.column("x2").bounds == (1.0, 1.5)
     sch = load_schema(save_schema(res, tmp_path / "s.yaml"))
     assert sch.ignore == ("x1",) and FeatureMap(sch).transform(_small(), target="ignore").X.shape == (100, 2)
 
