@@ -43,7 +43,9 @@ above. This adds two assumptions, stated in the intervals' ``method``, ``estiman
 the public rows' features follow the private rows' distribution, and the model is correctly specified
 (``E[phi'^2 | x] = phi''``; otherwise the sandwich's ``J`` differs and the intervals' width is off by
 it). The long-step flag reads the last step's expected length from the noise of the stage before
-(``previous_gradient_sd``): with exact curvature the last point is off the minimiser by that noise.
+(``previous_gradient_sd``): with exact curvature the last point is off the minimiser by that noise. The
+release's metric ``C`` is then the public curvature's whitening and its path the public surrogate's minimisers
+(:mod:`dp_infer.routes.newton_release`); this module reads both from the release as it does the run's metric.
 """
 
 from __future__ import annotations

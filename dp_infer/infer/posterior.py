@@ -36,7 +36,7 @@ from ..privacy.conversions import gdp_mu
 from ..model.clipping import count_part_appended, split_budget
 from .clip_count import clip_count_plan, release_loss_clip_count
 from ..routes.newton_release import check_interval_curvature, default_interval_share, newton_releasable, weight_radius
-from ..releases.newton import release_newton_statistics
+from ..releases.newton import public_release_metric, release_newton_statistics
 from ..randomness import secret_key
 from ..parallel.sharding import ShardedRows, check_placed_rows, same_key_on_all_processes, shard_rows
 from ..parallel.sharded_posterior import ShardedMetricPotential, sharded_second_moment
@@ -479,11 +479,14 @@ def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key, X_pu
     draws = run.draws().reshape(-1, run.plan.dim)
     if mu <= 0 or not np.all(np.isfinite(draws)):
         return
-    C = preconditioner_chol(run.plan)
+    if X_public is None:  # the run's metric and the weights' radius its second moment implies
+        C = preconditioner_chol(run.plan)
+        rho = weight_radius(C, rows_second_moment(run.planned, loss))
+    else:  # the public curvature's whitening (public_release_metric's doc says why)
+        C, rho = public_release_metric(loss, X_public, draws.mean(axis=0), run.plan.prior_precision, run.plan.n)
     psi = draws @ np.linalg.inv(C).T
     cov = np.atleast_2d(np.cov(psi.T)) + 1e-12 * np.eye(run.plan.dim)
-    release = release_newton_statistics(loss, X, y, point=draws.mean(axis=0), chol=C,
-                                        rho=weight_radius(C, rows_second_moment(run.planned, loss)), mu=mu, key=key,
+    release = release_newton_statistics(loss, X, y, point=draws.mean(axis=0), chol=C, rho=rho, mu=mu, key=key,
                                         trust_covariance=cov, X_public=X_public)
     run.report_extras["interval_release"] = release.to_dict()
 

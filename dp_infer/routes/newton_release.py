@@ -46,7 +46,15 @@ equals ``E[w^2 phi'^2 C^T x x^T C]`` where the model is correctly specified (``E
 Given feature rows ``X_public`` the user declares public, drawn from the private rows' distribution,
 both are computed from them at no privacy cost (same weights rule on the public rows), and only the
 d-dimensional mean gradients are released from the private rows: the whole interval share of mu^2
-goes to them. Then no curvature signal-to-noise rule applies; the intervals' width over the sampling
+goes to them (:data:`PUBLIC_INTERVAL_SHARE` of the run's mu^2 by default). Two more things change with the
+curvature free. The path: each stage moves to the minimiser of the loss's public surrogate anchored at the
+released gradient (:func:`dp_infer.releases.newton.public_surrogate_step`, each coordinate within
+:data:`PUBLIC_STEP_BOX` draws' sds) instead of a linear step held within one draws' sd, so it reaches the
+estimate from a draws' mean many data sds away (on the Adult-shaped design the linear path did not, and the
+numeric columns' intervals covered 0.27). The metric: the release works in the coordinates that whiten the public
+curvature at the draws' mean (:func:`dp_infer.releases.newton.public_release_metric`), with ``rho`` from the
+public rows, rather than the run's metric, so the gradient's isotropic noise has the same ratio to the sampling
+error in every direction the data inform. Then no curvature signal-to-noise rule applies; the intervals' width over the sampling
 error is set by the last gradient's noise, ``sqrt(1 + 4 d RHO_FACTOR^2 G^2 / (n mu_g^2 kappa_P))``
 (:func:`interval_width_forecast` with ``curvature="public"``: it grows like ``d / (n mu^2)``, not like
 the private curvature's ``d^3 / (n mu)^2`` noise-to-signal). The assumptions this adds: the public
@@ -70,7 +78,7 @@ from .preconditioning import GRAM_SENSITIVITY_FACTOR
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
            "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds",
            "noise_floor", "newton_releasable", "newton_event", "weight_radius", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES",
-           "schedule", "check_interval_curvature", "public_curvature_refusal"]
+           "schedule", "check_interval_curvature", "public_curvature_refusal", "PUBLIC_STEP_BOX", "PUBLIC_INTERVAL_SHARE"]
 
 #: share of the target's mu^2 a posterior run reserves for the interval release by default: the
 #: intervals' width is set by the last stage's gradient noise (its variance over the sampling
@@ -95,10 +103,16 @@ SCHEDULE = ((("curvature", 0.06), ("gradient", 0.05)),
 #: public feature rows (free), so every stage releases its gradient only. The last gradient sets the
 #: intervals' width and gets most of the share; the stage before it sets how far the last point lies from
 #: the weighted loss's minimiser (the last step's length: the long-step flag reads that stage's noise too)
-PUBLIC_SCHEDULE = ((("gradient", 0.05),),
-                   (("gradient", 0.05),),
-                   (("gradient", 0.2),),
-                   (("gradient", 0.7),))
+PUBLIC_SCHEDULE = ((("gradient", 0.04),),
+                   (("gradient", 0.06),),
+                   (("gradient", 0.15),),
+                   (("gradient", 0.75),))
+
+#: the interval release's default share of the run's mu^2 with ``interval_curvature="public"``: each public
+#: stage lands on the public surrogate's minimiser (:func:`dp_infer.releases.newton.public_surrogate_step`)
+#: however far the draws' mean is, so the chains need only put it inside their bulk and the release gets more
+#: than :data:`DEFAULT_INTERVAL_SHARE`
+PUBLIC_INTERVAL_SHARE = 0.85
 
 #: where the interval release's curvature comes from: ``"private"`` (released from the rows, the default)
 #: or ``"public"`` (computed from ``X_public``, feature rows declared public; see the module doc)
@@ -112,6 +126,14 @@ RHO_FACTOR = 1.0
 #: out of it into a flat region where the next curvature is smaller still (measured: at n = 3000, d = 3,
 #: eps = 1, ess = 200, a radius of 3 let 4 of 20 runs diverge to 15-20 sds, coverage 0.77; 1: 0.95)
 TRUST_RADIUS = 1.0
+
+#: a public-curvature stage (:func:`dp_infer.releases.newton.public_surrogate_step`) moves each coordinate of
+#: theta at most this many draws' sds: the estimate lies inside the tempered draws' bulk, and the public
+#: surrogate's minimiser is trusted over all of it (the private path's linear step, on a noisy curvature, only
+#: within :data:`TRUST_RADIUS`); the box only stops a coordinate whose released gradient, pushed by noise, the
+#: surrogate cannot reach
+PUBLIC_STEP_BOX = 5.0
+
 
 
 @dataclass(frozen=True)
@@ -242,7 +264,8 @@ def interval_width_forecast(n: int, d: int, mu: float, *, typical_curvature: flo
     typical direction ``J ~ kappa_P rho^2 / (d RHO_FACTOR^2)`` (the rows' mean ``||C^T x||^2`` spread over d
     directions), so the noise's variance over the sampling variance is ``4 d RHO_FACTOR^2 G^2 / (n mu_g^2
     kappa_P)``, and the width ratio is the root of one plus it (no curvature noise: H and J are exact)."""
-    share = DEFAULT_INTERVAL_SHARE if share is None else share
+    if share is None:
+        share = PUBLIC_INTERVAL_SHARE if curvature == "public" else DEFAULT_INTERVAL_SHARE
     mu_g2 = share * dict(schedule(curvature)[-1])["gradient"] * mu * mu
     return math.sqrt(1.0 + 4.0 * d * RHO_FACTOR ** 2 / (n * mu_g2 * typical_curvature))
 
@@ -253,7 +276,7 @@ def default_interval_share(loss, num_features: int, *, sharded: bool = False, n:
     (:func:`newton_releasable`, one device) and, given ``n`` and the target's ``mu``, where its
     curvature would carry information (:func:`curvature_snr` >= :data:`MIN_CURVATURE_SNR`); else 0
     and the reason, in one line. With ``curvature="public"`` no curvature is released, so the
-    signal-to-noise rule does not apply. Public inputs only."""
+    signal-to-noise rule does not apply, and the share is :data:`PUBLIC_INTERVAL_SHARE`. Public inputs only."""
     if sharded:
         return 0.0, "the interval release runs on one device; this run's rows are on a mesh"
     if not newton_releasable(loss, num_features):
@@ -267,7 +290,7 @@ def default_interval_share(loss, num_features: int, *, sharded: bool = False, n:
                          f"for it; about {need:.1f}x the rows or the GDP mu would do"
                          + (", or feature rows you can declare public (interval_curvature='public', X_public=...)"
                             if public_curvature_refusal(loss) is None else ""))
-    return DEFAULT_INTERVAL_SHARE, None
+    return (PUBLIC_INTERVAL_SHARE if curvature == "public" else DEFAULT_INTERVAL_SHARE), None
 
 
 def weight_radius(chol, second_moment) -> float:
