@@ -74,3 +74,20 @@ def test_no_count_says_why_and_costs_nothing():
         dp_infer.fit(loss, X, y, eps=1.0, delta=1e-5, clip_count_share=1.5)
     with pytest.raises(ValueError, match="proximal route"):
         dp_infer.fit(losses.clipped_loss(_example, 2.0), X, y, eps=1.0, delta=1e-5, clip_count_share=0.1)
+
+
+def test_a_seeded_runs_count_is_reproducible_and_its_warning_points_at_the_callers_line():
+    # the count's key comes from the run's seed (infer.clip_count.count_key): the same seed gives the same noisy
+    # count, another seed another one; the warning is attributed to this file's line, not to the package's frames
+    X, y = _data(n=400)
+    loss = losses.clipped_loss(_example, 0.5, smoothness=1.0)
+
+    def count(seed):
+        with pytest.warns(UserWarning, match="the clip .* is active on about") as rec:
+            run = dp_infer.fit(loss, X, y, eps=1.0, delta=1e-5, seed=seed, progress_bar=False, num_draws=20)
+        assert [r.filename for r in rec if "is active on about" in str(r.message)] == [__file__]
+        return run.clipped_rows["noisy_count"]
+
+    a = count(4)
+    assert count(4) == a
+    assert count(5) != a
