@@ -3,7 +3,7 @@ privacy-critical modules with mutmut, one module at a time.
 
 For each module listed in ``targets.toml`` (all of them, in ``order``, when none is named):
 
-1. a scratch copy of the project is made under ``.mutation/<module>/`` (never in the work tree);
+1. a scratch copy of the project (dp_infer, tests, docs) is made under ``.mutation/<module>/`` (never in the work tree);
 2. ``mutmut run`` mutates only that module and, for each mutant, runs only those tests of the
    module's entry that call the mutated function;
 3. every mutant is classified ``killed`` / ``timeout`` / ``survived`` / ``no tests``, and a
@@ -132,6 +132,7 @@ def prepare(module: str, tests: list[str], max_children: int) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "dp_infer", d / "dp_infer", ignore=ignore)
     shutil.copytree(ROOT / "tests", d / "tests", ignore=ignore)
+    shutil.copytree(ROOT / "docs", d / "docs", ignore=ignore)  # tests that run a how-to read it (also_copy below)
     base = (ROOT / "pyproject.toml").read_text()
     cfg = {
         "source_paths": ["dp_infer"],
@@ -140,6 +141,7 @@ def prepare(module: str, tests: list[str], max_children: int) -> Path:
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q", "--all"],  # the slow tier too
         "process_isolation": "forkserver",
         "use_git_change_detection": False,
+        "also_copy": ["docs"],  # tests that run a how-to read it
     }
     lines = ["", "[tool.mutmut]"] + [f"{k} = {json.dumps(v)}" for k, v in cfg.items()]
     (d / "pyproject.toml").write_text(base + "\n".join(lines) + "\n")

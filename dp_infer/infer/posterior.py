@@ -35,7 +35,8 @@ from ..releases.second_moment import private_second_moment, private_second_momen
 from ..privacy.conversions import gdp_mu
 from ..model.clipping import count_part_appended, split_budget
 from .clip_count import clip_count_plan, release_loss_clip_count
-from ..routes.newton_release import check_interval_curvature, default_interval_share, newton_releasable, weight_radius
+from ..routes.newton_release import (PUBLIC_SCHEDULE, check_interval_curvature, default_interval_share,
+                                     newton_releasable, weight_radius)
 from ..releases.newton import public_release_metric, release_newton_statistics
 from ..randomness import secret_key
 from ..parallel.sharding import ShardedRows, check_placed_rows, same_key_on_all_processes, shard_rows
@@ -483,7 +484,9 @@ def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key, X_pu
         C = preconditioner_chol(run.plan)
         rho = weight_radius(C, rows_second_moment(run.planned, loss))
     else:  # the public curvature's whitening (public_release_metric's doc says why)
-        C, rho = public_release_metric(loss, X_public, draws.mean(axis=0), run.plan.prior_precision, run.plan.n)
+        last = math.sqrt(dict(PUBLIC_SCHEDULE[-1])["gradient"]) * mu  # the last gradient's mu sets the radius
+        C, rho = public_release_metric(loss, X_public, draws.mean(axis=0), run.plan.prior_precision, run.plan.n,
+                                       mu_last=last)
     psi = draws @ np.linalg.inv(C).T
     cov = np.atleast_2d(np.cov(psi.T)) + 1e-12 * np.eye(run.plan.dim)
     release = release_newton_statistics(loss, X, y, point=draws.mean(axis=0), chol=C, rho=rho, mu=mu, key=key,

@@ -54,7 +54,9 @@ estimate from a draws' mean many data sds away (on the Adult-shaped design the l
 numeric columns' intervals covered 0.27). The metric: the release works in the coordinates that whiten the public
 curvature at the draws' mean (:func:`dp_infer.releases.newton.public_release_metric`), with ``rho`` from the
 public rows, rather than the run's metric, so the gradient's isotropic noise has the same ratio to the sampling
-error in every direction the data inform. Then no curvature signal-to-noise rule applies; the intervals' width over the sampling
+error in every direction the data inform; ``rho`` is the factor of :data:`RHO_GRID` (times the public rows' root
+mean ``||C^T x||``) whose interval width, predicted from the public rows, is smallest
+(:func:`dp_infer.releases.newton.predicted_width_ratio`). Then no curvature signal-to-noise rule applies; the intervals' width over the sampling
 error is set by the last gradient's noise, ``sqrt(1 + 4 d RHO_FACTOR^2 G^2 / (n mu_g^2 kappa_P))``
 (:func:`interval_width_forecast` with ``curvature="public"``: it grows like ``d / (n mu^2)``, not like
 the private curvature's ``d^3 / (n mu)^2`` noise-to-signal). The assumptions this adds: the public
@@ -78,7 +80,7 @@ from .preconditioning import GRAM_SENSITIVITY_FACTOR
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
            "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds",
            "noise_floor", "newton_releasable", "newton_event", "weight_radius", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES",
-           "schedule", "check_interval_curvature", "public_curvature_refusal", "PUBLIC_STEP_BOX", "PUBLIC_INTERVAL_SHARE"]
+           "schedule", "check_interval_curvature", "public_curvature_refusal", "PUBLIC_STEP_BOX", "PUBLIC_INTERVAL_SHARE", "RHO_GRID"]
 
 #: share of the target's mu^2 a posterior run reserves for the interval release by default: the
 #: intervals' width is set by the last stage's gradient noise (its variance over the sampling
@@ -120,6 +122,11 @@ INTERVAL_CURVATURES = ("private", "public")
 
 #: ``rho^2`` is this factor squared times the rows' mean ``||C^T x||^2`` (rows beyond it weigh less)
 RHO_FACTOR = 1.0
+
+#: the factors of the public rows' root mean ``||C^T x||`` among which a public-curvature release picks its
+#: weights' radius (:func:`dp_infer.releases.newton.public_release_metric`: the one whose predicted interval
+#: width, from the public rows, is smallest)
+RHO_GRID = tuple(float(2.0 ** (k / 4)) for k in range(-12, 5))
 
 #: a Newton step before the last is shortened to this Mahalanobis radius in the draws' covariance:
 #: the estimate lies inside the tempered posterior's bulk; a noisy curvature must not throw the point

@@ -15,9 +15,9 @@ from dp_infer import losses
 from dp_infer.diagnostics.released_interval import released_interval
 from dp_infer.infer.posterior import fit_posterior
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
-from dp_infer.releases.newton import (public_curvature, public_release_metric, public_surrogate_step,
-                                      release_newton_statistics)
-from dp_infer.routes.newton_release import (PUBLIC_INTERVAL_SHARE, PUBLIC_SCHEDULE, PUBLIC_STEP_BOX,
+from dp_infer.releases.newton import (predicted_width_ratio, public_curvature, public_release_metric,
+                                      public_surrogate_step, release_newton_statistics)
+from dp_infer.routes.newton_release import (PUBLIC_INTERVAL_SHARE, PUBLIC_SCHEDULE, PUBLIC_STEP_BOX, RHO_GRID,
                                             default_interval_share, interval_width_forecast, newton_event,
                                             weight_radius)
 
@@ -107,6 +107,39 @@ def test_the_public_release_metric_whitens_the_public_curvature_and_sets_rho_fro
     assert rho == pytest.approx(math.sqrt(np.mean(np.sum(XC * XC, axis=1))), rel=1e-12)
     with pytest.raises(ValueError, match="prior_precision must be positive"):
         public_release_metric(loss, np.zeros((10, 4)), point, 0.0, 1000)
+
+
+def test_the_predicted_width_is_the_closed_form_where_every_row_keeps_weight_one():
+    # logistic at theta = 0: phi'' = 1/4 on every row, so in the metric whitening the public curvature H_psi = I
+    # (up to the prior's 1e-9 share); with rho at the largest row norm every weight is 1 and J_psi = H_psi: the
+    # data's precision per direction is 1 / (1/n + sd_g^2) against n, so the ratio is sqrt(1 + n sd_g^2),
+    # sd_g = 2 G rho / (n mu) with G = 1
+    rng = np.random.default_rng(8)
+    Xp = rng.normal(size=(4000, 4))
+    loss = losses.logistic(row_norm=10.0)
+    n, mu = 5000, 0.3
+    lam = np.full(4, 1e-9)
+    C, _ = public_release_metric(loss, Xp, np.zeros(4), lam, n)
+    rho = float(np.max(np.linalg.norm(Xp @ C, axis=1))) * 1.0001
+    sd_g = 2 * rho / (n * mu)
+    assert predicted_width_ratio(loss, Xp, np.zeros(4), C, rho, lam, n, mu) == pytest.approx(
+        math.sqrt(1 + n * sd_g ** 2), rel=1e-6)
+
+
+def test_the_radius_is_the_grids_best_predicted_width():
+    # a rare level (0.5% of rows) beside dense columns: the picked radius is the grid's argmin of the predicted
+    # width, which varies over the grid by more than 10% here
+    rng = np.random.default_rng(9)
+    m = 6000
+    Xp = np.concatenate([np.ones((m, 1)), rng.normal(0, 0.5, (m, 3)), (rng.uniform(size=(m, 1)) < 0.005)], axis=1)
+    loss = losses.logistic(row_norm=10.0)
+    point, lam, n, mu = np.array([-1.0, 0.5, 0.0, -0.5, 1.0]), np.full(5, 0.01), 20000, 0.2
+    C, rho = public_release_metric(loss, Xp, point, lam, n, mu_last=mu)
+    C1, rho0 = public_release_metric(loss, Xp, point, lam, n)
+    np.testing.assert_allclose(C, C1)
+    widths = [predicted_width_ratio(loss, Xp, point, C, f * rho0, lam, n, mu) for f in RHO_GRID]
+    assert rho == pytest.approx(RHO_GRID[int(np.argmin(widths))] * rho0, rel=1e-12)
+    assert max(widths) > 1.1 * min(widths) and rho != rho0  # the choice matters here, and moved off factor 1
 
 
 def _weighted_minimiser(X, y, C, rho, l2=0.0):
