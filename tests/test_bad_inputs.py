@@ -76,6 +76,8 @@ CLI_CASES = [
     (["demo", "--radius", "3"], "--radius applies to --mode estimate only"),
     (["demo", "--lam-rel", "0.1"], "--lam-rel applies to --mode estimate only"),
     (["demo", "--pure"], "--pure is not available in --mode posterior"),
+    (["demo", "--mode", "estimate", "--interval-curvature", "public"], "--interval-curvature applies to --mode posterior only"),
+    (["demo", "--interval-curvature", "both"], "--interval-curvature"),
     (["demo", "--route", "last_iterate"], "--mode posterior runs the trajectory route"),
     (["demo", "--ess", "2"], "--ess must be an integer >= 4"),
     (["demo", "--prior-precision", "-1"], "--prior-precision must lie in (0, inf)"),

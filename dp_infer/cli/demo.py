@@ -58,6 +58,10 @@ TABLE_ROWS = 12
 #: progress bar's ETA is the live figure.
 
 DEFAULT_PLOTS = "dp_infer_demo"
+#: the demo's interval release takes its curvature from the public test file's features: released from the
+#: 30,162 private rows it would be noise at d = 100 and eps <= 8 (no release); from public features only the
+#: gradients are released (docs/results.md, "Intervals with the curvature from public features")
+DEFAULT_INTERVAL_CURVATURE = "public"
 
 
 def _stand_in_second_moment(X_public, n: int, max_sq_norm: float, mu_sm: float):
@@ -77,8 +81,11 @@ def _stand_in_second_moment(X_public, n: int, max_sq_norm: float, mu_sm: float):
 
 
 def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, rows, precond_share, X_public,
-                  num_draws, kernel="langevin", friction=None, clip_radius=None):
-    """The plan as the run will make it, from public inputs only (see the module docstring)."""
+                  num_draws, kernel="langevin", friction=None, clip_radius=None,
+                  interval_curvature=DEFAULT_INTERVAL_CURVATURE):
+    """The plan as the run will make it, from public inputs only (see the module docstring).
+    ``interval_curvature``: the interval release's curvature source, as the run's (``"public"``: the test
+    file's features, the release's share :data:`~dp_infer.routes.newton_release.PUBLIC_INTERVAL_SHARE`)."""
     from ..losses.metric_clip import resolve_clip_radius
     from ..routes.posterior import plan_posterior
     from ..routes.preconditioning import second_moment_row_bound
@@ -91,8 +98,9 @@ def forecast_plan(loss, n, dim, *, eps, delta, prior_precision, ess, chains, row
     return plan_posterior(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                           num_chains=chains, second_moment=sm, rows=rows, kernel=kernel, friction=friction,
                           num_draws=num_draws, clip_radius=resolve_clip_radius(clip_radius, loss, dim),
-                          adapt_metric=clip_radius is not None,
-                          interval_share=default_interval_share(loss, dim, n=n, mu=gdp_mu(eps, delta))[0])
+                          adapt_metric=clip_radius is not None, interval_curvature=interval_curvature,
+                          interval_share=default_interval_share(loss, dim, n=n, mu=gdp_mu(eps, delta),
+                                                                curvature=interval_curvature)[0])
 
 
 def expected_seconds(plan) -> float:
@@ -104,7 +112,7 @@ def expected_seconds(plan) -> float:
     return sampling_seconds(expected_steps(plan), plan.n, plan.dim, plan.num_chains)
 
 
-def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
+def _print_forecast(plan, *, full: bool, eps: float, delta: float, interval_curvature: str = "private") -> float:
     import os
 
     from .. import losses
@@ -123,8 +131,10 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float) -> float:
     click.echo(f"  intervals    about {p.interval_inflation:.3g}x as wide as the untempered posterior's "
                "(sqrt(n / beta))")
     if p.interval_share:
+        public = interval_curvature == "public"
         click.echo(f"  theta        an interval release of {p.interval_share:.0%} of mu^2 after sampling: intervals for "
-                   "theta (the draws get the rest)")
+                   "theta (the draws get the rest)" + ("; gradients only, the curvature from the public test file's "
+                                                       "features (declared public)" if public else ""))
     else:
         from ..privacy.conversions import gdp_mu
         from ..routes.newton_release import default_interval_share
@@ -205,8 +215,12 @@ def _write_plots(dt, tab, mix_table, forecasts, eps, outdir: Path) -> list[tuple
 
 
 def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, ess, prior_precision, precond_share,
-                       seed, key_impl, progress, ledger, dataset_id, budget, out, plots, nonprivate, clip_radius=None):
-    """The posterior-mode demo (see the module docstring); ``a`` is :func:`load_adult_raw`'s result."""
+                       seed, key_impl, progress, ledger, dataset_id, budget, out, plots, nonprivate, clip_radius=None,
+                       interval_curvature=DEFAULT_INTERVAL_CURVATURE):
+    """The posterior-mode demo (see the module docstring); ``a`` is :func:`load_adult_raw`'s result.
+    ``interval_curvature``: where the interval release's curvature comes from (``"public"``, the default: the
+    public test file's features, so only gradients are released; ``"private"``: released from the rows, which
+    at Adult's n and d is noise, so the run makes no interval release and says why)."""
     from threadpoolctl import threadpool_limits
 
     from .. import losses
@@ -226,8 +240,9 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
     with threadpool_limits(1, user_api="blas"):
         plan = forecast_plan(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                              chains=chains, rows=rows, precond_share=precond_share, X_public=a.X_test,
-                             num_draws=num_draws, kernel=kernel, friction=friction, clip_radius=clip_radius)
-        _print_forecast(plan, full=full, eps=eps, delta=delta)
+                             num_draws=num_draws, kernel=kernel, friction=friction, clip_radius=clip_radius,
+                             interval_curvature=interval_curvature)
+        _print_forecast(plan, full=full, eps=eps, delta=delta, interval_curvature=interval_curvature)
         _prior_warning(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess, chains=chains,
                        rows=rows, precond_share=precond_share, kernel=kernel, friction=friction, clip_radius=clip_radius)
         if plan.posterior.interval_inflation > 10:
@@ -242,21 +257,24 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
         run = fit_posterior(loss, a.X_train, a.y_train, eps=eps, delta=delta, prior_precision=prior_precision,
                             ess=ess, num_chains=chains, kernel=kernel, friction=friction, rows=rows,
                             precond_share=precond_share, seed=seed, key_impl=key_impl, ledger=led,
-                            dataset_id=dataset_id, progress_bar=progress, num_draws=num_draws, clip_radius=clip_radius)
+                            dataset_id=dataset_id, progress_bar=progress, num_draws=num_draws, clip_radius=clip_radius,
+                            interval_curvature=interval_curvature,
+                            X_public=a.X_test if interval_curvature == "public" else None)
         t_sampled = time.perf_counter()
     with keep_draws(run, out=out, ledger=ledger, step="building the run file") as keeper:
         _report_demo_run(run, keeper, a=a, loss=loss, n=n, dim=dim, full=full, eps=eps, delta=delta, ess=ess,
                          chains=chains, kernel=kernel, friction=friction, rows=rows, prior_precision=prior_precision,
                          precond_share=precond_share, num_draws=num_draws, led=led, ledger=ledger,
                          dataset_id=dataset_id, out=out, plots_dir=plots_dir, nonprivate=nonprivate,
-                         times=(t_start, t_plan, t_sampled), clip_radius=clip_radius)
+                         times=(t_start, t_plan, t_sampled), clip_radius=clip_radius,
+                         interval_curvature=interval_curvature)
     sys.stdout.flush()
     return run
 
 
 def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, chains, kernel, friction, rows,
                      prior_precision, precond_share, num_draws, led, ledger, dataset_id, out, plots_dir, nonprivate,
-                     times, clip_radius=None):
+                     times, clip_radius=None, interval_curvature=DEFAULT_INTERVAL_CURVATURE):
     """Everything the demo prints and writes after sampling (the run is paid for: ``keeper`` keeps
     its draws in a fallback file if any of it fails)."""
     from threadpoolctl import threadpool_limits
@@ -342,7 +360,8 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
             try:
                 fp = forecast_plan(loss, n, dim, eps=e, delta=delta, prior_precision=prior_precision, ess=ess,
                                    chains=chains, rows=rows, precond_share=precond_share, X_public=a.X_test,
-                                   num_draws=num_draws, kernel=kernel, friction=friction, clip_radius=clip_radius)
+                                   num_draws=num_draws, kernel=kernel, friction=friction, clip_radius=clip_radius,
+                                   interval_curvature=interval_curvature)
             except ValueError:  # no beta meets this eps at this ess: nothing to draw
                 continue
             forecasts.append({"method": f"posterior mode, ESS {ess} (forecast)", "eps": e,

@@ -20,7 +20,7 @@ from .common import (
 )
 from .posterior import check_clip_radius, check_mode_options, run_and_report_posterior
 
-from .demo import DEFAULT_PLOTS, DEMO_PRIOR_PRECISION, FULL_ESS, QUICK_ESS, run_demo_posterior  # noqa: F401
+from .demo import DEFAULT_INTERVAL_CURVATURE, DEFAULT_PLOTS, DEMO_PRIOR_PRECISION, FULL_ESS, QUICK_ESS, run_demo_posterior  # noqa: F401
 
 
 from ..infer.preflight import HORIZON_ROUTES  # the estimate routes that run the --horizon asked for
@@ -147,10 +147,14 @@ def report_estimate_run(run, loss, X, y, *, X_test, y_test, out, nonprivate, fea
                    f"privacy report; default: a quick plan for {QUICK_ESS} (about a minute on 2 cores)")
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
               help=f"posterior mode: folder for the rank, forest and privacy-utility plots (default ./{DEFAULT_PLOTS}/)")
+@click.option("--interval-curvature", type=click.Choice(["public", "private"]), default=None,
+              help="posterior mode: where the intervals for theta take their curvature: 'public' (default) from the "
+                   "public test file's features, releasing only gradients; 'private' released from the rows (noise "
+                   "at Adult's n and d: no intervals, the reason said)")
 @with_options(COMMON_OPTIONS)
-def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel, ess,
-         prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed, key_impl, progress, out,
-         nonprivate):
+def demo(mode, full, plots, interval_curvature, eps, delta, pure, route, radius, horizon, chains, kernel, friction,
+         lam_rel, ess, prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed, key_impl,
+         progress, out, nonprivate):
     """Private Bayesian logistic regression on the embedded UCI Adult data.
 
     Default (--mode posterior): 4 chains of preconditioned Langevin on N(0, 10^2 I) x exp(-beta L)
@@ -162,6 +166,8 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
 
     if mode == "estimate" and (full or plots is not None):
         raise ValueError("--full and --plots apply to --mode posterior only")
+    if mode == "estimate" and interval_curvature is not None:
+        raise ValueError("--interval-curvature applies to --mode posterior only")
 
     preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
     horizon_asked = horizon
@@ -180,7 +186,9 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
         rows = a.feature_map.admissible_rows()
         click.echo("data: UCI Adult (Becker & Kohavi 1996, https://doi.org/10.24432/C5XW20, CC BY 4.0), raw files "
                    "read through the shipped schema dp_infer/data/adult/schema.yaml")
-        click.echo(f"  train {a.X_train.shape[0]} rows (private), test {a.X_test.shape[0]} rows (public evaluation), "
+        test_use = ("public evaluation; their features, declared public, also give the intervals' curvature"
+                    if (interval_curvature or DEFAULT_INTERVAL_CURVATURE) == "public" else "public evaluation")
+        click.echo(f"  train {a.X_train.shape[0]} rows (private), test {a.X_test.shape[0]} rows ({test_use}), "
                    f"{a.X_train.shape[1]} features (intercept, 8 numerics on declared ranges, categorical groups "
                    f"coded against a reference level); every row lies in the schema's admissible set, norm <= "
                    f"{rows.max_norm():g}")
@@ -188,7 +196,8 @@ def demo(mode, full, plots, eps, delta, pure, route, radius, horizon, chains, ke
         run_demo_posterior(a, rows, full=full, eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction,
                            ess=ess, prior_precision=prior_precision, precond_share=precond_share, seed=seed,
                            key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
-                           budget=budget, out=out, plots=plots, nonprivate=nonprivate, clip_radius=clip_radius)
+                           budget=budget, out=out, plots=plots, nonprivate=nonprivate, clip_radius=clip_radius,
+                           interval_curvature=interval_curvature or DEFAULT_INTERVAL_CURVATURE)
         return
     kernel = "langevin" if kernel is None else kernel
     data = datasets.load_adult()

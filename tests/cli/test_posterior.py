@@ -1,6 +1,8 @@
 """Posterior mode end to end: ``dp-infer sample/demo --mode posterior`` and ``fit(target="posterior")``
 with a ledger (the whole run charged before any private computation, never less than spent)."""
 
+import re
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -109,5 +111,12 @@ def test_demo_full_is_a_posterior_that_passes_its_own_checks():
     res = CliRunner().invoke(main, ["demo", "--full", "--no-progress", "--reproducible-seed", "11"])
     assert res.exit_code == 0, res.output
     assert "mixing (ArviZ" in res.output and "WARNING" not in res.output, res.output
+    # the intervals for theta (curvature from the public test file's features, the demo's default): shown, with
+    # coefficients determined, and their centre a better point estimate than the tempered draws' mean, which the
+    # release's 85% share of mu^2 leaves at beta / n ~ 0.0002 (measured, quick plan, seed 3: 25 determined,
+    # accuracy 0.832 against the posterior mean's 0.794)
+    determined = int(re.search(r"(\d+) of 100 coefficients determined", res.output).group(1))
+    assert determined >= 10, res.output
+    centre = float(res.output.split("accuracy of the intervals' centre")[1].split()[0])
     acc = float(res.output.split("accuracy of the posterior mean")[1].split()[0].rstrip(";"))
-    assert acc > 0.80  # majority class: 0.754
+    assert centre > 0.81 and acc > 0.77  # majority class: 0.754; non-private MAP: 0.850
