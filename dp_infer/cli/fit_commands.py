@@ -235,12 +235,17 @@ def demo(mode, full, plots, interval_curvature, eps, delta, pure, route, radius,
 @click.option("--split", type=float, default=None, help="with --schema: hold out this share of the rows")
 @click.option("--split-seed", type=click.IntRange(min=0), default=None,
               help="seed of the --split permutation (default: OS entropy)")
+@click.option("--interval-curvature", type=click.Choice(["public", "private"]), default=None,
+              help="--mode posterior: where the intervals for theta take their curvature: 'public' from the "
+                   "--test-csv file's features (declared public; logistic and Poisson), releasing only gradients; "
+                   "'private' released from the rows. Default: public when --test-csv is given and the loss allows "
+                   "it, else private")
 @mode_option("estimate")
 @with_options(COMMON_OPTIONS)
 def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, schema_file,
-           split, split_seed, mode, eps, delta, pure, route, radius, horizon, chains, kernel, friction, lam_rel,
-           ess, prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed, key_impl, progress, out,
-           nonprivate):
+           split, split_seed, interval_curvature, mode, eps, delta, pure, route, radius, horizon, chains, kernel,
+           friction, lam_rel, ess, prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed,
+           key_impl, progress, out, nonprivate):
     """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale.
 
     --mode posterior plans for --ess effective draws of N(0, I / --prior-precision) x exp(-beta L)
@@ -248,6 +253,11 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     from .. import datasets
 
     preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
+    if interval_curvature is not None and mode != "posterior":
+        raise ValueError("--interval-curvature applies to --mode posterior only")
+    if interval_curvature == "public" and test_csv is None:
+        raise ValueError("--interval-curvature public needs --test-csv (a separate public file whose features give "
+                         "the curvature; held-out rows of the private file, --split, are not public)")
     horizon_asked = horizon
     horizon, chains = check_mode_options(mode, eps=eps, delta=delta, pure=pure, route=route, radius=radius,
                                          horizon=horizon, chains=chains, lam_rel=lam_rel, ess=ess, prior_precision=prior_precision,
@@ -272,7 +282,8 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
         if mode == "posterior":
             run_and_report_posterior(d.make_loss(loss_name, huber_threshold, radius), d.X, d.y, rows=d.rows,
                                      X_test=d.X_test, y_test=d.y_test, feature_names=d.feature_names,
-                                     extra_attrs=d.attrs, **post)
+                                     extra_attrs=d.attrs, test_is_public=test_csv is not None,
+                                     interval_curvature=interval_curvature, **post)
             return
         _run_and_report(d.make_loss(loss_name, huber_threshold, radius), d.X, d.y, command="sample",
                         eps=eps, delta=delta, pure=pure, route=route, horizon=horizon, chains=chains,
@@ -299,7 +310,8 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     if nonprivate:
         click.echo(f"  {NONPRIVATE_BANNER}: rows clipped: {rep.n_clipped}")
     if mode == "posterior":
-        run_and_report_posterior(loss, Xc, y, rows=None, X_test=Xt, y_test=yt, feature_names=names, **post)
+        run_and_report_posterior(loss, Xc, y, rows=None, X_test=Xt, y_test=yt, feature_names=names,
+                                 test_is_public=test_csv is not None, interval_curvature=interval_curvature, **post)
         return
     _run_and_report(loss, Xc, y, command="sample", eps=eps, delta=delta, pure=pure, route=route,
                     horizon=horizon, chains=chains, kernel=kernel, friction=friction, lam_rel=lam_rel,

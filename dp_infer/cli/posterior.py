@@ -94,8 +94,11 @@ def _print_plan(plan) -> None:
 def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel, friction, ess, prior_precision,
                              precond_share, rows, seed, key_impl, progress, ledger, dataset_id, budget,
                              X_test=None, y_test=None, out=None, feature_names=None, extra_attrs=None,
-                             nonprivate=False, clip_radius="auto"):
-    """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss)."""
+                             nonprivate=False, clip_radius="auto", test_is_public=False, interval_curvature=None):
+    """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss).
+    ``interval_curvature``: ``"public"`` takes the interval release's curvature from ``X_test``'s features
+    (``test_is_public`` must say that they come from a separate public file); None: public where the test
+    features are public and the loss's curvature reads no label, else ``"private"`` (said in one line)."""
     from .._validation import check_delta
     from ..infer.posterior import fit_posterior
     from ..infer.prediction import expected_calibration_error, log_loss, loss_predictive
@@ -113,6 +116,19 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
         if X_test.shape[1] != np.shape(X)[1]:
             raise ValueError(f"the test data have {X_test.shape[1]} feature columns, the training data "
                              f"{np.shape(X)[1]}")
+    from ..routes.newton_release import public_curvature_refusal
+
+    why_not = (public_curvature_refusal(loss) if test_is_public and X_test is not None
+               else "no --test-csv: no feature rows declared public")
+    if interval_curvature == "public" and why_not is not None:
+        raise ValueError(f"--interval-curvature public: {why_not}")
+    if interval_curvature is None:
+        interval_curvature = "public" if why_not is None else "private"
+        if why_not is None:
+            click.echo(f"intervals for theta: their curvature comes from the --test-csv file's {X_test.shape[0]} "
+                       "feature rows (declared public), so only gradients are released (--interval-curvature "
+                       "private to release it from the rows)")
+    X_public = X_test if interval_curvature == "public" else None
     led = open_cli_ledger(ledger, dataset_id, budget)
     # the forecast: public inputs only (n, dimension, eps, delta, prior, rows), printed before anything is spent
     from ..routes.forecast import forecast_posterior
@@ -120,7 +136,8 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
     fc = forecast_posterior(loss, int(np.shape(X)[0]), loss.num_params(int(np.shape(X)[1])), eps=eps, delta=delta,
                             prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
                             num_chains=chains, rows=rows, precond_share=0.1 if precond_share is None else precond_share,
-                            kernel=kernel, friction=friction, clip_radius=clip_radius)
+                            kernel=kernel, friction=friction, clip_radius=clip_radius,
+                            interval_curvature=interval_curvature)
     click.echo(fc.explain())
     click.echo("")
     t0 = time.time()
@@ -129,7 +146,8 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
             loss, X, y, eps=eps, delta=delta, prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
             num_chains=chains, kernel=kernel, friction=friction, rows=rows,
             precond_share=0.1 if precond_share is None else precond_share, seed=seed, key_impl=key_impl, ledger=led,
-            dataset_id=dataset_id, progress_bar=progress, clip_radius=clip_radius), "building the run file")
+            dataset_id=dataset_id, progress_bar=progress, clip_radius=clip_radius,
+            interval_curvature=interval_curvature, X_public=X_public), "building the run file")
         elapsed = time.time() - t0
         _print_plan(run.plan)
         click.echo("")

@@ -55,6 +55,49 @@ def test_sample_posterior_mode_reports_planned_and_achieved_mixing_and_charges_t
     assert 2.0 * (1 - 1e-6) <= sp["eps"] <= 2.0 * (1 + 1e-9)
 
 
+def test_sample_with_a_public_test_file_gets_intervals_from_its_features(tmp_path):
+    # the same n = 400, d = 3 run that gets no interval release from the rows (above) gets one when --test-csv's
+    # features, declared public, give the curvature: said in one line, the intervals printed, the run file says so
+    path, _, _ = _csv(tmp_path)
+    test = tmp_path / "test.csv"
+    test.write_text(_csv(tmp_path / "..", n=300, seed=1)[0].read_text())
+    out = tmp_path / "run.zip"
+    res = CliRunner().invoke(main, ["sample", str(path), "--target", "label", "--row-norm", "3", "--mode", "posterior",
+                                    "--prior-precision", "1", "--ess", "100", "--eps", "2", "--no-progress",
+                                    "--test-csv", str(test), "--out", str(out), "--reproducible-seed", "4"])
+    assert res.exit_code == 0, res.output
+    assert "their curvature comes from the --test-csv file's 300 feature rows (declared public)" in res.output
+    assert "of 3 coefficients determined" in res.output and "not available" not in res.output
+    assert "gradients only, the curvature from public feature rows" in res.output  # the forecast knew
+    rel = dp_infer.PrivateRun.load(out).report_extras["interval_release"]
+    assert rel["curvature_source"] == "public" and rel["public_rows"] == 300
+    # and off by name: the rows' own curvature, which at this n and d is noise (no release, the reason said)
+    off = CliRunner().invoke(main, ["sample", str(path), "--target", "label", "--row-norm", "3", "--mode", "posterior",
+                                    "--prior-precision", "1", "--ess", "100", "--eps", "2", "--no-progress",
+                                    "--test-csv", str(test), "--interval-curvature", "private"])
+    assert off.exit_code == 0 and "intervals for theta: not available" in off.output, off.output
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--interval-curvature", "public"], "--interval-curvature public needs --test-csv"),
+    (["--interval-curvature", "public", "--mode", "estimate"], "--interval-curvature applies to --mode posterior"),
+    (["--interval-curvature", "public", "--loss", "huber", "--test-csv", "TEST"], "curvature depends on the label"),
+])
+def test_public_curvature_the_cli_cannot_serve_is_refused_before_the_charge(tmp_path, extra, match):
+    path, _, _ = _csv(tmp_path)
+    test = tmp_path / "test.csv"
+    test.write_text(path.read_text())
+    led = tmp_path / "l.sqlite"
+    args = ["sample", str(path), "--target", "label", "--mode", "posterior", "--prior-precision", "1",
+            "--ledger", str(led), "--budget", "5", "1e-5"] + [str(test) if a == "TEST" else a for a in extra]
+    if "estimate" in extra:
+        args.remove("posterior"), args.remove("--mode"), args.remove("--prior-precision"), args.remove("1")
+    res = CliRunner().invoke(main, args)  # the click group raises; the dp-infer entry point prints it in one line
+    said = res.output + str(res.exception)
+    assert res.exit_code != 0 and isinstance(res.exception, ValueError) and match in said, said
+    assert not led.exists() or Ledger(led).spent("default")["n_runs"] == 0
+
+
 def test_posterior_fit_charges_the_composed_event_before_the_release(tmp_path):
     _, X, y = _csv(tmp_path, n=300)
     led = Ledger(tmp_path / "l.sqlite")
