@@ -78,8 +78,14 @@ class _PrivateGLM(BaseEstimator):
     def _prepare_y(self, y):
         return np.asarray(y, dtype=float)
 
-    def fit(self, X, y):
-        """Charge (if a ledger is given) and run one private release on (X, y)."""
+    def fit(self, X, y, X_public=None):
+        """Charge (if a ledger is given) and run one private release on (X, y).
+
+        ``X_public`` (``target="posterior"`` only): feature rows you declare public, drawn from X's population;
+        the interval release then takes its curvature from them and releases only gradients
+        (``interval_curvature="public"``, logistic and Poisson). The intervals land in ``intervals_``
+        (:class:`~dp_infer.diagnostics.released_interval.ParameterIntervals`), or ``intervals_`` is None and
+        ``intervals_note_`` says why."""
         from .driver import Hooks, execute
         from .fit import ESTIMATE_ROUTE, estimate_public
 
@@ -91,18 +97,27 @@ class _PrivateGLM(BaseEstimator):
         self.clip_report_ = None
         if self.clip_rows not in (True, False, "report"):
             raise ValueError(f"clip_rows must be True, False or 'report', got {self.clip_rows!r}")
+        target = getattr(self, "target", "estimate")
+        if X_public is not None:
+            if target != "posterior":
+                raise ValueError("X_public applies to target='posterior' (the interval release's curvature)")
+            X_public = np.asarray(X_public, dtype=np.float64)
+            if X_public.ndim != 2 or X_public.shape[1] != X.shape[1] or not np.all(np.isfinite(X_public)):
+                raise ValueError(f"X_public must be a finite 2-D array with X's {X.shape[1]} columns, got shape "
+                                 f"{X_public.shape}")
         if self.clip_rows:  # a fixed per-row map (rows scaled to norm <= row_norm): the function actually run
             X, rep = _clip_rows(X, self.row_norm)
+            if X_public is not None:  # the same public map on the public rows
+                X_public = _clip_rows(X_public, self.row_norm)[0]
             if self.clip_rows == "report":
                 self.clip_report_ = rep  # NON-PRIVATE count, kept only when asked for
         dim = X.shape[1]
         loss = self._loss(dim)
         X, y = loss.check_data(X, y)
-        target = getattr(self, "target", "estimate")
         if target not in _TARGETS:
             raise ValueError(f"target must be one of {_TARGETS}, got {target!r}")
         if target == "posterior":
-            return self._fit_posterior(loss, X, y, seed)
+            return self._fit_posterior(loss, X, y, seed, X_public)
         public = estimate_public(loss, X.shape[0], loss.num_params(dim), eps=self.eps, delta=self.delta,
                                  route=self.route, domain=self._domain(dim), horizon=self.horizon,
                                  num_chains=self.num_chains, kernel=self.kernel, lam_rel=self.lam_rel,
@@ -131,10 +146,12 @@ class _PrivateGLM(BaseEstimator):
         self.receipt_ = receipt
         return self
 
-    def _fit_posterior(self, loss, X, y, seed):
+    def _fit_posterior(self, loss, X, y, seed, X_public=None):
         """target='posterior': :func:`dp_infer.infer.posterior.fit_posterior` (prior N(0, I /
         prior_precision), ``ess`` effective draws over ``num_chains`` chains, preconditioner from a
-        privately released X'X/n); ``coef_`` is the mean of the released draws after burn-in."""
+        privately released X'X/n); ``coef_`` is the mean of the released draws after burn-in;
+        ``intervals_``: the run's 90% intervals for theta (None where it made no interval release,
+        ``intervals_note_`` the reason)."""
         from .fallback import keep_draws
         from .posterior import fit_posterior
 
@@ -148,8 +165,15 @@ class _PrivateGLM(BaseEstimator):
                                             prior_precision=self.prior_precision, ess=self.ess,
                                             num_chains=self.num_chains, kernel=self.kernel, seed=seed,
                                             ledger=self.ledger, dataset_id=self.dataset_id or "default",
-                                            progress_bar=self.progress_bar))
-            return self._store(run, run.posterior_mean(), np.asarray(run.draws()), seed, None)
+                                            progress_bar=self.progress_bar,
+                                            interval_curvature="private" if X_public is None else "public",
+                                            X_public=X_public))
+            self._store(run, run.posterior_mean(), np.asarray(run.draws()), seed, None)
+            try:
+                self.intervals_, self.intervals_note_ = run.intervals(0.9), None
+            except ValueError as e:
+                self.intervals_, self.intervals_note_ = None, str(e)
+            return self
 
     def sample_posterior(self, n_samples: int | None = None) -> np.ndarray:
         """Released draws, shape (n, dim): all post-burn-in draws of all chains, or ``n_samples``
