@@ -145,7 +145,8 @@ def count_event(mu_count: float) -> GdpEvent:
 
 
 def composed_event(run_event, mu_count: float):
-    """The run's GDP event composed with the count's (GDP composes: mu^2 adds)."""
+    """The run's GDP event composed with the count's (GDP composes: mu^2 adds); the run's ``tv_error`` (its
+    mechanism's distance from the ideal one) is kept: the count's Gaussian adds none."""
     if mu_count == 0:
         return run_event
     if not isinstance(run_event, GdpEvent):
@@ -153,7 +154,7 @@ def composed_event(run_event, mu_count: float):
                          "pass clip_count_share=0 for this route")
     parts = [run_event, count_event(mu_count)]
     return GdpEvent(mu=math.sqrt(float(run_event.mu) ** 2 + mu_count ** 2), label=f"{run_event.label} + clipped_row_count",
-                    assumptions=tuple(a for e in parts for a in e.assumptions),
+                    assumptions=tuple(a for e in parts for a in e.assumptions), tv_error=run_event.tv_error,
                     metadata={"parts": [e.to_dict() for e in parts]})
 
 

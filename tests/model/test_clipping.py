@@ -15,9 +15,9 @@ import numpyro.distributions as dist
 import pytest
 
 import dp_infer
-from dp_infer.model.clipping import composed_event, default_clip_norm, split_budget
+from dp_infer.model.clipping import composed_event, count_part_appended, default_clip_norm, split_budget
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
-from dp_infer.privacy.events import GdpEvent
+from dp_infer.privacy.events import ApproxDpEvent, GdpEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,3 +126,34 @@ def test_the_how_to_runs_and_shows_the_bias(capsys):
     for run in (good, safe):
         s = run.get_samples()["b"]
         assert abs(s.mean() - ref["b"]) < 4 * s.std()
+
+
+@pytest.mark.parametrize("mu_count", [0.3, 1.0, 2.5])
+def test_the_count_composes_into_the_run_event_keeping_what_it_carries(mu_count):
+    # GDP composes by mu^2; the run's tv_error (distance of the mechanism run from the ideal one) and assumptions
+    # are kept, the count's part is recorded by name; mu_count = 1 is a count like any other (not a "no count")
+    run = GdpEvent(mu=0.8, label="run", assumptions=("a",), tv_error=1e-7)
+    for ev in (composed_event(run, mu_count), count_part_appended(run, mu_count)):  # no parts: composed
+        assert ev.mu == pytest.approx(math.hypot(0.8, mu_count), rel=1e-12)
+        assert ev.tv_error == 1e-7 and ev.label == "run + clipped_row_count"
+        assert ev.assumptions[0] == "a" and "replace-one sensitivity 1" in ev.assumptions[-1]
+        parts = ev.metadata["parts"]
+        assert [p["label"] for p in parts] == ["run", "clipped_row_count"]
+        assert parts[1]["mu"] == pytest.approx(mu_count)
+    # a run event with parts (the posterior mode's): the count is appended flat, the run's metadata kept
+    flat = GdpEvent(mu=0.8, label="posterior", assumptions=("b",), tv_error=2e-7,
+                    metadata={"parts": [{"label": "path", "mu": 0.6}, {"label": "sm", "mu": math.sqrt(0.28)}], "n": 9})
+    ev = count_part_appended(flat, mu_count)
+    assert ev.mu == pytest.approx(math.hypot(0.8, mu_count), rel=1e-12) and ev.tv_error == 2e-7
+    assert [p["label"] for p in ev.metadata["parts"]] == ["path", "sm", "clipped_row_count"] and ev.metadata["n"] == 9
+    assert ev.label == "posterior + clipped_row_count" and ev.assumptions[0] == "b"
+    assert "replace-one sensitivity 1" in ev.assumptions[-1]
+
+
+def test_no_count_leaves_the_event_alone_and_a_non_gdp_event_is_refused():
+    run = GdpEvent(mu=0.8, label="run")
+    assert composed_event(run, 0.0) is run and count_part_appended(run, 0.0) is run
+    pure = ApproxDpEvent(epsilon=1.0, delta=1e-6, label="pure route")
+    with pytest.raises(ValueError, match=r"^the clipped-row count composes with a Gaussian-DP run event only \(the "
+                                         r"trajectory route\); pass clip_count_share=0 for this route$"):
+        composed_event(pure, 0.1)
