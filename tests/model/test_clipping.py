@@ -157,3 +157,70 @@ def test_no_count_leaves_the_event_alone_and_a_non_gdp_event_is_refused():
     with pytest.raises(ValueError, match=r"^the clipped-row count composes with a Gaussian-DP run event only \(the "
                                          r"trajectory route\); pass clip_count_share=0 for this route$"):
         composed_event(pure, 0.1)
+
+
+def binomial(X=None, y=None):
+    b = numpyro.sample("b", dist.Normal(0.0, 2.0))
+    with numpyro.plate("data", X.shape[0]):
+        numpyro.sample("y", dist.Binomial(total_count=5, logits=b + X[:, 0]), obs=y)
+
+
+def categorical(X=None, y=None):
+    b = numpyro.sample("b", dist.Normal(0.0, 2.0).expand([3]).to_event(1))
+    with numpyro.plate("data", X.shape[0]):
+        numpyro.sample("y", dist.Categorical(logits=b + X[:, :1]), obs=y)
+
+
+def bernoulli_event(X=None, y=None):  # the likelihood wrapped (Independent): its base family decides
+    b = numpyro.sample("b", dist.Normal(0.0, 2.0))
+    numpyro.sample("y", dist.Bernoulli(logits=b + X[:, 0]).to_event(1), obs=y)
+
+
+@pytest.mark.parametrize("model,score", [(binomial, 5.0), (categorical, math.sqrt(2.0)), (bernoulli_event, 1.0)])
+def test_the_default_clip_reads_each_familys_score_bound(model, score):
+    # |score| <= total_count (Binomial), ||e_y - p|| <= sqrt(2) (Categorical), 1 (Bernoulli, also when wrapped by
+    # to_event): clip_norm = s_max sqrt(1 + R^2) with R = 2 declared
+    C, why = default_clip_norm(model, 1, {"x_norm": 2.0})
+    assert C == pytest.approx(score * math.sqrt(5.0), rel=1e-12), why
+    assert f"|score| <= {score:g}" in why
+
+
+def test_bad_bounds_and_shares_are_named():
+    with pytest.raises(ValueError, match=r"^bounds must be a dict with keys among \('x_norm', 'y_max'\), got list$"):
+        default_clip_norm(logreg, 3, [1.0])
+    with pytest.raises(ValueError, match=r"bounds\['x_norm'\]"):
+        default_clip_norm(logreg, 3, {"x_norm": -1.0})
+    from dp_infer.model.clipping import check_count_share
+
+    for bad in (1.0, 1, 1.5, -0.1, True, "0.1"):
+        with pytest.raises(ValueError, match=r"^clip_count_share must lie in \[0, 1\), got "):
+            check_count_share(bad)
+    assert check_count_share(0) == 0.0 and check_count_share(0.05) == 0.05
+
+
+def test_the_counts_noise_is_the_float64_gaussian_of_its_key_at_sd_1_over_mu():
+    # the noise-scale oracle: with a known key the released count is exactly the exact count plus (1 / mu) times
+    # the package's 53-bit Gaussian of that key (float64), so its scale, sign and precision are pinned
+    import jax
+
+    from dp_infer.model.clipping import private_example_clip_count
+    from dp_infer.randomness import gaussian_noise
+
+    def example(theta, x, y):
+        z = jnp.dot(theta, x)
+        return jnp.logaddexp(0.0, z) - y * z
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 2)) * 2.0
+    y = (rng.random(300) < 0.5).astype(float)
+    theta = np.array([1.0, -0.5])
+    g = (1 / (1 + np.exp(-X @ theta)) - y)[:, None] * X
+    exact = int(np.sum(np.linalg.norm(g, axis=1) > 1.0))
+    key = jax.random.key(17)
+    c = private_example_clip_count(example, theta, X, y, 1.0, 0.25, key)
+    with jax.enable_x64(True):
+        z = float(gaussian_noise(key, (), jnp.float64))
+    assert c["noisy_count"] == round(exact + 4.0 * z, 1) and c["noise_sd"] == 4.0 and c["n"] == 300
+    assert abs(z) > 0.05  # the sign of the noise shows
+    z32 = float(gaussian_noise(key, (), jnp.float32))
+    assert round(exact + 4.0 * z32, 1) != c["noisy_count"]  # the float32 draw differs: the test tells them apart
