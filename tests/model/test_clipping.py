@@ -224,3 +224,29 @@ def test_the_counts_noise_is_the_float64_gaussian_of_its_key_at_sd_1_over_mu():
     assert abs(z) > 0.05  # the sign of the noise shows
     z32 = float(gaussian_noise(key, (), jnp.float32))
     assert round(exact + 4.0 * z32, 1) != c["noisy_count"]  # the float32 draw differs: the test tells them apart
+
+
+def test_the_counts_share_and_the_warnings_threshold():
+    # share = noisy / n held to [0, 1]; the warning fires exactly when share - 2 sd / n > 0.1 (the count says the
+    # clip touches more than a tenth of the rows beyond two noise sds), and says the share in percent
+    from dp_infer.model.clipping import clip_warning
+
+    base = {"clip_norm": 0.5, "noise_sd": 10.0, "n": 1000, "noisy_count": 0.0}
+    assert clip_warning({**base, "share": 0.12}) is None            # 0.12 - 0.02 = 0.10: not above
+    assert clip_warning({**base, "share": 0.1201}) is not None       # just above
+    assert clip_warning({**base, "share": 0.1199}) is None
+    assert "active on about 13% of the rows" in clip_warning({**base, "share": 0.13})
+    import jax
+
+    from dp_infer.model.clipping import private_example_clip_count
+
+    def example(theta, x, y):
+        return 0.5 * (jnp.dot(theta, x) - y) ** 2
+
+    X = np.ones((50, 1))
+    y = np.where(np.arange(50) < 20, 10.0, 0.0)  # the first 20 rows' gradients (norm 10) are clipped, the rest 0
+    c = private_example_clip_count(example, np.zeros(1), X, y, 1.0, 50.0, jax.random.key(1))
+    assert abs(c["noisy_count"] - 20) < 0.2 and c["share"] == pytest.approx(0.4, abs=0.005)  # noise sd 0.02 rows
+    none = private_example_clip_count(example, np.zeros(1), X, np.zeros(50), 1.0, 50.0, jax.random.key(2))
+    every = private_example_clip_count(example, np.zeros(1), X, np.full(50, 10.0), 1.0, 50.0, jax.random.key(3))
+    assert 0.0 <= none["share"] < 0.002 and 0.998 < every["share"] <= 1.0  # held to [0, 1] either side
