@@ -186,8 +186,9 @@ def demo(mode, full, plots, interval_curvature, eps, delta, pure, route, radius,
         rows = a.feature_map.admissible_rows()
         click.echo("data: UCI Adult (Becker & Kohavi 1996, https://doi.org/10.24432/C5XW20, CC BY 4.0), raw files "
                    "read through the shipped schema dp_infer/data/adult/schema.yaml")
+        interval_curvature = interval_curvature or DEFAULT_INTERVAL_CURVATURE
         test_use = ("public evaluation; their features, declared public, also give the intervals' curvature"
-                    if (interval_curvature or DEFAULT_INTERVAL_CURVATURE) == "public" else "public evaluation")
+                    if interval_curvature == "public" else "public evaluation")
         click.echo(f"  train {a.X_train.shape[0]} rows (private), test {a.X_test.shape[0]} rows ({test_use}), "
                    f"{a.X_train.shape[1]} features (intercept, 8 numerics on declared ranges, categorical groups "
                    f"coded against a reference level); every row lies in the schema's admissible set, norm <= "
@@ -197,7 +198,7 @@ def demo(mode, full, plots, interval_curvature, eps, delta, pure, route, radius,
                            ess=ess, prior_precision=prior_precision, precond_share=precond_share, seed=seed,
                            key_impl=key_impl, progress=progress, ledger=ledger, dataset_id=dataset_id,
                            budget=budget, out=out, plots=plots, nonprivate=nonprivate, clip_radius=clip_radius,
-                           interval_curvature=interval_curvature or DEFAULT_INTERVAL_CURVATURE)
+                           interval_curvature=interval_curvature)
         return
     kernel = "langevin" if kernel is None else kernel
     data = datasets.load_adult()

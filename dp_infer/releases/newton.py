@@ -6,6 +6,7 @@ curvature at public points, and the Newton statistics released from them with Ga
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import jax
@@ -19,7 +20,7 @@ from ..routes.newton_release import (PUBLIC_STEP_BOX, RHO_FACTOR, RHO_GRID, TRUS
                                      newton_event, noise_floor, public_curvature_refusal)
 from .second_moment import private_second_moment_of_gram
 
-__all__ = ["weighted_rows", "release_newton_statistics", "public_curvature", "public_surrogate_step",
+__all__ = ["weighted_rows", "row_weights", "release_newton_statistics", "public_curvature", "public_surrogate_step",
            "public_release_metric", "predicted_width_ratio"]
 
 
@@ -29,10 +30,17 @@ def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float) -> tuple[
     ``w = min(1, rho^2 / ||C^T x||^2)`` (the module doc). Reads the rows: the release's inputs."""
     C = np.asarray(chol, dtype=np.float64)
     XC = np.asarray(X, dtype=np.float64) @ C
-    sq = np.sum(XC * XC, axis=1)
-    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
+    w = row_weights(XC, rho)
     return _rows(loss, XC, w, np.asarray(X, dtype=np.float64) @ np.asarray(theta, dtype=np.float64),
                  np.asarray(y, dtype=np.float64))
+
+
+def row_weights(XC: np.ndarray, rho: float) -> np.ndarray:
+    """The release's weights ``w = min(1, rho^2 / ||C^T x||^2)`` of rows ``XC = X C`` (a zero row weighs 1):
+    a function of the row and public quantities only (the module doc of
+    :mod:`dp_infer.routes.newton_release`)."""
+    sq = np.sum(XC * XC, axis=1)
+    return np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
 
 
 def _rows(loss: PerExampleLoss, XC: np.ndarray, w: np.ndarray, z: np.ndarray, y: np.ndarray):
@@ -57,8 +65,7 @@ def public_curvature(loss: PerExampleLoss, X_public: np.ndarray, theta, C: np.nd
     (:func:`~dp_infer.routes.newton_release.public_curvature_refusal`): the labels passed to the link are
     zeros, which its curvature ignores. Reads no private row: free."""
     XC = X_public @ C
-    sq = np.sum(XC * XC, axis=1)
-    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
+    w = row_weights(XC, rho)
     _, Wr = _rows(loss, XC, w, X_public @ np.asarray(theta, dtype=np.float64), np.zeros(X_public.shape[0]))
     m = X_public.shape[0]
     H = Wr.T @ Wr / m + (loss.l2 * (C.T @ C) if loss.l2 else 0.0)
@@ -66,13 +73,12 @@ def public_curvature(loss: PerExampleLoss, X_public: np.ndarray, theta, C: np.nd
     return H, Jr.T @ Jr / m
 
 
-def _public_link(loss: PerExampleLoss):
-    """``z -> (sum_i w_i phi(z_i, 0), (w_i phi'(z_i, 0))_i)`` jitted in float64: for a label-free curvature
-    ``phi(z, y) = A(z) + b(y) z + c(y)``, so these are ``A`` and ``A'`` up to terms linear in z."""
-    def total(z, w):
-        return jnp.sum(w * jax.vmap(loss.index_fn)(z, jnp.zeros_like(z)))
-
-    return jax.jit(jax.value_and_grad(total))
+@functools.partial(jax.jit, static_argnums=2)
+def _public_link_total(z, w, index_fn):
+    """``sum_i w_i phi(z_i, 0)`` and its gradient in ``z`` (float64 inputs): for a label-free curvature
+    ``phi(z, y) = A(z) + b(y) z + c(y)``, so these are ``A`` and ``A'`` up to terms linear in z. Compiled once
+    per link (``index_fn`` static), not once per stage."""
+    return jax.value_and_grad(lambda zz: jnp.sum(w * jax.vmap(index_fn)(zz, jnp.zeros_like(zz))))(z)
 
 
 def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gradient, C: np.ndarray, rho: float,
@@ -104,19 +110,17 @@ def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gra
     C = np.asarray(C, dtype=np.float64)
     p = np.asarray(point, dtype=np.float64)
     XC = Xp @ C
-    sq = np.sum(XC * XC, axis=1)
-    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
+    w = row_weights(XC, rho)
     m = Xp.shape[0]
     l2 = float(loss.l2 or 0.0)
     D = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", C, np.asarray(trust_covariance, dtype=np.float64), C), 1e-300))
-    link = _public_link(loss)
     z0, Xs = Xp @ p, Xp * D[None, :]
 
     with jax.enable_x64(True):
         wj = jnp.asarray(w, dtype=jnp.float64)
 
         def surrogate(v):  # L_pub(p + D v) and its gradient in v (the anchor's linear term added below)
-            val, dz = link(jnp.asarray(z0 + Xs @ v, dtype=jnp.float64), wj)
+            val, dz = _public_link_total(jnp.asarray(z0 + Xs @ v, dtype=jnp.float64), wj, loss.index_fn)
             theta = p + D * v
             return (float(val) / m + 0.5 * l2 * float(theta @ theta),
                     Xs.T @ np.asarray(dz, dtype=np.float64) / m + l2 * D * theta)
@@ -142,23 +146,34 @@ def predicted_width_ratio(loss: PerExampleLoss, X_public: np.ndarray, point, C: 
     the data's precision ``H_w (J_w / n + sd_g^2 I)^-1 H_w`` combined with the prior's (as
     :mod:`dp_infer.diagnostics.released_interval` combines them), against ``(n H_1 + Lambda)^-1`` with unit weights.
     Public rows, a released point and public constants: free."""
+    return _width_predictor(loss, X_public, point, C, prior_precision, n, mu_last)(rho)
+
+
+def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.ndarray, prior_precision, n: int,
+                     mu_last: float):
+    """``rho -> predicted_width_ratio(..., rho, ...)``, with the rows' curvature, the prior and the unit-weight
+    reference (none of which depends on ``rho``) computed once."""
     Xp = np.asarray(X_public, dtype=np.float64)
     d = Xp.shape[1]
     XC = Xp @ C
-    sq = np.sum(XC * XC, axis=1)
-    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
     k = np.maximum(_public_curvature_terms(loss, Xp @ np.asarray(point, dtype=np.float64)), 0.0)
     m = Xp.shape[0]
-    Hw = (XC * (w * k)[:, None]).T @ XC / m
-    Jw = (XC * (w * w * k)[:, None]).T @ XC / m
     H1 = (XC * k[:, None]).T @ XC / m
     lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
     lp = C.T @ (lam[:, None] * C)
-    sd_g = 2.0 * link_bounds(loss)[0] * rho / (n * mu_last)
-    Q = Hw @ np.linalg.solve(Jw / n + sd_g * sd_g * np.eye(d), Hw) + lp
-    sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q + Q.T)) @ C.T))
     ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H1 + lp) @ C.T))
-    return float(np.median(sd / ref))
+    G = link_bounds(loss)[0]
+
+    def ratio(rho: float) -> float:
+        w = row_weights(XC, rho)
+        Hw = (XC * (w * k)[:, None]).T @ XC / m
+        Jw = (XC * (w * w * k)[:, None]).T @ XC / m
+        sd_g = 2.0 * G * rho / (n * mu_last)
+        Q = Hw @ np.linalg.solve(Jw / n + sd_g * sd_g * np.eye(d), Hw) + lp
+        sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q + Q.T)) @ C.T))
+        return float(np.median(sd / ref))
+
+    return ratio
 
 
 def _public_curvature_terms(loss: PerExampleLoss, z: np.ndarray) -> np.ndarray:
@@ -203,7 +218,8 @@ def public_release_metric(loss: PerExampleLoss, X_public: np.ndarray, point, pri
     if mu_last is None:
         return C, RHO_FACTOR * rho0
     check_positive("mu_last", mu_last)
-    widths = [predicted_width_ratio(loss, Xp, point, C, f * rho0, lam, n, mu_last) for f in RHO_GRID]
+    predict = _width_predictor(loss, Xp, point, C, lam, n, mu_last)
+    widths = [predict(f * rho0) for f in RHO_GRID]
     return C, float(RHO_GRID[int(np.argmin(widths))]) * rho0
 
 
@@ -245,8 +261,7 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
     parts = ev.metadata["parts"]
     keys = jax.random.split(key, len(parts))
     XC = X @ C
-    sq = np.sum(XC * XC, axis=1)
-    w = np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
+    w = row_weights(XC, rho)
     slack = 1.0 + 1e-9  # the bounds hold exactly in real arithmetic; float64 rounding stays far inside this
     sens = {"gradient": 2.0 * G_link * rho * slack / n}
     Si = np.linalg.inv(0.5 * (S + S.T))

@@ -142,7 +142,6 @@ TRUST_RADIUS = 1.0
 PUBLIC_STEP_BOX = 5.0
 
 
-
 @dataclass(frozen=True)
 class NewtonRelease:
     """What the interval release published (all public: noisy statistics and their noise scales).
@@ -271,8 +270,7 @@ def interval_width_forecast(n: int, d: int, mu: float, *, typical_curvature: flo
     typical direction ``J ~ kappa_P rho^2 / (d RHO_FACTOR^2)`` (the rows' mean ``||C^T x||^2`` spread over d
     directions), so the noise's variance over the sampling variance is ``4 d RHO_FACTOR^2 G^2 / (n mu_g^2
     kappa_P)``, and the width ratio is the root of one plus it (no curvature noise: H and J are exact)."""
-    if share is None:
-        share = PUBLIC_INTERVAL_SHARE if curvature == "public" else DEFAULT_INTERVAL_SHARE
+    share = _default_share(curvature) if share is None else share
     mu_g2 = share * dict(schedule(curvature)[-1])["gradient"] * mu * mu
     return math.sqrt(1.0 + 4.0 * d * RHO_FACTOR ** 2 / (n * mu_g2 * typical_curvature))
 
@@ -297,7 +295,12 @@ def default_interval_share(loss, num_features: int, *, sharded: bool = False, n:
                          f"for it; about {need:.1f}x the rows or the GDP mu would do"
                          + (", or feature rows you can declare public (interval_curvature='public', X_public=...)"
                             if public_curvature_refusal(loss) is None else ""))
-    return (PUBLIC_INTERVAL_SHARE if curvature == "public" else DEFAULT_INTERVAL_SHARE), None
+    return _default_share(curvature), None
+
+
+def _default_share(curvature: str) -> float:
+    """The release's default share of the run's mu^2 for a curvature source."""
+    return PUBLIC_INTERVAL_SHARE if curvature == "public" else DEFAULT_INTERVAL_SHARE
 
 
 def weight_radius(chol, second_moment) -> float:
