@@ -35,7 +35,7 @@ from ..releases.second_moment import private_second_moment, private_second_momen
 from ..privacy.conversions import gdp_mu
 from ..model.clipping import count_part_appended, split_budget
 from .clip_count import clip_count_plan, release_loss_clip_count
-from ..routes.newton_release import (PUBLIC_SCHEDULE, check_interval_curvature, default_interval_share,
+from ..routes.newton_release import (check_interval_curvature, default_interval_share, newton_event,
                                      newton_releasable, weight_radius)
 from ..releases.newton import public_release_metric, release_newton_statistics
 from ..randomness import secret_key
@@ -484,7 +484,7 @@ def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key, X_pu
         C = preconditioner_chol(run.plan)
         rho = weight_radius(C, rows_second_moment(run.planned, loss))
     else:  # the public curvature's whitening (public_release_metric's doc says why)
-        last = math.sqrt(dict(PUBLIC_SCHEDULE[-1])["gradient"]) * mu  # the last gradient's mu sets the radius
+        last = newton_event(mu, n=run.plan.n, curvature="public").metadata["parts"][-1]["mu"]  # sets the radius
         C, rho = public_release_metric(loss, X_public, draws.mean(axis=0), run.plan.prior_precision, run.plan.n,
                                        mu_last=last)
     psi = draws @ np.linalg.inv(C).T
