@@ -203,12 +203,19 @@ def test_private_draft_at_n100_eps1_says_what_it_resolves_and_exits_4(tmp_path):
     assert "nothing was charged" in proc.stderr and Ledger(led).history("default") == []
     proc = _run_cli(base + ["--kind", "x1=numeric", "--kind", "x2=numeric"], tmp_path)
     err = proc.stderr.strip()
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "\n" not in err and err.startswith("error: private draft: 1 entry unresolved")
     # the draft's noise is secret, so either of the two ways x1's bounds go meaningless at n = 100 can occur
     # (dp_infer.schema.draft: no bin passes the threshold, or those that pass hold under half the rows)
     assert "x1: no bin" in err or "x1: the bins that passed the noise threshold hold" in err, err
+    assert "\n" not in err and len(Ledger(led).history("default")) == 1
     assert proc.stdout.index("private draft plan") < proc.stdout.index("charged (eps = 1")
+    if proc.returncode == 2:
+        # x2's 100 rows fill the bin [1, 1.5) (count ~100 +- Laplace(4)), but each of the ~290 empty bins of the
+        # grid passes the threshold 35 with probability exp(-35 / 4) / 2 = 8e-5, so with probability ~2.3% a
+        # noise bin passes too and x2's lower bound rests on it: refused by its reason, nothing drafted
+        assert err.startswith("error: data: no feature column could be drafted privately at n = 100"), err
+        assert "x2: the lower bound rests on one isolated bin" in err or "x2: the upper bound rests" in err, err
+        return
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert err.startswith("error: private draft: 1 entry unresolved"), err
     text = (tmp_path / "s.yaml").read_text()
     assert "# - name: x1" in text and "ignore: [x1]" in text and "bounds: [1.0, 1.5]" in text
-    assert len(Ledger(led).history("default")) == 1
