@@ -60,7 +60,7 @@ from .._validation import check_positive
 from ..model.score_release import MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, solve_floored
 from ..routes.newton_release import noise_floor
 
-__all__ = ["PUBLIC_CURVATURE_ASSUMPTIONS", "run_intervals_text", "interval_names", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
+__all__ = ["model_release_parts", "release_likelihood", "PUBLIC_CURVATURE_ASSUMPTIONS", "run_intervals_text", "interval_names", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
            "PRIOR_DOMINATED_SHARE", "LONG_NEWTON_STEP"]
 
 #: a coordinate whose posterior variance is above this share of the prior's is flagged: the prior decides it
@@ -155,23 +155,29 @@ class ParameterIntervals:
                 "assumptions": list(self.assumptions), "notes": list(self.notes)}
 
 
-def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0.9,
-                      extra_variance=None) -> ParameterIntervals:
-    """``prob`` intervals for theta from a posterior run's interval release (module doc).
+@dataclass(frozen=True)
+class _DataPart:
+    """The release's Gaussian likelihood for psi (theta = C psi) in ``H``'s informative eigen-directions
+    ``UI``: ``centre_I`` (one more Newton step from the last point) with precision ``omega_I``."""
 
-    ``release``: a :class:`~dp_infer.routes.newton_release.NewtonRelease` or its ``to_dict()``;
-    ``n``: rows; ``prior_precision``: one value per coordinate (prior mean 0). Pure
-    post-processing of the release: free. ``extra_variance``: an optional d x d matrix (psi
-    coordinates) added to the gradient's variance ``J / n + sd_g^2 I`` (a caller's further noise, e.g.
-    the curvature's noise times the last step: :mod:`dp_infer.model.score_release`); None: none."""
-    rel = release if isinstance(release, dict) else release.to_dict()
-    if not 0 < prob < 1:
-        raise ValueError(f"prob must lie in (0, 1), got {prob!r}")
-    n = check_positive("n", n)
+    C: np.ndarray
+    U: np.ndarray
+    informative: np.ndarray
+    hs: np.ndarray
+    I: np.ndarray
+    UI: np.ndarray
+    Jf: np.ndarray
+    VI: np.ndarray
+    omega_I: np.ndarray
+    centre_I: np.ndarray
+    last: np.ndarray
+    stepI: np.ndarray
+    public: bool
+
+
+def _data_part(rel: dict, n: float, extra_variance) -> _DataPart:
     C = np.asarray(rel["chol"], dtype=np.float64)
     d = C.shape[0]
-    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,)).copy()
-    lam_psi = C.T @ (lam[:, None] * C)
     H = np.asarray(rel["curvature"], dtype=np.float64)
     J = np.asarray(rel["score"], dtype=np.float64)
     g = np.asarray(rel["gradient"], dtype=np.float64)
@@ -201,6 +207,45 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
     stepI = (UI.T @ g) / hs[I]
     omega_I = np.linalg.inv(0.5 * (VI + VI.T)) if I.size else np.zeros((0, 0))
     centre_I = UI.T @ last - stepI  # one more Newton step in the informative directions
+    return _DataPart(C, U, informative, hs, I, UI, Jf, VI, omega_I, centre_I, last, stepI, public)
+
+
+def release_likelihood(release: dict, *, n: float, extra_variance=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(theta_D, P)``: the release's Gaussian likelihood for theta, ``exp(-(theta - theta_D)^T P
+    (theta - theta_D) / 2)``, before any prior (the data's part of :func:`released_interval`). ``P`` is
+    singular where the release carries no information (its null space: the curvature directions within
+    the noise); ``theta_D`` is the one-step Newton centre there and the last point elsewhere. Pure
+    post-processing of the release."""
+    rel = release if isinstance(release, dict) else release.to_dict()
+    part = _data_part(rel, check_positive("n", n), extra_variance)
+    Ci = np.linalg.inv(part.C)
+    A = part.UI.T @ Ci  # psi's informative coordinates as a function of theta
+    P = A.T @ part.omega_I @ A
+    psi_D = part.UI @ part.centre_I + part.last - part.UI @ (part.UI.T @ part.last)
+    return part.C @ psi_D, 0.5 * (P + P.T)
+
+
+def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0.9,
+                      extra_variance=None) -> ParameterIntervals:
+    """``prob`` intervals for theta from a posterior run's interval release (module doc).
+
+    ``release``: a :class:`~dp_infer.routes.newton_release.NewtonRelease` or its ``to_dict()``;
+    ``n``: rows; ``prior_precision``: one value per coordinate (prior mean 0). Pure
+    post-processing of the release: free. ``extra_variance``: an optional d x d matrix (psi
+    coordinates) added to the gradient's variance ``J / n + sd_g^2 I`` (a caller's further noise, e.g.
+    the curvature's noise times the last step: :mod:`dp_infer.model.score_release`); None: none."""
+    rel = release if isinstance(release, dict) else release.to_dict()
+    if not 0 < prob < 1:
+        raise ValueError(f"prob must lie in (0, 1), got {prob!r}")
+    n = check_positive("n", n)
+    part = _data_part(rel, n, extra_variance)
+    C, U, informative, hs, I, UI = part.C, part.U, part.informative, part.hs, part.I, part.UI
+    Jf, VI, omega_I, centre_I, last, stepI, public = (part.Jf, part.VI, part.omega_I, part.centre_I, part.last,
+                                                      part.stepI, part.public)
+    d = C.shape[0]
+    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,)).copy()
+    lam_psi = C.T @ (lam[:, None] * C)
+    sd_g = float(rel["gradient_sd"])
     Q = UI @ omega_I @ UI.T + lam_psi
     Qi = np.linalg.inv(0.5 * (Q + Q.T))
     mean_theta = C @ (Qi @ (UI @ (omega_I @ centre_I)))
@@ -258,37 +303,82 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
                               prob=float(prob), estimand=estimand, notes=notes, **extra)
 
 
-def model_released_interval(release: dict, *, prob: float = 0.9):
-    """``prob`` intervals for the unconstrained theta of a NumPyro model's run from its score release
-    (:mod:`dp_infer.model.score_release`): the released ``J`` stands in for the curvature, its noise
-    through the last step is added to the variance (delta method), and the prior's Gaussian stand-in
-    (``prior_mean``, ``prior_sd``) is combined as :func:`released_interval` does for a loss's
-    Gaussian prior (coordinates the data do not determine are flagged ``"prior"`` one by one).
-    Pure post-processing: free."""
+def model_release_parts(release: dict) -> tuple[dict, np.ndarray, np.ndarray]:
+    """``(rel, extra_variance, prior_mean)``: a model run's score release read as a loss release for
+    :func:`released_interval` / :func:`release_likelihood`: theta shifted by the prior stand-in's centre
+    ``prior_mean`` (their prior has mean 0; the gradient is unchanged), the released ``J`` as the
+    curvature, and ``J``'s noise through the last step as an extra gradient variance (delta method: for
+    a symmetric noise ``E`` of entry sd ``s_J`` and ``v = J^-1 g``, ``E[(E v)(E v)^T] = s_J^2 (|v|^2 I +
+    v v^T)``)."""
     rel = dict(release)
-    names = rel.get("names")
     m = np.asarray(rel["prior_mean"], dtype=np.float64)
-    psd = np.asarray(rel["prior_sd"], dtype=np.float64)
-    # released_interval's prior has mean 0: shift theta by the prior's centre (the gradient is unchanged)
     rel["path"] = [list(np.asarray(p, dtype=np.float64) - m) for p in rel["path"]]
     rel["curvature"], rel["curvature_sd"] = rel["score"], rel["score_sd"]
-    # J's noise moves the last step J^-1 g too: for a symmetric noise E of entry sd s_J and v = J^-1 g,
-    # E[(E v)(E v)^T] = s_J^2 (|v|^2 I + v v^T), added to the gradient's variance (delta method)
     J = np.asarray(rel["score"], dtype=np.float64)
     d = J.shape[0]
     v = solve_floored(J, np.asarray(rel["gradient"], dtype=np.float64), noise_floor(d, float(rel["score_sd"])))
     extra = float(rel["score_sd"]) ** 2 * (float(v @ v) * np.eye(d) + np.outer(v, v))
+    return rel, extra, m
+
+
+def model_released_interval(release: dict, *, prob: float = 0.9):
+    """``prob`` intervals for the unconstrained theta of a NumPyro model's run from its score release
+    (:mod:`dp_infer.model.score_release`): the released ``J`` stands in for the curvature, its noise
+    through the last step is added to the variance (delta method, :func:`model_release_parts`). Where
+    the run stored the noise-aware posterior under the model's own prior
+    (``release["model_prior_posterior"]``, :mod:`dp_infer.diagnostics.model_prior`), the intervals are its
+    quantiles; else the prior's Gaussian stand-in (``prior_mean``, ``prior_sd``) is combined as
+    :func:`released_interval` does for a loss's Gaussian prior. Coordinates the data do not determine
+    are flagged ``"prior"`` one by one. Pure post-processing: free."""
+    rel, extra, m = model_release_parts(release)
+    names = rel.get("names")
+    psd = np.asarray(rel["prior_sd"], dtype=np.float64)
     iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
     notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
              f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
              f"clipped to {float(rel['clip_norm']):g} (where the clip binds on more than a few percent of the rows at "
              "the estimate, the estimate is biased: choose clip_norm a few times the typical score)",
              "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
-    return dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
-                               data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
-                               method="noise-aware scoring-step interval of a model run "
-                                      "(dp_infer.model.score_release)",
-                               assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)
+    iv = dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
+                             data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
+                             method="noise-aware scoring-step interval of a model run, the prior's Gaussian "
+                                    "stand-in (dp_infer.model.score_release)",
+                             assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)
+    post = release.get("model_prior_posterior")
+    return iv if post is None else _under_model_prior(iv, post, prob)
+
+
+def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> ParameterIntervals:
+    """``iv`` with its centre, sd and ends from the stored NUTS draws under the model's own prior, the
+    data share and the "prior" flags recomputed from them (the long-step flags and the untempered sd
+    are the release's, unchanged)."""
+    levels = np.asarray(post["levels"], dtype=np.float64)
+    q = np.asarray(post["quantiles"], dtype=np.float64)
+    lo_p, hi_p = 0.5 * (1.0 - prob), 0.5 * (1.0 + prob)
+    if lo_p < levels[0] - 1e-12:
+        raise ValueError(f"prob must lie in (0, {1.0 - 2.0 * levels[0]:g}] for a model run's intervals (its stored "
+                         f"quantiles of the noise-aware posterior run from {levels[0]:g} to {levels[-1]:g}), got {prob!r}")
+    lower = np.array([np.interp(lo_p, levels, q[:, j]) for j in range(q.shape[1])])
+    upper = np.array([np.interp(hi_p, levels, q[:, j]) for j in range(q.shape[1])])
+    sd = np.asarray(post["sd"], dtype=np.float64)
+    share = 1.0 - (sd / iv.prior_sd) ** 2
+    flags = []
+    for j, f in enumerate(iv.flags):
+        if share[j] < 1.0 - PRIOR_DOMINATED_SHARE:
+            flags.append(f"prior: the data give {max(share[j], 0.0):.0%} of this coordinate's precision; its interval "
+                         "is mostly the prior's")
+        else:
+            flags.append("" if f.startswith("prior") else f)
+    mixing = (f"the model's prior combined exactly: NUTS ({post.get('parametrisation', 'centred')}) over the "
+              f"release's likelihood times the prior, {post['num_draws']} draws, max split R-hat "
+              f"{post['max_rhat']:.3f}, min bulk ESS {post['min_ess']:.0f}, {post['divergences']} divergences")
+    if post["max_rhat"] > 1.05 or post["divergences"] > 0.01 * post["num_draws"]:
+        mixing += " (NOT reliable: R-hat above 1.05 or over 1% divergent; the interval ends carry that error)"
+    elif post["divergences"] > 0:
+        mixing += " (a few divergences: the far tails may be slightly off)"
+    return dataclasses.replace(iv, lower=lower, upper=upper, centre=np.asarray(post["mean"], dtype=np.float64), sd=sd,
+                               data_share=share, flags=tuple(flags), method=str(post["method"]),
+                               notes=iv.notes + (mixing,))
 
 
 def run_intervals(run, prob: float = 0.9) -> ParameterIntervals:

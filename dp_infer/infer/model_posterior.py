@@ -84,7 +84,7 @@ from .fit_model import check_feature_names, model_coords_dims, prepare_model
 from .preflight import check_plan_resources, check_sampling_options
 from .posterior import PosteriorRun, released_draws, warn_if_unmixed
 from ..losses import PerExampleLoss, clipped_loss
-from ..model.bridge import ModelLoss
+from ..model.bridge import ModelLoss, noncentred_prior
 from ..model.initial import describe_strategy, initial_positions, prior_curvature
 from ..model.initial import prior_scales as model_prior_scales
 from ..routes.plan import KERNELS, SamplingPlan, step_schedule
@@ -93,6 +93,7 @@ from ..routes.posterior_details import ModelPrior
 from ..potentials import GibbsPotential
 from ..randomness import secret_key
 from .driver import Hooks, Route, execute, register_route
+from ..diagnostics.model_prior import model_prior_posterior
 from .chains import plan_kernel, run_chains, site_potential
 
 __all__ = ["fit_model_posterior", "plan_model_posterior", "whitened_loss", "CLOSE_TO_PRIOR", "MODEL_PRECONDITIONERS"]
@@ -384,6 +385,15 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
         if why is not None:
             run.report_extras["interval_release_skipped"] = why
         release_posterior_clip_count(run, mpp, rows, y, public)
+        rel = run.report_extras.get("interval_release")
+        if rel is not None and rel.get("kind") == _sr.RELEASE_KIND:
+            # post-processing of the release (public key, placeholder rows): the model's exact prior
+            try:
+                rel["model_prior_posterior"] = model_prior_posterior(rel, ml.prior_potential,
+                                                                     noncentred=noncentred_prior(ml))
+            except (FloatingPointError, ValueError, RuntimeError) as e:
+                rel["model_prior_posterior_skipped"] = (f"{type(e).__name__}: {e}: the intervals use the prior's "
+                                                        "Gaussian stand-in")
 
     return execute(MODEL_POSTERIOR_ROUTE, public, (rows, y), ledger=ledger, dataset_id=dataset_id, plan=mpp,
                    hooks=Hooks(finish=describe, step="fit(model=..., target='posterior'): describing the run"))

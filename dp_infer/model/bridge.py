@@ -358,3 +358,65 @@ def _check_prior_ignores_data(prior_model, unravel, dim: int, kw_a: dict, kw_b: 
             raise ValueError("the prior of the model depends on the data arguments (e.g. a location computed "
                              "from y, or a scale from X): dp_infer reads the prior without the private rows, "
                              "so declare it from public constants")
+
+
+@dataclass(frozen=True)
+class NoncentredPrior:
+    """The model's prior with every latent loc-scale site of real support decentred (NumPyro's
+    ``LocScaleReparam(centered=0)``: ``a = loc + scale * a_decentered``), over its own flat unconstrained
+    vector ``u`` of ``dim`` entries: ``potential(u)`` is minus its log density (Jacobians included) and
+    ``to_theta(u)`` the original model's flat unconstrained vector (:meth:`ModelLoss.unconstrain` of the
+    constrained sites). A hierarchy ``a_g ~ N(mu, tau)`` whose ``a_g`` the data barely inform has a funnel
+    in ``(a, log tau)`` and none in ``(a_decentered, log tau)``. Read on public placeholder rows."""
+
+    potential: Callable[[jax.Array], jax.Array]
+    to_theta: Callable[[jax.Array], jax.Array]
+    dim: int
+    decentred: tuple[str, ...]
+
+
+def noncentred_prior(ml: ModelLoss) -> NoncentredPrior | None:
+    """:class:`NoncentredPrior` of ``ml``'s model, or None when no latent site is a loc-scale family of
+    real support (Normal, Cauchy, Laplace, StudentT): nothing to decentre."""
+    import numpyro.distributions as dist
+    from numpyro.infer.reparam import LocScaleReparam
+
+    if ml.model is None:
+        return None
+    kw1 = ml.placeholder(1)
+    prior_model = _drop_observations(ml.model, names=ml.observed_sites)
+
+    def base(fn):
+        while isinstance(fn, (dist.Independent, dist.ExpandedDistribution)):
+            fn = fn.base_dist
+        return fn
+
+    def reparam_of(fn):
+        b = base(fn)
+        if type(b) in (dist.Normal, dist.Cauchy, dist.Laplace):
+            return LocScaleReparam(0)
+        return LocScaleReparam(0, shape_params=("df",)) if type(b) is dist.StudentT else None
+
+    tr0 = handlers.trace(handlers.seed(prior_model, jax.random.key(1))).get_trace(**kw1)
+    decentred = tuple(k for k in ml.latent_sites if reparam_of(tr0[k]["fn"]) is not None)
+
+    def config(msg):
+        return reparam_of(msg["fn"]) if msg["type"] == "sample" and msg["name"] in decentred else None
+
+    reparam_model = handlers.reparam(prior_model, config=config)
+    tr = handlers.trace(handlers.seed(reparam_model, jax.random.key(1))).get_trace(**kw1)
+    if not decentred:
+        return None
+    latent = {k: s for k, s in tr.items() if s["type"] == "sample" and not s.get("is_observed")}
+    z0 = {k: biject_to(s["fn"].support).inv(s["value"]) for k, s in latent.items()}
+    flat0, unravel = ravel_pytree(z0)
+
+    def potential(u):
+        return potential_energy(reparam_model, (), kw1, unravel(u))
+
+    def to_theta(u):
+        values = constrain_fn(reparam_model, (), kw1, unravel(u), return_deterministic=True)
+        z = {k: biject_to(ml.supports[k]).inv(jnp.asarray(values[k])) for k in ml.latent_sites}
+        return ravel_pytree(z)[0]
+
+    return NoncentredPrior(potential, to_theta, int(flat0.shape[0]), decentred)

@@ -105,7 +105,9 @@ def phase(plan: SamplingPlan, state: AdaptationState) -> PhaseSpec:
         steps_k = int(math.ceil(time_k / h_k))
     else:
         C = state.chol
-        M_k = float(np.linalg.eigvalsh(C.T @ step_bound_matrix(plan) @ C)[-1])
+        with np.errstate(over="ignore", invalid="ignore"):
+            B = C.T @ step_bound_matrix(plan) @ C
+        M_k = float(np.linalg.eigvalsh(B)[-1]) if np.all(np.isfinite(B)) else math.inf  # overflow: refused below
         h_k, steps_k, _ = step_schedule(M_k, horizon=time_k, num_draws=1, friction=plan.friction,
                                         safety=ad.step_safety, min_steps=200)
         if not math.isfinite(steps_k):
