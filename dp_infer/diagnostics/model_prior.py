@@ -41,10 +41,13 @@ import numpy as np
 
 from .released_interval import model_release_parts, release_likelihood
 
-__all__ = ["QUANTILE_LEVELS", "MODEL_PRIOR_METHOD", "NUTS_SETTINGS", "model_prior_posterior"]
+__all__ = ["QUANTILE_LEVELS", "MODEL_PRIOR_METHOD", "NUTS_SETTINGS", "REFERENCE_SAMPLES", "model_prior_posterior"]
 
 #: the quantile levels stored per coordinate (0.5% steps): intervals of any prob up to 0.99 interpolate them
 QUANTILE_LEVELS = tuple(round(0.005 * k, 3) for k in range(1, 200))
+
+#: draws per chain of the non-private reference run (its sds only: width_ratio's denominator)
+REFERENCE_SAMPLES = 500
 
 #: NUTS's settings (fixed: the draws are post-processing, their number only sets the Monte-Carlo error)
 NUTS_SETTINGS = {"num_warmup": 500, "num_samples": 1000, "num_chains": 4, "seed": 0, "target_accept_prob": 0.9}
@@ -66,9 +69,12 @@ def model_prior_posterior(release: dict, prior_potential: Callable[[jax.Array], 
     where the data inform the group-level coordinates); where that run diverges or its split R-hat
     exceeds 1.05 and ``noncentred`` is given, it runs again decentred (a hierarchy's funnel, where the
     data barely inform them) and the run with fewer divergences (then the lower R-hat) is kept; both
-    runs' diagnostics are stored. Returns a JSON-serialisable dict: ``levels`` and ``quantiles``
-    (levels x d), ``mean``, ``sd``, ``max_rhat``, ``min_ess``, ``divergences``, ``num_draws``,
-    ``parametrisation``, ``tried``, ``settings``, ``method``."""
+    runs' diagnostics are stored. A second, shorter run of the noise-free likelihood (``n H J^-1 H``)
+    under the same prior gives ``reference_sd``, the non-private posterior's sd as the release
+    estimates it (the intervals' ``width_ratio`` denominator). Returns a JSON-serialisable dict:
+    ``levels`` and ``quantiles`` (levels x d), ``mean``, ``sd``, ``max_rhat``, ``min_ess``,
+    ``divergences``, ``num_draws``, ``parametrisation``, ``tried``, ``settings``, ``method``,
+    ``reference_sd``, ``reference``."""
     cfg = {**NUTS_SETTINGS, **(settings or {})}
     rel, extra, m = model_release_parts(release)
     theta_d, P = release_likelihood(rel, n=rel["n"], extra_variance=extra)
@@ -86,8 +92,9 @@ def model_prior_posterior(release: dict, prior_potential: Callable[[jax.Array], 
     best = _nuts(lambda t: prior_potential(t) + likelihood(t), init, None, k_run, cfg)
     best["parametrisation"] = "centred"
     tried = [_diagnostics(best)]
+    init_u = None if noncentred is None else 0.1 * np.asarray(jax.random.normal(k_init, (cfg["num_chains"],
+                                                                                        noncentred.dim)))
     if (best["divergences"] > 0 or best["max_rhat"] > 1.05) and noncentred is not None:
-        init_u = 0.1 * np.asarray(jax.random.normal(k_init, (cfg["num_chains"], noncentred.dim)))
         other = _nuts(lambda u: noncentred.potential(u) + likelihood(noncentred.to_theta(u)), init_u,
                       noncentred.to_theta, k_run, cfg)
         other["parametrisation"] = "non-centred (" + ", ".join(noncentred.decentred) + " decentred)"
@@ -98,10 +105,29 @@ def model_prior_posterior(release: dict, prior_potential: Callable[[jax.Array], 
     if not np.all(np.isfinite(flat)):
         raise FloatingPointError("the NUTS draws of the release's likelihood times the model's prior are not finite")
     q = np.quantile(flat, QUANTILE_LEVELS, axis=0)
+    # the non-private reference (width_ratio's denominator): the noise-free likelihood under the same prior,
+    # sampled in the parametrisation kept above (the data precision is larger: no funnel where there was none)
+    _, P0 = release_likelihood(rel, n=rel["n"], extra_variance=extra, noise_free=True)
+    prec0 = jnp.asarray(P0)
+
+    def likelihood0(theta):
+        r = theta - centre
+        return 0.5 * r @ (prec0 @ r)
+
+    ref_cfg = {**cfg, "num_samples": REFERENCE_SAMPLES}
+    if best["parametrisation"] == "centred":
+        ref = _nuts(lambda t: prior_potential(t) + likelihood0(t), init, None, k_run, ref_cfg)
+    else:
+        ref = _nuts(lambda u: noncentred.potential(u) + likelihood0(noncentred.to_theta(u)), init_u,
+                    noncentred.to_theta, k_run, ref_cfg)
+    ref_sd = ref["draws"].reshape(-1, d).std(axis=0, ddof=1)
     return {"method": MODEL_PRIOR_METHOD, "levels": list(QUANTILE_LEVELS),
             "quantiles": [[float(v) for v in row] for row in q],
             "mean": [float(v) for v in flat.mean(axis=0)], "sd": [float(v) for v in flat.std(axis=0, ddof=1)],
-            **_diagnostics(best), "num_draws": int(flat.shape[0]), "tried": tried, "settings": cfg}
+            **_diagnostics(best), "num_draws": int(flat.shape[0]), "tried": tried, "settings": cfg,
+            "reference_sd": [float(v) for v in ref_sd],
+            "reference": {"what": "the non-private posterior's sd as the release estimates it: the noise-free "
+                                  "likelihood n H J^-1 H under the same prior", **_diagnostics(ref)}}
 
 
 def _diagnostics(run: dict) -> dict:

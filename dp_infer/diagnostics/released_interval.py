@@ -210,17 +210,25 @@ def _data_part(rel: dict, n: float, extra_variance) -> _DataPart:
     return _DataPart(C, U, informative, hs, I, UI, Jf, VI, omega_I, centre_I, last, stepI, public)
 
 
-def release_likelihood(release: dict, *, n: float, extra_variance=None) -> tuple[np.ndarray, np.ndarray]:
+def release_likelihood(release: dict, *, n: float, extra_variance=None,
+                       noise_free: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(theta_D, P)``: the release's Gaussian likelihood for theta, ``exp(-(theta - theta_D)^T P
     (theta - theta_D) / 2)``, before any prior (the data's part of :func:`released_interval`). ``P`` is
     singular where the release carries no information (its null space: the curvature directions within
-    the noise); ``theta_D`` is the one-step Newton centre there and the last point elsewhere. Pure
+    the noise); ``theta_D`` is the one-step Newton centre there and the last point elsewhere.
+    ``noise_free``: ``P`` without the release's noise, ``n H J^-1 H`` (the non-private posterior's
+    data precision as the release estimates it: :func:`released_interval`'s ``untempered_sd``). Pure
     post-processing of the release."""
     rel = release if isinstance(release, dict) else release.to_dict()
-    part = _data_part(rel, check_positive("n", n), extra_variance)
+    n = check_positive("n", n)
+    part = _data_part(rel, n, extra_variance)
     Ci = np.linalg.inv(part.C)
     A = part.UI.T @ Ci  # psi's informative coordinates as a function of theta
-    P = A.T @ part.omega_I @ A
+    omega = part.omega_I
+    if noise_free and part.I.size:
+        Dh = np.diag(part.hs[part.I])
+        omega = n * Dh @ np.linalg.inv(part.UI.T @ part.Jf @ part.UI) @ Dh
+    P = A.T @ omega @ A
     psi_D = part.UI @ part.centre_I + part.last - part.UI @ (part.UI.T @ part.last)
     return part.C @ psi_D, 0.5 * (P + P.T)
 
@@ -263,7 +271,7 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
         step_sd = np.sqrt(quad ** 2 + prev)
     newton_steps = np.abs(step) / step_sd
     om0 = n * np.diag(hs[I]) @ np.linalg.inv(UI.T @ Jf @ UI) @ np.diag(hs[I]) if I.size else np.zeros((0, 0))
-    Q0 = UI @ om0 @ UI.T + lam_psi
+    Q0 = UI @ om0 @ UI.T + lam_psi  # the noise-free data precision: release_likelihood(noise_free=True)
     untempered_sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q0 + Q0.T)) @ C.T))
     floored = ~informative
     prior_sd = 1.0 / np.sqrt(lam)
@@ -350,8 +358,9 @@ def model_released_interval(release: dict, *, prob: float = 0.9):
 
 def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> ParameterIntervals:
     """``iv`` with its centre, sd and ends from the stored NUTS draws under the model's own prior, the
-    data share and the "prior" flags recomputed from them (the long-step flags and the untempered sd
-    are the release's, unchanged)."""
+    data share and the "prior" flags recomputed from them, and the non-private reference sd
+    (``untempered_sd``, the denominator of ``width_ratio``) from the noise-free likelihood under the same
+    prior where stored (the long-step flags are the release's, unchanged)."""
     levels = np.asarray(post["levels"], dtype=np.float64)
     q = np.asarray(post["quantiles"], dtype=np.float64)
     lo_p, hi_p = 0.5 * (1.0 - prob), 0.5 * (1.0 + prob)
@@ -376,7 +385,9 @@ def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> Param
         mixing += " (NOT reliable: R-hat above 1.05 or over 1% divergent; the interval ends carry that error)"
     elif post["divergences"] > 0:
         mixing += " (a few divergences: the far tails may be slightly off)"
+    ref = post.get("reference_sd")  # the non-private posterior's sd under the same exact prior, as estimated
     return dataclasses.replace(iv, lower=lower, upper=upper, centre=np.asarray(post["mean"], dtype=np.float64), sd=sd,
+                               untempered_sd=iv.untempered_sd if ref is None else np.asarray(ref, dtype=np.float64),
                                data_share=share, flags=tuple(flags), method=str(post["method"]),
                                notes=iv.notes + (mixing,))
 
