@@ -157,7 +157,7 @@ LONG_FIRST = (
     "infer/test_model_posterior.py::test_the_kinetic_kernel_on_a_centred_hierarchy_diverges_and_says_so",
     "privacy/test_proximal.py::test_audit_proximal_route_on_linear_worst_case",
     "diagnostics/test_released_interval.py::test_a_default_posterior_run_reports_intervals_near_the_non_private_posterior",
-    "infer/test_model_intervals.py::test_a_hierarchical_model_reports_intervals_and_flags_what_the_likelihood_does_not_inform",
+    "infer/test_model_intervals.py::test_a_hierarchical_model_reports_intervals_and_its_prior_informs_mu_and_tau",
     "cli/test_cli.py::test_nonprivate_diagnostics_only_behind_their_flag_and_labelled",
     "benchmarks/test_quality_baselines.py::test_laplace_posterior_is_noise_aware",
     "mechanisms/test_linear_regression_noise.py::test_adassp_releases_each_statistic_with_the_noise_of_its_sensitivity",
