@@ -58,7 +58,7 @@ MODEL_PRIOR_METHOD = ("noise-aware posterior under the model's own prior: the sc
 
 
 def model_prior_posterior(release: dict, prior_potential: Callable[[jax.Array], jax.Array], *,
-                          noncentred=None, settings: dict | None = None) -> dict:
+                          noncentred=None, prior_draws=None, settings: dict | None = None) -> dict:
     """NUTS draws of the release's likelihood times the model's prior (module doc), summarised.
 
     ``release``: a model run's score release (``kind == "model_score"``); ``prior_potential(theta)``:
@@ -74,7 +74,9 @@ def model_prior_posterior(release: dict, prior_potential: Callable[[jax.Array], 
     estimates it (the intervals' ``width_ratio`` denominator). Returns a JSON-serialisable dict:
     ``levels`` and ``quantiles`` (levels x d), ``mean``, ``sd``, ``max_rhat``, ``min_ess``,
     ``divergences``, ``num_draws``, ``parametrisation``, ``tried``, ``settings``, ``method``,
-    ``reference_sd``, ``reference``."""
+    ``reference_sd``, ``reference``; with ``prior_draws`` (flat unconstrained draws of the prior, public:
+    ``dp_infer.model.initial.prior_draws``), also ``prior_quantiles`` on the same levels, from which an
+    interval's prior mass is read (the "prior" flag of a skewed coordinate)."""
     cfg = {**NUTS_SETTINGS, **(settings or {})}
     rel, extra, m = model_release_parts(release)
     theta_d, P = release_likelihood(rel, n=rel["n"], extra_variance=extra)
@@ -126,6 +128,8 @@ def model_prior_posterior(release: dict, prior_potential: Callable[[jax.Array], 
             "mean": [float(v) for v in flat.mean(axis=0)], "sd": [float(v) for v in flat.std(axis=0, ddof=1)],
             **_diagnostics(best), "num_draws": int(flat.shape[0]), "tried": tried, "settings": cfg,
             "reference_sd": [float(v) for v in ref_sd],
+            **({} if prior_draws is None else {"prior_quantiles": [[float(v) for v in row] for row in np.quantile(
+                np.asarray(prior_draws, dtype=np.float64), QUANTILE_LEVELS, axis=0)]}),
             "reference": {"what": "the non-private posterior's sd as the release estimates it: the noise-free "
                                   "likelihood n H J^-1 H under the same prior", **_diagnostics(ref)}}
 

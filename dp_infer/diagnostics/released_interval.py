@@ -356,6 +356,17 @@ def model_released_interval(release: dict, *, prob: float = 0.9):
     return iv if post is None else _under_model_prior(iv, post, prob)
 
 
+def _prior_mass(post: dict, lower: np.ndarray, upper: np.ndarray) -> np.ndarray | None:
+    """The prior's mass inside each interval, from the stored prior quantiles (None where none are stored;
+    clamped to the stored levels' range, 0.005-0.995, so a mass is read to within 1%)."""
+    if post.get("prior_quantiles") is None:
+        return None
+    levels = np.asarray(post["levels"], dtype=np.float64)
+    pq = np.asarray(post["prior_quantiles"], dtype=np.float64)
+    cdf = [np.interp([lo, hi], pq[:, j], levels, left=0.0, right=1.0) for j, (lo, hi) in enumerate(zip(lower, upper))]
+    return np.array([c[1] - c[0] for c in cdf])
+
+
 def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> ParameterIntervals:
     """``iv`` with its centre, sd and ends from the stored NUTS draws under the model's own prior, the
     data share and the "prior" flags recomputed from them, and the non-private reference sd
@@ -371,9 +382,15 @@ def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> Param
     upper = np.array([np.interp(hi_p, levels, q[:, j]) for j in range(q.shape[1])])
     sd = np.asarray(post["sd"], dtype=np.float64)
     share = 1.0 - (sd / iv.prior_sd) ** 2
+    mass = _prior_mass(post, lower, upper)
+    # a Gaussian coordinate at the sd rule's boundary (data share PRIOR_DOMINATED_SHARE) holds this prior mass
+    z = float(norm.ppf(hi_p))
+    mass_limit = 2.0 * float(norm.cdf(z * np.sqrt(PRIOR_DOMINATED_SHARE))) - 1.0  # 0.755 at prob 0.9
     flags = []
     for j, f in enumerate(iv.flags):
-        if share[j] < 1.0 - PRIOR_DOMINATED_SHARE:
+        if mass is not None and mass[j] > mass_limit:
+            flags.append(f"prior: the interval holds {mass[j]:.0%} of the prior's mass; it is mostly the prior's")
+        elif mass is None and share[j] < 1.0 - PRIOR_DOMINATED_SHARE:
             flags.append(f"prior: the data give {max(share[j], 0.0):.0%} of this coordinate's precision; its interval "
                          "is mostly the prior's")
         else:

@@ -85,7 +85,7 @@ from .preflight import check_plan_resources, check_sampling_options
 from .posterior import PosteriorRun, released_draws, warn_if_unmixed
 from ..losses import PerExampleLoss, clipped_loss
 from ..model.bridge import ModelLoss, noncentred_prior
-from ..model.initial import describe_strategy, initial_positions, prior_curvature
+from ..model.initial import describe_strategy, initial_positions, prior_curvature, prior_draws
 from ..model.initial import prior_scales as model_prior_scales
 from ..routes.plan import KERNELS, SamplingPlan, step_schedule
 from ..routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
@@ -389,8 +389,9 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
         if rel is not None and rel.get("kind") == _sr.RELEASE_KIND:
             # post-processing of the release (public key, placeholder rows): the model's exact prior
             try:
-                rel["model_prior_posterior"] = model_prior_posterior(rel, ml.prior_potential,
-                                                                     noncentred=noncentred_prior(ml))
+                rel["model_prior_posterior"] = model_prior_posterior(
+                    rel, ml.prior_potential, noncentred=noncentred_prior(ml),
+                    prior_draws=prior_draws(ml, jax.random.PRNGKey(0), 4000))
             except (FloatingPointError, ValueError, RuntimeError) as e:
                 rel["model_prior_posterior_skipped"] = (f"{type(e).__name__}: {e}: the intervals use the prior's "
                                                         "Gaussian stand-in")

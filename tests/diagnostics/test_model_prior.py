@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from dp_infer.diagnostics.released_interval import model_released_interval, rele
 from dp_infer.model import score_release as sr
 from benchmarks.model_posterior import hier_centred as hier
 from dp_infer.model.bridge import loss_from_model, noncentred_prior
+from dp_infer.model.initial import prior_draws
 
 
 def _hier_loss(num_groups=4):
@@ -72,7 +74,7 @@ def test_with_a_gaussian_prior_nuts_reproduces_the_closed_form_combination():
     def gauss(t):
         return 0.5 * jnp.sum(((t - m) / s) ** 2)
 
-    post = model_prior_posterior(rel, gauss)
+    post = model_prior_posterior(rel, gauss, prior_draws=m + s * np.random.default_rng(0).normal(size=(4000, 3)))
     assert post["max_rhat"] < 1.01 and post["divergences"] == 0 and post["min_ess"] >= 1000, post
     # the closed form: released_interval with the prior shifted to mean 0
     shifted = dict(rel, path=[list(np.asarray(rel["path"][0]) - m)])
@@ -89,7 +91,9 @@ def test_with_a_gaussian_prior_nuts_reproduces_the_closed_form_combination():
     z = norm.ppf(0.95)
     assert np.all(np.abs(iv.lower - (ref.centre + m - z * ref.sd)) < 0.1 * ref.sd)
     assert np.all(np.abs(iv.upper - (ref.centre + m + z * ref.sd)) < 0.1 * ref.sd)
-    assert iv.flags[2].startswith("prior") and iv.flags[1] == ""
+    assert iv.flags[2].startswith("prior: the interval holds") and iv.flags[1] == "" and iv.flags[0].startswith("prior")
+    # the mass rule's boundary is the sd rule's for a Gaussian: the prior-only coordinate holds ~90% of its mass
+    assert "holds 9" in iv.flags[2] or "holds 8" in iv.flags[2], iv.flags[2]
 
 
 def _quadrature(a_hat, v):
@@ -133,7 +137,8 @@ def test_a_hierarchy_scale_and_mean_match_the_exact_integral(a_hat, kept):
     v = np.array([0.01, 0.02, 0.01, 0.04])
     n, info = 1000, np.r_[1.0 / (1000 * v), 0.0, 0.0, 0.5]
     rel = _release(np.r_[a_hat, 0.0, 0.0, 0.6], info, n=n, gradient_sd=1e-6, prior=sr.prior_gaussian(ml))
-    post = model_prior_posterior(rel, ml.prior_potential, noncentred=nc)
+    post = model_prior_posterior(rel, ml.prior_potential, noncentred=nc,
+                                 prior_draws=prior_draws(ml, jax.random.PRNGKey(0), 4000))
     q_mu, q_lt, _ = _quadrature(a_hat, v)
     levels = np.asarray(post["levels"])
     q = np.asarray(post["quantiles"])
@@ -149,12 +154,19 @@ def test_a_hierarchy_scale_and_mean_match_the_exact_integral(a_hat, kept):
         assert len(post["tried"]) == 1 and post["divergences"] == 0
     iv = model_released_interval(dict(rel, model_prior_posterior=post))
     assert "the model's prior combined exactly" in iv.notes[-1] and post["parametrisation"] in iv.notes[-1]
+    assert iv.flags[5] == "" and iv.flags[4] == "", iv.flags  # informed through the a_g: not the prior's
     if kept == "centred":
-        assert iv.sd[5] < 0.7 * iv.prior_sd[5] and iv.flags[5] == "", (iv.sd, iv.prior_sd, iv.flags)
+        assert iv.sd[5] < 0.7 * iv.prior_sd[5], (iv.sd, iv.prior_sd)
     else:
         # down the neck log tau's posterior is wider than its prior (sd 1.27 against 0.98: a long left tail)
-        # but shifted: its 95% quantile lies below the prior's median, an upper bound on tau the data give
+        # but shifted: its 95% quantile lies below the prior's median, an upper bound on tau the data give. The
+        # sd rule alone would flag it "prior"; the interval holds about a quarter of the prior's mass, so the
+        # mass rule (flag above 0.755, the sd rule's boundary for a Gaussian) does not
         assert iv.upper[5] < sr.prior_gaussian(ml)[0][5], (iv.upper[5], sr.prior_gaussian(ml)[0][5])
+        assert iv.sd[5] > 0.7071 * iv.prior_sd[5]
+        no_mass = model_released_interval(dict(rel, model_prior_posterior={k: v for k, v in post.items()
+                                                                           if k != "prior_quantiles"}))
+        assert no_mass.flags[5].startswith("prior: the data give"), no_mass.flags
 
 
 def test_the_stored_summary_is_json_and_a_loaded_release_reads_the_same_intervals():
