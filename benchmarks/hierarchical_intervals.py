@@ -84,7 +84,7 @@ def one(seed: int, *, n: int, groups: int, eps: float) -> dict:
     out.update({
         "names": rel["names"],
         "model_prior": {"cover": ((iv.lower <= truth) & (truth <= iv.upper)).tolist(), "sd": iv.sd.tolist(),
-                        "flagged": [bool(f) for f in iv.flags]},
+                        "flagged": [bool(f) for f in iv.flags], "flags": [f.split(":")[0] for f in iv.flags]},
         "stand_in": {"cover": ((stand.lower <= truth) & (truth <= stand.upper)).tolist(), "sd": stand.sd.tolist(),
                      "flagged": [bool(f) for f in stand.flags]},
         "tempered": {"cover": ((lo_t <= truth) & (truth <= hi_t)).tolist(), "sd": th.std(axis=0).tolist()},
@@ -115,7 +115,11 @@ def summarise(rows: list, groups: int) -> dict:
                       "N": int(cov[:, cols].size)}
             if method != "tempered":
                 fl = np.array([r[method]["flagged"] for r in done], dtype=bool)
-                per[c]["flagged"] = float(fl[:, cols].mean()) if done else None
+                per[c]["flagged"] = float(fl[:, cols].mean())
+                ok = ~fl[:, cols]
+                pu = float(cov[:, cols][ok].mean()) if ok.any() else float("nan")
+                per[c]["unflagged"] = {"coverage": pu, "N": int(ok.sum()),
+                                       "se": float(np.sqrt(pu * (1 - pu) / ok.sum())) if ok.any() else None}
         res[method] = per
     res["nuts_parametrisation"] = {p: sum(1 for r in done if (r["nuts"]["parametrisation"] or "").startswith(p))
                                    for p in ("centred", "non-centred")}
@@ -132,6 +136,10 @@ def to_markdown(s: dict, command: str) -> str:
              "nominal 0.90 +- the pooled se / the se over datasets (N coordinates); median interval sd; share flagged:", "",
              "| class | model prior (default) | sd | flagged | Gaussian stand-in | sd | flagged | tempered draws | sd |",
              "|---|---|---|---|---|---|---|---|---|"]
+    unfl = []
+    for c in ("all",) + CLASSES:
+        e = s["model_prior"][c]["unflagged"]
+        unfl.append(f"{c} {e['coverage']:.3f} +- {(e['se'] or 0):.3f} ({e['N']})")
     for c in ("all",) + CLASSES:
         cells = []
         for m in ("model_prior", "stand_in", "tempered"):
@@ -141,6 +149,7 @@ def to_markdown(s: dict, command: str) -> str:
             if m != "tempered":
                 cells.append(f"{e['flagged']:.2f}")
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    lines += ["", "The default's coverage on the coordinates it does not flag (+- pooled se; N): " + "; ".join(unfl)]
     lines += ["", f"NUTS kept: {s['nuts_parametrisation']}; runs with any divergence: {s['nuts_divergent_runs']}; "
                   f"max split R-hat {s['nuts_max_rhat']:.3f}; median wall {s['median_wall_s']:.0f} s a dataset; "
                   f"median beta / n {s['median_beta_over_n']:.4f}"]

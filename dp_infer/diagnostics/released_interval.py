@@ -386,6 +386,9 @@ def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> Param
     # a Gaussian coordinate at the sd rule's boundary (data share PRIOR_DOMINATED_SHARE) holds this prior mass
     z = float(norm.ppf(hi_p))
     mass_limit = 2.0 * float(norm.cdf(z * np.sqrt(PRIOR_DOMINATED_SHARE))) - 1.0  # 0.755 at prob 0.9
+    # a coordinate the likelihood does not inform (the stand-in's "prior") is informed here through the prior's
+    # structure, i.e. through the others: where one of those has a long last step, it inherits the doubt
+    long = [j for j, f in enumerate(iv.flags) if f.startswith("long step")]
     flags = []
     for j, f in enumerate(iv.flags):
         if mass is not None and mass[j] > mass_limit:
@@ -393,6 +396,9 @@ def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> Param
         elif mass is None and share[j] < 1.0 - PRIOR_DOMINATED_SHARE:
             flags.append(f"prior: the data give {max(share[j], 0.0):.0%} of this coordinate's precision; its interval "
                          "is mostly the prior's")
+        elif f.startswith("prior") and long:
+            flags.append("long step: informed through the prior's structure by coordinates whose last step was long "
+                         f"({', '.join(str(k) for k in long)}); it may not have converged")
         else:
             flags.append("" if f.startswith("prior") else f)
     mixing = (f"the model's prior combined exactly: NUTS ({post.get('parametrisation', 'centred')}) over the "

@@ -183,3 +183,28 @@ def test_the_stored_summary_is_json_and_a_loaded_release_reads_the_same_interval
     assert QUANTILE_LEVELS[0] == 0.005 and QUANTILE_LEVELS[-1] == 0.995 and len(QUANTILE_LEVELS) == 199
     with pytest.raises(ValueError, match=r"prob must lie in \(0, 0.99\]"):
         model_released_interval(rel, prob=0.995)
+
+
+@pytest.mark.slow  # one NUTS run on the hierarchy (about 10 s)
+def test_a_long_last_step_is_inherited_by_what_the_prior_structure_informs():
+    """The release's last point 5 data sds from its Newton centre in a[3] (gradient J step, so the centre and
+    the likelihood are unchanged): a[3] is flagged "long step", and mu and log tau, which only the group
+    effects inform, inherit it (their intervals rest on a[3]); a[0..2] and w keep no flag."""
+    ml = _hier_loss(4)
+    v = np.array([0.01, 0.02, 0.01, 0.04])
+    info = np.r_[1.0 / (1000 * v), 0.0, 0.0, 0.5]
+    a_hat = np.array([-0.8, -0.1, 0.3, 0.7])
+    step = np.zeros(7)
+    step[3] = 5 * np.sqrt(v[3])
+    rel = _release(np.r_[a_hat, 0.0, 0.0, 0.6] + step, info, n=1000, gradient_sd=1e-6, prior=sr.prior_gaussian(ml))
+    rel["gradient"] = list(map(float, info * step))
+    theta_d, _ = release_likelihood(rel, n=1000)
+    np.testing.assert_allclose(theta_d[[0, 1, 2, 3, 6]], np.r_[a_hat, 0.6], atol=1e-9)
+    post = model_prior_posterior(rel, ml.prior_potential, noncentred=noncentred_prior(ml),
+                                 prior_draws=prior_draws(ml, jax.random.PRNGKey(0), 4000))
+    iv = model_released_interval(dict(rel, model_prior_posterior=post))
+    assert iv.flags[3].startswith("long step: the last Newton step is 5.0 sds"), iv.flags
+    for j in (4, 5):
+        assert iv.flags[j].startswith("long step: informed through the prior's structure by coordinates whose last "
+                                      "step was long (3)"), iv.flags
+    assert [iv.flags[j] for j in (0, 1, 2, 6)] == [""] * 4, iv.flags
