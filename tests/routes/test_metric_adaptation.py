@@ -3,6 +3,7 @@ final, checked without sampling, on draws made up here, against the plan's own s
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -125,8 +126,15 @@ def test_a_metric_whose_curvature_overflows_is_refused_by_name_and_a_non_plan_to
     plan = _plan()
     state = ma.AdaptationState(chol=1e200 * np.eye(D), theta_last=np.zeros((2, D)),
                                phases=(AdaptedPhase(1.0, 0.01, 100, 1),))
-    with pytest.raises(ValueError, match=r"the adapted metric's step cannot be planned \(curvature bound inf\)"):
-        ma.phase(plan, state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the refusal is the one line a user sees: no overflow warning before it
+        with pytest.raises(ValueError, match=r"the adapted metric's step cannot be planned \(curvature bound inf\)"):
+            ma.phase(plan, state)
+    with warnings.catch_warnings():  # an infinite factor (0 x inf: invalid, NaN entries) is refused the same way
+        warnings.simplefilter("error")
+        inf_state = dataclasses.replace(state, chol=np.diag([np.inf, 1.0, 1.0]))
+        with pytest.raises(ValueError, match=r"curvature bound inf"):
+            ma.phase(plan, inf_state)
     for bad in ("not a plan", None):
         with pytest.raises(ValueError, match="plan must be a posterior-mode plan with adapt_metric=True"):
             ma.init(bad)
