@@ -353,6 +353,9 @@ def model_released_interval(release: dict, *, prob: float = 0.9):
                                     "stand-in (dp_infer.model.score_release)",
                              assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)
     post = release.get("model_prior_posterior")
+    if post is None and release.get("model_prior_posterior_skipped"):
+        iv = dataclasses.replace(iv, notes=iv.notes + (
+            f"the model's own prior could not be combined ({release['model_prior_posterior_skipped']})",))
     return iv if post is None else _under_model_prior(iv, post, prob)
 
 

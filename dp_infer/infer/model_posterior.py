@@ -392,7 +392,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
                 rel["model_prior_posterior"] = model_prior_posterior(
                     rel, ml.prior_potential, noncentred=noncentred_prior(ml),
                     prior_draws=prior_draws(ml, jax.random.PRNGKey(0), 4000))
-            except (FloatingPointError, ValueError, RuntimeError) as e:
+            except Exception as e:  # noqa: BLE001 - post-processing after the charge: the run keeps its release
                 rel["model_prior_posterior_skipped"] = (f"{type(e).__name__}: {e}: the intervals use the prior's "
                                                         "Gaussian stand-in")
 

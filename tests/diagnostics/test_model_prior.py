@@ -208,3 +208,12 @@ def test_a_long_last_step_is_inherited_by_what_the_prior_structure_informs():
         assert iv.flags[j].startswith("long step: informed through the prior's structure by coordinates whose last "
                                       "step was long (3)"), iv.flags
     assert [iv.flags[j] for j in (0, 1, 2, 6)] == [""] * 4, iv.flags
+
+
+def test_a_release_whose_prior_step_failed_says_so_and_uses_the_stand_in():
+    rel = _release(np.array([0.4, -0.2]), np.array([0.3, 0.3]), n=200)
+    rel["model_prior_posterior_skipped"] = "TypeError: boom: the intervals use the prior's Gaussian stand-in"
+    iv = model_released_interval(rel)
+    assert iv.method.startswith("noise-aware scoring-step interval of a model run, the prior's Gaussian stand-in")
+    assert iv.notes[-1] == ("the model's own prior could not be combined (TypeError: boom: the intervals use the "
+                            "prior's Gaussian stand-in)")
