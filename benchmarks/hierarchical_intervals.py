@@ -121,6 +121,15 @@ def summarise(rows: list, groups: int) -> dict:
                 per[c]["unflagged"] = {"coverage": pu, "N": int(ok.sum()),
                                        "se": float(np.sqrt(pu * (1 - pu) / ok.sum())) if ok.any() else None}
         res[method] = per
+    # conditional on the truth's size (not SBC-calibrated per stratum; a diagnostic of where coverage is lost)
+    T = np.array([r["truth"] for r in done], dtype=float)
+    big = (np.abs(T[:, :groups]).max(axis=1) > 2.0) | (np.abs(T[:, -1]) > 1.5)
+    cov = np.array([r["model_prior"]["cover"] for r in done], dtype=float)
+    fl = np.array([r["model_prior"]["flagged"] for r in done], dtype=bool)
+    res["by_effect_size"] = {name: {"datasets": int(m.sum()), "coverage": float(cov[m].mean()) if m.any() else None,
+                                    "unflagged": float(cov[m][~fl[m]].mean()) if (~fl[m]).any() else None,
+                                    "flagged": float(fl[m].mean()) if m.any() else None}
+                             for name, m in (("large (max |a_g| > 2 or |w| > 1.5)", big), ("moderate", ~big))}
     res["nuts_parametrisation"] = {p: sum(1 for r in done if (r["nuts"]["parametrisation"] or "").startswith(p))
                                    for p in ("centred", "non-centred")}
     res["nuts_divergent_runs"] = sum(1 for r in done if (r["nuts"]["divergences"] or 0) > 0)
@@ -150,6 +159,9 @@ def to_markdown(s: dict, command: str) -> str:
                 cells.append(f"{e['flagged']:.2f}")
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     lines += ["", "The default's coverage on the coordinates it does not flag (+- pooled se; N): " + "; ".join(unfl)]
+    lines += ["", "By the truth's size (the default's coverage, on its unflagged coordinates, share flagged): " + "; ".join(
+        f"{k}: {v['datasets']} datasets, {v['coverage']:.3f}, {v['unflagged']:.3f}, {v['flagged']:.2f}"
+        for k, v in s["by_effect_size"].items() if v["datasets"])]
     lines += ["", f"NUTS kept: {s['nuts_parametrisation']}; runs with any divergence: {s['nuts_divergent_runs']}; "
                   f"max split R-hat {s['nuts_max_rhat']:.3f}; median wall {s['median_wall_s']:.0f} s a dataset; "
                   f"median beta / n {s['median_beta_over_n']:.4f}"]

@@ -407,8 +407,12 @@ def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> Param
     mixing = (f"the model's prior combined exactly: NUTS ({post.get('parametrisation', 'centred')}) over the "
               f"release's likelihood times the prior, {post['num_draws']} draws, max split R-hat "
               f"{post['max_rhat']:.3f}, min bulk ESS {post['min_ess']:.0f}, {post['divergences']} divergences")
-    if post["max_rhat"] > 1.05 or post["divergences"] > 0.01 * post["num_draws"]:
+    unreliable = not post["max_rhat"] <= 1.05 or post["divergences"] > 0.01 * post["num_draws"]
+    if unreliable:
         mixing += " (NOT reliable: R-hat above 1.05 or over 1% divergent; the interval ends carry that error)"
+        # every coordinate's interval comes from these draws: each says so (none counts as determined)
+        flags = [f or (f"mixing: the NUTS draws under the model's prior did not mix (max R-hat {post['max_rhat']:.3g}, "
+                       f"{post['divergences']} divergences); this interval is not reliable") for f in flags]
     elif post["divergences"] > 0:
         mixing += " (a few divergences: the far tails may be slightly off)"
     ref = post.get("reference_sd")  # the non-private posterior's sd under the same exact prior, as estimated

@@ -30,6 +30,7 @@ def test_the_summary_pools_coverage_with_its_errors():
     for s, hits in enumerate(([1] * 7, [1, 1, 1, 0, 1, 0, 1])):
         m = {"cover": [bool(h) for h in hits], "sd": [0.1] * 4 + [0.5, 0.4, 0.05], "flagged": [False] * d}
         rows.append({"seed": s, "wall_s": 10.0 + s, "model_prior": m, "stand_in": m,
+                     "truth": [0.1, -0.2, 0.3, 2.5 * s, 0.0, -1.0, 0.4],  # dataset 1 has a large effect
                      "tempered": {"cover": [True] * d, "sd": [1.0] * d},
                      "nuts": {"parametrisation": "centred", "max_rhat": 1.001, "min_ess": 900, "divergences": 0},
                      "beta_over_n": 0.003})
@@ -44,3 +45,5 @@ def test_the_summary_pools_coverage_with_its_errors():
     assert s["model_prior"]["log tau"]["coverage"] == 0.5 and s["tempered"]["all"]["coverage"] == 1.0
     assert s["model_prior"]["slope"]["median_sd"] == 0.05 and s["nuts_parametrisation"]["centred"] == 2
     assert "| log tau | 0.500 +- 0.354" in B.to_markdown(s, "cmd")
+    big, mod = s["by_effect_size"].values()
+    assert (big["datasets"], big["coverage"], mod["datasets"], mod["coverage"]) == (1, 5 / 7, 1, 1.0)
