@@ -117,7 +117,9 @@ def test_the_ledger_is_charged_the_event_with_the_release_and_the_release_is_mad
     mu_run = math.sqrt(1 - DEFAULT_COUNT_SHARE) * gdp_mu(2.0, DELTA)
     assert rel["kind"] == "model_score" and rel["mu"] == pytest.approx(math.sqrt(0.6) * mu_run)
     iv = run.intervals(0.9)
-    assert iv.method.startswith("noise-aware scoring-step") and "clipped score" in iv.estimand
+    # the release's likelihood under the model's own prior (dp_infer.diagnostics.model_prior), its estimand the release's
+    assert iv.method.startswith("noise-aware posterior under the model's own prior") and "clipped score" in iv.estimand
+    assert rel["model_prior_posterior"]["max_rhat"] < 1.05 and rel["model_prior_posterior"]["divergences"] == 0
     assert rel["names"] == ["w[0]", "w[1]"]
     assert all(f == "" for f in iv.flags), iv.flags
     assert np.all(iv.width_ratio > 1.0)  # the release's noise is accounted: wider than the non-private posterior
