@@ -83,23 +83,32 @@ def model_prior_posterior(release: dict, prior_potential: Callable[[jax.Array], 
     theta_d = theta_d + m
     psd = np.asarray(release["prior_sd"], dtype=np.float64)
     d = theta_d.size
-    centre, prec = jnp.asarray(theta_d), jnp.asarray(P)
+    centre = jnp.asarray(theta_d)
 
-    def likelihood(theta):
-        r = theta - centre
-        return 0.5 * r @ (prec @ r)
+    def quadratic(precision):
+        prec = jnp.asarray(precision)
+        return lambda theta: 0.5 * (theta - centre) @ (prec @ (theta - centre))
 
     k_init, k_run = jax.random.split(jax.random.PRNGKey(int(cfg["seed"])))
     init = theta_d + 0.1 * psd * np.asarray(jax.random.normal(k_init, (cfg["num_chains"], d)))
-    best = _nuts(lambda t: prior_potential(t) + likelihood(t), init, None, k_run, cfg)
-    best["parametrisation"] = "centred"
-    tried = [_diagnostics(best)]
     init_u = None if noncentred is None else 0.1 * np.asarray(jax.random.normal(k_init, (cfg["num_chains"],
                                                                                         noncentred.dim)))
+
+    def sample(centred: bool, likelihood, run_cfg: dict) -> dict:
+        if centred:
+            out = _nuts(lambda t: prior_potential(t) + likelihood(t), init, None, k_run, run_cfg)
+            out["parametrisation"] = "centred"
+        else:
+            out = _nuts(lambda u: noncentred.potential(u) + likelihood(noncentred.to_theta(u)), init_u,
+                        noncentred.to_theta, k_run, run_cfg)
+            out["parametrisation"] = "non-centred (" + ", ".join(noncentred.decentred) + " decentred)"
+        return out
+
+    likelihood = quadratic(P)
+    best = sample(True, likelihood, cfg)
+    tried = [_diagnostics(best)]
     if (best["divergences"] > 0 or best["max_rhat"] > 1.05) and noncentred is not None:
-        other = _nuts(lambda u: noncentred.potential(u) + likelihood(noncentred.to_theta(u)), init_u,
-                      noncentred.to_theta, k_run, cfg)
-        other["parametrisation"] = "non-centred (" + ", ".join(noncentred.decentred) + " decentred)"
+        other = sample(False, likelihood, cfg)
         tried.append(_diagnostics(other))
         if run_order(other) < run_order(best):
             best = other
@@ -110,18 +119,7 @@ def model_prior_posterior(release: dict, prior_potential: Callable[[jax.Array], 
     # the non-private reference (width_ratio's denominator): the noise-free likelihood under the same prior,
     # sampled in the parametrisation kept above (the data precision is larger: no funnel where there was none)
     _, P0 = release_likelihood(rel, n=rel["n"], extra_variance=extra, noise_free=True)
-    prec0 = jnp.asarray(P0)
-
-    def likelihood0(theta):
-        r = theta - centre
-        return 0.5 * r @ (prec0 @ r)
-
-    ref_cfg = {**cfg, "num_samples": REFERENCE_SAMPLES}
-    if best["parametrisation"] == "centred":
-        ref = _nuts(lambda t: prior_potential(t) + likelihood0(t), init, None, k_run, ref_cfg)
-    else:
-        ref = _nuts(lambda u: noncentred.potential(u) + likelihood0(noncentred.to_theta(u)), init_u,
-                    noncentred.to_theta, k_run, ref_cfg)
+    ref = sample(best["parametrisation"] == "centred", quadratic(P0), {**cfg, "num_samples": REFERENCE_SAMPLES})
     ref_sd = ref["draws"].reshape(-1, d).std(axis=0, ddof=1)
     return {"method": MODEL_PRIOR_METHOD, "levels": list(QUANTILE_LEVELS),
             "quantiles": [[float(v) for v in row] for row in q],

@@ -158,7 +158,8 @@ class ParameterIntervals:
 @dataclass(frozen=True)
 class _DataPart:
     """The release's Gaussian likelihood for psi (theta = C psi) in ``H``'s informative eigen-directions
-    ``UI``: ``centre_I`` (one more Newton step from the last point) with precision ``omega_I``."""
+    ``UI``: ``centre_I`` (one more Newton step from the last point) with precision ``omega_I``, and
+    ``omega0_I``, the same without the release's noise (``n H J^-1 H``)."""
 
     C: np.ndarray
     U: np.ndarray
@@ -169,6 +170,7 @@ class _DataPart:
     Jf: np.ndarray
     VI: np.ndarray
     omega_I: np.ndarray
+    omega0_I: np.ndarray
     centre_I: np.ndarray
     last: np.ndarray
     stepI: np.ndarray
@@ -207,7 +209,8 @@ def _data_part(rel: dict, n: float, extra_variance) -> _DataPart:
     stepI = (UI.T @ g) / hs[I]
     omega_I = np.linalg.inv(0.5 * (VI + VI.T)) if I.size else np.zeros((0, 0))
     centre_I = UI.T @ last - stepI  # one more Newton step in the informative directions
-    return _DataPart(C, U, informative, hs, I, UI, Jf, VI, omega_I, centre_I, last, stepI, public)
+    omega0_I = n * np.diag(hs[I]) @ np.linalg.inv(UI.T @ Jf @ UI) @ np.diag(hs[I]) if I.size else np.zeros((0, 0))
+    return _DataPart(C, U, informative, hs, I, UI, Jf, VI, omega_I, omega0_I, centre_I, last, stepI, public)
 
 
 def release_likelihood(release: dict, *, n: float, extra_variance=None,
@@ -224,11 +227,7 @@ def release_likelihood(release: dict, *, n: float, extra_variance=None,
     part = _data_part(rel, n, extra_variance)
     Ci = np.linalg.inv(part.C)
     A = part.UI.T @ Ci  # psi's informative coordinates as a function of theta
-    omega = part.omega_I
-    if noise_free and part.I.size:
-        Dh = np.diag(part.hs[part.I])
-        omega = n * Dh @ np.linalg.inv(part.UI.T @ part.Jf @ part.UI) @ Dh
-    P = A.T @ omega @ A
+    P = A.T @ (part.omega0_I if noise_free else part.omega_I) @ A
     psi_D = part.UI @ part.centre_I + part.last - part.UI @ (part.UI.T @ part.last)
     return part.C @ psi_D, 0.5 * (P + P.T)
 
@@ -248,8 +247,8 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
     n = check_positive("n", n)
     part = _data_part(rel, n, extra_variance)
     C, U, informative, hs, I, UI = part.C, part.U, part.informative, part.hs, part.I, part.UI
-    Jf, VI, omega_I, centre_I, last, stepI, public = (part.Jf, part.VI, part.omega_I, part.centre_I, part.last,
-                                                      part.stepI, part.public)
+    VI, omega_I, centre_I, last, stepI, public = (part.VI, part.omega_I, part.centre_I, part.last, part.stepI,
+                                                  part.public)
     d = C.shape[0]
     lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,)).copy()
     lam_psi = C.T @ (lam[:, None] * C)
@@ -270,8 +269,7 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
         prev = float(rel["previous_gradient_sd"]) ** 2 * np.einsum("ij,j,ij->i", CUI, 1.0 / hs[I] ** 2, CUI)
         step_sd = np.sqrt(quad ** 2 + prev)
     newton_steps = np.abs(step) / step_sd
-    om0 = n * np.diag(hs[I]) @ np.linalg.inv(UI.T @ Jf @ UI) @ np.diag(hs[I]) if I.size else np.zeros((0, 0))
-    Q0 = UI @ om0 @ UI.T + lam_psi  # the noise-free data precision: release_likelihood(noise_free=True)
+    Q0 = UI @ part.omega0_I @ UI.T + lam_psi  # the noise-free data precision
     untempered_sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q0 + Q0.T)) @ C.T))
     floored = ~informative
     prior_sd = 1.0 / np.sqrt(lam)

@@ -368,7 +368,10 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     rows, y = mpp.loss.check_data(rows, y)
     # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
     run_coords, run_dims = model_coords_dims(ml, names, coords, dims)
-    public["prior_gauss"] = ((*_sr.prior_gaussian(ml), _sr.unconstrained_names(ml, run_coords, run_dims))
+    # the prior's draws (fixed public key): its Gaussian stand-in now, the model-prior intervals' prior mass later
+    prior_sample = prior_draws(ml, jax.random.PRNGKey(0), 4000) if interval_share > 0 else None
+    public["prior_gauss"] = ((*_sr.prior_gaussian(ml, draws=prior_sample), _sr.unconstrained_names(ml, run_coords,
+                                                                                                   run_dims))
                              if interval_share > 0 else None)
 
     def describe(run, keeper, receipt):
@@ -391,7 +394,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
             try:
                 rel["model_prior_posterior"] = model_prior_posterior(
                     rel, ml.prior_potential, noncentred=noncentred_prior(ml),
-                    prior_draws=prior_draws(ml, jax.random.PRNGKey(0), 4000))
+                    prior_draws=prior_sample)
             except Exception as e:  # noqa: BLE001 - post-processing after the charge: the run keeps its release
                 rel["model_prior_posterior_skipped"] = (f"{type(e).__name__}: {e}: the intervals use the prior's "
                                                         "Gaussian stand-in")

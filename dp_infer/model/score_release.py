@@ -208,12 +208,14 @@ def solve_floored(J: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
     return U @ ((U.T @ g) / w)
 
 
-def prior_gaussian(ml, num_draws: int = 4000) -> tuple[np.ndarray, np.ndarray]:
+def prior_gaussian(ml, num_draws: int = 4000, *, draws=None) -> tuple[np.ndarray, np.ndarray]:
     """``(median, robust sd)`` per unconstrained coordinate of the model's prior (draws on placeholder
-    rows with the fixed public key ``PRNGKey(0)``; the sd is half the 16-84% range, 1 where degenerate)."""
+    rows with the fixed public key ``PRNGKey(0)``; the sd is half the 16-84% range, 1 where degenerate).
+    ``draws``: those prior draws when the caller already has them (``initial.prior_draws``)."""
     from .initial import prior_draws
 
-    draws = prior_draws(ml, jax.random.PRNGKey(0), num_draws)
+    if draws is None:
+        draws = prior_draws(ml, jax.random.PRNGKey(0), num_draws)
     lo, med, hi = np.quantile(draws, [0.15865525393145707, 0.5, 0.8413447460685429], axis=0)
     sd = 0.5 * (hi - lo)
     return np.where(np.isfinite(med), med, 0.0), np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
