@@ -216,13 +216,15 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-# A worker that dies in native code takes its test with it. Twice in a fresh-clone run of the whole
-# suite (2026-11-29) a worker segfaulted inside libgcc_s's stack unwinder, under XLA's CPU runtime, each
-# time in a different test that passes alone and on rerun (tests/parallel/test_sharding.py, then
-# tests/routes/test_posterior_levers.py): a crash of the process, not an answer of the test. pytest-xdist
-# hands such a test back with its own hook; it runs once more, on a fresh worker. A test that crashes
-# its worker twice fails. The rerun is reported (letter R, "crashed" in the summary) and never hides an
-# assertion: only a dead worker's test is rescheduled.
+# A worker that dies in native code takes its test with it. In three fresh-clone runs of the whole
+# suite (2026-11-29) a worker segfaulted inside libgcc_s's stack unwinder, each time in a different test
+# that passes alone and on rerun (tests/parallel/test_sharding.py, tests/routes/test_posterior_levers.py,
+# tests/test_sound_by_default.py). The one Python stack caught (faulthandler, third run) was in JAX's
+# persistent compilation cache write, `executable.serialize()` (jax/_src/compilation_cache.py,
+# put_executable_and_time), under numpyro's fori_collect: an XLA CPU crash, not an answer of the test.
+# pytest-xdist hands such a test back with its own hook; it runs once more, on a fresh worker. A test that
+# crashes its worker twice fails. The rerun is reported (letter R, "crashed" in the summary) and never
+# hides an assertion: only a dead worker's test is rescheduled.
 CRASH_RERUNS = 1
 _crashes: dict[str, int] = {}
 

@@ -13,8 +13,8 @@ step's batch with probability q, per-example gradients are clipped to norm C (so
 holds for the function run, whatever the loss declares), and
 ``theta <- Proj(theta - eta ((1/(q n)) sum_batch clip_C(grad) + N(0, sigma_g^2 I)))``. This is the
 Poisson-subsampled Gaussian mechanism of :mod:`dp_infer.privacy.minibatch` with noise multiplier
-``z = q n sigma_g / C``; its replace-one event (dp-accounting RDP through a zero record + the weak
-triangle inequality, min with the unamplified 2C curve) is reused as is, and z is calibrated by
+``z = q n sigma_g / C``; its replace-one event (the Renyi curve of the antipodal pair, which dominates
+vector-valued clipped gradients, min with the unamplified 2C curve) is reused as is, and z is calibrated by
 bisection on the accountant (in log delta, so the tiny deltas of purification work).
 
 Pure DP-GD / DP-SGD (seed 003 Algorithm 4): run the upstream at (eps - eps', delta_a) and purify the

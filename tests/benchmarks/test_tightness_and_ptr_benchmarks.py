@@ -27,3 +27,12 @@ def test_ptr_rows_spend_at_most_eps_and_count_refusals():
     assert small["refused"] == 3 and small["ptr_mae"] is None
     text = ptr.table([r, small])
     assert text.count("\n") == 3 and "| 30 | 1 | 0.1 | 3 / 3 | — |" in text
+
+
+def test_minibatch_tightness_rows_order_the_three_accountings():
+    (r,) = tightness.minibatch_rows(settings=((1.5, 0.01, 100),))
+    # the old bound and the antipodal curve are both valid upper bounds on the pair's exact eps, which the
+    # PLD approaches from above; the curve is the tighter of the two, and so allows at least the old beta
+    assert r["eps_pld"] * (1 - 1e-3) <= r["eps_new"] < r["eps_old"]
+    assert r["eps_new"] / r["eps_pld"] < 1.25 < r["eps_old"] / r["eps_pld"]  # measured 1.223 and 2.180
+    assert r["beta_gain"] > 1.0
