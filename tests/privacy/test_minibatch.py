@@ -169,12 +169,40 @@ def test_replace_one_rdp_is_the_antipodal_pairs_divergence_never_below_it(sigma,
     np.testing.assert_allclose(got, want, rtol=1e-7)  # and small (measured <= 3.2e-9)
 
 
+@pytest.mark.parametrize("alpha", [1.05, 1.2])
+def test_replace_one_rdp_at_the_noise_floor_and_a_low_order_alone(alpha):
+    # sigma = MIN_QUADRATURE_SIGMA: the components at 0 and +-1 are 10 sds apart, and with one low order the
+    # grid's half-width 2 alpha + 40 sigma + 5 is at its smallest (~7): the +-1 components' mass must be inside
+    sigma = mb.MIN_QUADRATURE_SIGMA
+    got = mb.replace_one_rdp([alpha], sigma, 0.3)[0]
+    want = _mp_antipodal_rdp(alpha, sigma, 0.3)
+    assert want <= got <= want * (1 + 1e-7)
+
+
+def test_replace_one_rdp_keeps_the_two_grids_larger_value_plus_their_difference(monkeypatch):
+    # The quadrature's margin (module doc): the larger of the log moments on the grid h and on h / 2, plus
+    # their difference, plus both rounding bounds. With 0.5 points a noise sd (h = 2 sigma) the coarse grid
+    # is visibly off, so the margin is what keeps the curve above the truth.
+    sigma, q, al = 1.0, 0.3, np.array([1.5, 4.0])
+    m1, e1 = mb._antipodal_log_moments(al, sigma, q, sigma / 16)
+    m2, e2 = mb._antipodal_log_moments(al, sigma, q, sigma / 32)
+    want = (np.maximum(m1, m2) + np.abs(m1 - m2) + e1 + e2) / (al - 1.0)
+    np.testing.assert_array_equal(mb.replace_one_rdp(al, sigma, q), want)
+    monkeypatch.setattr(mb, "QUADRATURE_POINTS_PER_SD", 0.5)
+    c1, _ = mb._antipodal_log_moments(al, sigma, q, 2.0 * sigma)
+    c2, _ = mb._antipodal_log_moments(al, sigma, q, sigma)
+    truth = np.array([_mp_antipodal_rdp(a, sigma, q) for a in al]) * (al - 1.0)
+    assert np.all(np.abs(c1 - c2) > 1e-6 * truth)  # the coarse grids disagree
+    assert np.all(mb.replace_one_rdp(al, sigma, q) * (al - 1.0) >= truth)
+
+
 def test_replace_one_rdp_refuses_what_it_cannot_answer_and_is_inf_for_an_almost_noiseless_step():
-    with pytest.raises(ValueError, match="alphas must be orders > 1"):
+    with pytest.raises(ValueError, match=r"^alphas must be orders > 1, got \[1.0, 2.0\]$"):
         mb.replace_one_rdp([1.0, 2.0], 1.0, 0.1)
-    with pytest.raises(ValueError, match=r"q must lie in \(0, 1\) for replace_one_rdp"):
+    with pytest.raises(ValueError, match=r"^q must lie in \(0, 1\) for replace_one_rdp \(q = 1 is the Gaussian mechanism, "
+                                         r"2 alpha / sigma\^2\)$"):
         mb.replace_one_rdp([2.0], 1.0, 1.0)
-    with pytest.raises(ValueError, match="sigma"):
+    with pytest.raises(ValueError, match=r"^sigma must lie in \(0, inf\), got 0.0$"):
         mb.replace_one_rdp([2.0], 0.0, 0.1)
     assert np.all(np.isinf(mb.replace_one_rdp([2.0, 3.0], 0.99 * mb.MIN_QUADRATURE_SIGMA, 0.1)))
     assert np.all(np.isfinite(mb.replace_one_rdp([2.0, 3.0], mb.MIN_QUADRATURE_SIGMA, 0.1)))
