@@ -129,13 +129,13 @@ def test_base_curve_keeps_the_callers_order_and_is_non_decreasing():
 _OLD_TRIANGLE_PS = (1.25, 1.5, 2.0, 3.0, 4.0)
 
 
-def _triangle_by_hand(alphas, q, k=1):
+def _triangle_by_hand(alphas, q, k=1, *, beta=BETA, h=H, t=T, c=C, n=N):
     """The old replace-one bound (group privacy through a zero record): min over p of the weak-triangle
     bound on dp-accounting's REPLACE_SPECIAL curve at each alpha, written out order by order. A valid
     bound, so the antipodal pair's exact curve is never above it."""
     pairs = [(p * a, (p * a - 1.0) / (p - 1.0)) for a in alphas for p in _OLD_TRIANGLE_PS]
     need = sorted({o for pair in pairs for o in pair})
-    R = dict(zip(need, mb.minibatch_base_rdp(need, BETA, H, T, q, C, N, num_chains=k)))
+    R = dict(zip(need, mb.minibatch_base_rdp(need, beta, h, t, q, c, n, num_chains=k)))
     out = []
     for a in alphas:
         out.append(min((a - 1.0 / p) / (a - 1.0) * R[p * a] + R[(p * a - 1.0) / (p - 1.0)] for p in _OLD_TRIANGLE_PS))
@@ -300,16 +300,8 @@ def test_replace_one_eps_is_within_ten_percent_of_dp_accountings_pld():
     e_pld = mb.minibatch_pld_epsilon(beta, h, t, q, 1.0, n, DELTA, discretization=1e-4)
     assert e_pld * (1 - 1e-3) <= e <= 1.10 * e_pld
     al = mb.DEFAULT_ALPHAS
-    old = rdp_epsilon(al, np.minimum(_triangle_by_hand_at(al, beta, h, t, q, n), 2.0 * t * al / 1.5**2), DELTA)[0]
+    old = rdp_epsilon(al, np.minimum(_triangle_by_hand(al, q, beta=beta, h=h, t=t, c=1.0, n=n), 2.0 * t * al / 1.5**2), DELTA)[0]
     assert old >= 1.25 * e_pld  # the old bound, recomputed here: the gap this closes
-
-
-def _triangle_by_hand_at(alphas, beta, h, t, q, n):
-    pairs = [(p * a, (p * a - 1.0) / (p - 1.0)) for a in alphas for p in _OLD_TRIANGLE_PS]
-    need = sorted({o for pair in pairs for o in pair})
-    R = dict(zip(need, mb.minibatch_base_rdp(need, beta, h, t, q, 1.0, n)))
-    return np.array([min((a - 1.0 / p) / (a - 1.0) * R[p * a] + R[(p * a - 1.0) / (p - 1.0)] for p in _OLD_TRIANGLE_PS)
-                     for a in alphas])
 
 
 def test_event_orders_are_the_sorted_unique_alphas_and_chains_fold_in():
