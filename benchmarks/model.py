@@ -25,7 +25,8 @@ import time
 import numpy as np
 
 
-def _model(X=None, y=None):
+def logreg_model(X=None, y=None):
+    """Bayesian logistic regression as a user writes it in NumPyro: w ~ N(0, 10^2 I), y ~ Bernoulli(logit X w)."""
     import numpyro
     import numpyro.distributions as dist
 
@@ -34,16 +35,19 @@ def _model(X=None, y=None):
         numpyro.sample("y", dist.Bernoulli(logits=X @ w), obs=y)
 
 
-def _fit(kind, X, y, horizon, seed):
+def fit_once(kind, X, y, horizon, seed):
+    """One private fit at eps = 1 by the built-in loss (``kind="loss"``) or the NumPyro model (``"model"``)."""
     import dp_infer
 
     kw = dict(eps=1.0, delta=1e-5, horizon=horizon, num_chains=2, seed=seed, progress_bar=False)
     if kind == "loss":
         return dp_infer.fit(dp_infer.logistic(row_norm=1.0), X, y, **kw)
-    return dp_infer.fit(model=_model, X=X, y=y, clip_norm=1.0, smoothness=0.25, **kw)
+    return dp_infer.fit(model=logreg_model, X=X, y=y, clip_norm=1.0, smoothness=0.25, **kw)
 
 
-def _gradient_times(X, y, beta, rounds, reps=20):
+def gradient_functions(X, y, beta, chains=2) -> dict:
+    """``{"loss": call, "model": call}``: each call takes the jitted gradient of the potential at
+    ``chains`` positions (vmapped: the chains share each pass over the rows), warmed up."""
     import dataclasses
 
     import jax
@@ -55,14 +59,21 @@ def _gradient_times(X, y, beta, rounds, reps=20):
     from ._common import block
 
     U_loss = dp_infer.gibbs_potential(dp_infer.logistic(row_norm=1.0), X, y, beta=beta)
-    ml = loss_from_model(_model, X, y, clip_norm=1.0, smoothness=0.25)
+    ml = loss_from_model(logreg_model, X, y, clip_norm=1.0, smoothness=0.25)
     U_model = dataclasses.replace(dp_infer.gibbs_potential(ml.loss, X, y, beta=beta), prior_potential=ml.prior_potential)
-    theta = jnp.asarray(np.random.default_rng(0).normal(size=(2, X.shape[1])) * 0.1, dtype=jnp.float32)
+    theta = jnp.asarray(np.random.default_rng(0).normal(size=(chains, X.shape[1])) * 0.1, dtype=jnp.float32)
     g_loss = jax.jit(jax.vmap(jax.grad(U_loss)))
     g_model = jax.jit(jax.vmap(jax.grad(U_model)))
     fns = {"loss": lambda: g_loss(theta), "model": lambda: g_model(theta)}
     for f in fns.values():
         block(f())
+    return fns
+
+
+def _gradient_times(X, y, beta, rounds, reps=20):
+    from ._common import block
+
+    fns = gradient_functions(X, y, beta)
     best = {k: float("inf") for k in fns}
     for _ in range(rounds):  # round-robin, CPU time of a block of calls: the machine's load falls on both alike
         for k, f in fns.items():
@@ -88,7 +99,7 @@ def run(quick: bool, log=print) -> dict:
         accs, walls, cpus = [], [], []
         for s in seeds:
             t0, c0 = time.perf_counter(), time.process_time()
-            r = _fit(kind, X, y, horizon, s)
+            r = fit_once(kind, X, y, horizon, s)
             walls.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)
             accs.append(accuracy(r.estimate(), data.X_test, data.y_test))

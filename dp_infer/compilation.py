@@ -28,7 +28,8 @@ from __future__ import annotations
 import os
 import warnings
 
-__all__ = ["ENV_VAR", "MIN_COMPILE_SECS", "OFF_VALUES", "cache_dir", "enable_persistent_cache"]
+__all__ = ["ENV_VAR", "MIN_COMPILE_SECS", "OFF_VALUES", "CACHE_HIT_EVENT", "COMPILE_EVENTS", "CompileClock", "cache_dir",
+           "enable_persistent_cache"]
 
 #: environment variable naming the cache directory (or ``off``)
 ENV_VAR = "DP_INFER_JAX_CACHE"
@@ -84,3 +85,67 @@ def enable_persistent_cache(path: str | os.PathLike | None = None, *,
 
         compilation_cache.reset_cache()
     return d
+
+
+#: JAX's monitoring events (durations in seconds) that make up one compilation: tracing to a
+#: jaxpr, lowering to MLIR, and XLA's backend compile (or, on a persistent-cache hit, the load)
+COMPILE_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
+                  "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+                  "/jax/core/compile/backend_compile_duration": "xla"}
+#: JAX's event for a program loaded from the persistent compilation cache
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+
+
+class CompileClock:
+    """Seconds this process spends compiling while the clock runs, from JAX's own monitoring events
+    (:data:`COMPILE_EVENTS`), so a run can report compilation apart from sampling::
+
+        with CompileClock() as clock:
+            run = dp_infer.fit(...)
+        clock.seconds          # trace + lower + XLA, wall seconds (all threads)
+        clock.parts["xla"]     # XLA's backend compile, or the load of a cached program
+        clock.programs         # programs compiled or loaded by XLA
+        clock.cache_hits       # of which loaded from the persistent compilation cache
+
+    Assumes compilations run on the calling process (JAX's default); a compilation that another
+    clock's thread does at the same time is counted by both."""
+
+    def __init__(self):
+        self.parts = {name: 0.0 for name in COMPILE_EVENTS.values()}
+        self.programs = 0
+        self.cache_hits = 0
+        self._listening = False
+
+    def _duration(self, event: str, duration: float, **_kw) -> None:
+        part = COMPILE_EVENTS.get(event)
+        if part is not None:
+            self.parts[part] += float(duration)
+            self.programs += part == "xla"
+
+    def _event(self, event: str, **_kw) -> None:
+        self.cache_hits += event == CACHE_HIT_EVENT
+
+    @property
+    def seconds(self) -> float:
+        return float(sum(self.parts.values()))
+
+    @property
+    def compiled(self) -> int:
+        """Programs XLA compiled (not found in the persistent cache)."""
+        return self.programs - self.cache_hits
+
+    def __enter__(self) -> "CompileClock":
+        import jax
+
+        jax.monitoring.register_event_duration_secs_listener(self._duration)
+        jax.monitoring.register_event_listener(self._event)
+        self._listening = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import jax
+
+        if self._listening:
+            jax.monitoring.unregister_event_duration_listener(self._duration)
+            jax.monitoring.unregister_event_listener(self._event)
+            self._listening = False

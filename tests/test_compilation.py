@@ -51,8 +51,12 @@ SCRIPT = textwrap.dedent("""
             x = jnp.sin(x) @ x.T + jnp.cos(x)
         return x.sum()
 
-    print("VALUE", float(f(jnp.ones((16, 16)))))
+    from dp_infer.compilation import CompileClock
+    with CompileClock() as clock:
+        value = float(f(jnp.ones((16, 16))))
+    print("VALUE", value)
     print("HIT", int("/jax/compilation_cache/cache_hits" in hits))
+    print("CLOCK", clock.programs, clock.compiled, clock.cache_hits, int(clock.seconds > 0))
 """)
 
 
@@ -75,6 +79,31 @@ def test_second_process_hits_the_cache(tmp_path):
     second = _run(tmp_path, str(cache))
     assert second["HIT"] == "1" and second["VALUE"] == first["VALUE"]
     assert sorted(os.listdir(cache)) == entries  # loaded, nothing new compiled
+    # the compile clock tells a compiled program from a loaded one (f, and the small programs JAX runs beside it)
+    programs, compiled, hits, timed = map(int, first["CLOCK"].split())
+    assert programs >= 1 and compiled == programs and hits == 0 and timed == 1
+    programs2, compiled2, hits2, timed2 = map(int, second["CLOCK"].split())
+    assert programs2 == programs and hits2 >= 1 and compiled2 == programs2 - hits2 and timed2 == 1
+
+
+def test_compile_clock_counts_only_while_it_runs():
+    import jax
+    import jax.numpy as jnp
+
+    from dp_infer.compilation import CompileClock
+
+    with CompileClock() as clock:
+        jax.jit(lambda x: jnp.tanh(x) * 3.25 + 1.5)(jnp.ones(7)).block_until_ready()
+    seen, parts = clock.programs, dict(clock.parts)
+    assert seen >= 1 and clock.compiled == seen and clock.cache_hits == 0
+    assert parts["trace"] > 0 and parts["lower"] > 0 and parts["xla"] > 0
+    assert clock.seconds == pytest.approx(sum(parts.values()))
+    jax.jit(lambda x: jnp.tanh(x) * 4.25 - 1.5)(jnp.ones(9)).block_until_ready()  # after the clock stopped
+    assert clock.programs == seen and clock.parts == parts
+    with CompileClock() as again:
+        jax.jit(lambda x: jnp.tanh(x) * 3.25 + 1.5)(jnp.ones(7))  # a new function object: traced and compiled again
+        jax.block_until_ready(jnp.ones(1))
+    assert again.programs >= 1
 
 
 def test_env_off_stores_nothing(tmp_path):

@@ -100,7 +100,3 @@ def _cause(e) -> tuple[str, int]:
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         return f"{where}{e.strerror or text}", 2
     return f"unexpected {type(e).__name__}: {text}", 3
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run()

@@ -225,6 +225,7 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
 
     from .. import losses
     from ..infer.fallback import keep_draws
+    from ..compilation import CompileClock
     from ..infer.posterior import fit_posterior
     from .common import note_unrecorded, open_cli_ledger
 
@@ -254,19 +255,20 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
         if led is None:
             note_unrecorded(eps, delta)
         t_plan = time.perf_counter()
-        run = fit_posterior(loss, a.X_train, a.y_train, eps=eps, delta=delta, prior_precision=prior_precision,
-                            ess=ess, num_chains=chains, kernel=kernel, friction=friction, rows=rows,
-                            precond_share=precond_share, seed=seed, key_impl=key_impl, ledger=led,
-                            dataset_id=dataset_id, progress_bar=progress, num_draws=num_draws, clip_radius=clip_radius,
-                            interval_curvature=interval_curvature,
-                            X_public=a.X_test if interval_curvature == "public" else None)
+        with CompileClock() as clock:  # compilation apart from sampling in the time line
+            run = fit_posterior(loss, a.X_train, a.y_train, eps=eps, delta=delta, prior_precision=prior_precision,
+                                ess=ess, num_chains=chains, kernel=kernel, friction=friction, rows=rows,
+                                precond_share=precond_share, seed=seed, key_impl=key_impl, ledger=led,
+                                dataset_id=dataset_id, progress_bar=progress, num_draws=num_draws, clip_radius=clip_radius,
+                                interval_curvature=interval_curvature,
+                                X_public=a.X_test if interval_curvature == "public" else None)
         t_sampled = time.perf_counter()
     with keep_draws(run, out=out, ledger=ledger, step="building the run file") as keeper:
         _report_demo_run(run, keeper, a=a, loss=loss, n=n, dim=dim, full=full, eps=eps, delta=delta, ess=ess,
                          chains=chains, kernel=kernel, friction=friction, rows=rows, prior_precision=prior_precision,
                          precond_share=precond_share, num_draws=num_draws, led=led, ledger=ledger,
                          dataset_id=dataset_id, out=out, plots_dir=plots_dir, nonprivate=nonprivate,
-                         times=(t_start, t_plan, t_sampled), clip_radius=clip_radius,
+                         times=(t_start, t_plan, t_sampled, clock), clip_radius=clip_radius,
                          interval_curvature=interval_curvature)
     sys.stdout.flush()
     return run
@@ -283,7 +285,7 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
     from ..infer.prediction import expected_calibration_error, log_loss, loss_predictive
     from .common import print_report, echo_nonprivate_accuracy, echo_spent
 
-    t_start, t_plan, t_sampled = times
+    t_start, t_plan, t_sampled, clock = times
     if led is not None:
         echo_spent(led, ledger, dataset_id, "the run was charged before any private computation")
     run.feature_names = list(a.feature_names)
@@ -375,6 +377,9 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
     click.echo(f"time: {t_end - t_start:.0f} s (forecast {t_plan - t_start:.0f} s, second-moment release + "
                f"compilation + sampling {t_sampled - t_plan:.0f} s, checks {t_checks - t_sampled:.0f} s, plots "
                f"{t_end - t_checks:.0f} s)")
+    click.echo(f"  compilation: {clock.seconds:.1f} s of the release and sampling ({clock.programs} programs: "
+               f"{clock.compiled} compiled by XLA, {clock.cache_hits} loaded from the compilation cache, "
+               f"{clock.parts['xla']:.1f} s; tracing and lowering {clock.parts['trace'] + clock.parts['lower']:.1f} s)")
     click.echo("")
     if full:
         click.echo("the run file holds the full privacy report and every draw: dp-infer report FILE prints it again "

@@ -163,3 +163,10 @@ def test_demo_full_is_a_posterior_that_passes_its_own_checks():
     centre = float(res.output.split("accuracy of the intervals' centre")[1].split()[0])
     acc = float(res.output.split("accuracy of the posterior mean")[1].split()[0].rstrip(";"))
     assert centre > 0.81 and acc > 0.77  # majority class: 0.754; non-private MAP: 0.850
+    # compilation reported apart from sampling: a part of the release-and-sampling time, programs counted once
+    m = re.search(r"second-moment release \+ compilation \+ sampling (\d+) s.*\n  compilation: ([\d.]+) s of the release "
+                  r"and sampling \((\d+) programs: (\d+) compiled by XLA, (\d+) loaded from the compilation cache",
+                  res.output)
+    assert m, res.output
+    total, comp, programs, compiled, loaded = float(m[1]), float(m[2]), int(m[3]), int(m[4]), int(m[5])
+    assert 0 < comp <= total + 1 and programs == compiled + loaded and programs >= 10
