@@ -77,11 +77,13 @@ def minibatch_rows(settings=MINIBATCH_SETTINGS, delta: float = 1e-5) -> list[dic
     for sigma, q, t in settings:
         beta = q * n * math.sqrt(2.0 / h) / sigma
         al = mb.DEFAULT_ALPHAS
-        new = mb.minibatch_epsilon(beta, h, t, q, 1.0, n, delta, pld_check=False)["epsilon"]
+        now = mb.minibatch_epsilon(beta, h, t, q, 1.0, n, delta, pld_check=False)
+        curve = rdp_epsilon(now["event"].orders, now["event"].values, delta)[0]  # the event's RDP curve alone
         old = rdp_epsilon(al, old_replace_one_curve(al, beta, h, t, q, 1.0, n), delta)[0]
         pld = mb.minibatch_pld_epsilon(beta, h, t, q, 1.0, n, delta, discretization=1e-4)
         b_new = mb.minibatch_beta_max(1.0, delta, h, t, q, 1.0, n)
-        out.append({"sigma": sigma, "q": q, "steps": t, "eps_old": old, "eps_new": new, "eps_pld": pld,
+        out.append({"sigma": sigma, "q": q, "steps": t, "eps_old": old, "eps_curve": curve,
+                    "eps_new": now["epsilon"], "route": now["route"], "eps_pld": pld,
                     "beta_gain": b_new / _old_beta_max(1.0, delta, h, t, q, n)})
     return out
 
@@ -103,11 +105,13 @@ def _old_beta_max(eps, delta, h, t, q, n, rtol=1e-4):
 
 
 def main():
-    print("| noise multiplier | q | steps | eps, old bound | eps, antipodal curve (now) | eps, dp-accounting REPLACE_ONE PLD "
-          "| old / PLD | now / PLD | beta at eps = 1, now / old |\n|---|---|---|---|---|---|---|---|---|")
+    print("| noise multiplier | q | steps | eps, old bound | eps, antipodal RDP curve | eps, now (route) "
+          "| eps, dp-accounting REPLACE_ONE PLD | old / PLD | curve / PLD | now / PLD | beta at eps = 1, now / old |"
+          "\n|---|---|---|---|---|---|---|---|---|---|---|")
     for r in minibatch_rows():
-        print(f"| {r['sigma']:g} | {r['q']:g} | {r['steps']} | {r['eps_old']:.4g} | {r['eps_new']:.4g} | {r['eps_pld']:.4g} | "
-              f"{r['eps_old'] / r['eps_pld']:.3f} | {r['eps_new'] / r['eps_pld']:.3f} | {r['beta_gain']:.3f} |")
+        print(f"| {r['sigma']:g} | {r['q']:g} | {r['steps']} | {r['eps_old']:.4g} | {r['eps_curve']:.4g} | "
+              f"{r['eps_new']:.4g} ({r['route']}) | {r['eps_pld']:.4g} | {r['eps_old'] / r['eps_pld']:.3f} | "
+              f"{r['eps_curve'] / r['eps_pld']:.3f} | {r['eps_new'] / r['eps_pld']:.4f} | {r['beta_gain']:.3f} |")
     print()
     print("| sensitivity constant | eps | X'X/n noise sd per entry | its spectral bound | beta / n | steps (forecast) "
           "| interval release's curvature signal to noise (d = 100) |\n|---|---|---|---|---|---|---|")

@@ -19,7 +19,8 @@ from .conversions import (
     zcdp_rho_for_epsilon_mironov,
 )
 from .events import (
-    ApproxDpEvent, GdpEvent, PrivacyEvent, PureDpEvent, RdpCurveEvent, ZcdpEvent, event_from_dict,
+    ApproxDpEvent, GdpEvent, PrivacyEvent, PureDpEvent, RdpCurveEvent, SubsampledGaussianEvent, ZcdpEvent,
+    event_from_dict,
     gaussian_mechanism_event, laplace_mechanism_event,
 )
 from .last_iterate import (

@@ -15,8 +15,10 @@ Routes
 ``rdp_dp_accounting``  the same summed curve handed to ``dp_accounting.rdp.compute_epsilon`` /
               ``compute_delta`` on the grid (only when delta is representable as a float).
 ``pld``       no zCDP / grid-RDP events: dp-accounting privacy-loss distributions, with GDP as
-              one Gaussian PLD (``from_gaussian_mechanism``) and every pure / approximate event as
-              the generic pessimistic PLD ``from_privacy_parameters`` (never Laplace).
+              one Gaussian PLD (``from_gaussian_mechanism``), every pure / approximate event as
+              the generic pessimistic PLD ``from_privacy_parameters`` (never Laplace), and a
+              Poisson-subsampled Gaussian event (its RDP curve is for the rdp route) as that
+              mechanism's own pessimistic PLD (``from_gaussian_mechanism(sampling_prob=q)``).
 ``pure_basic`` only pure events: eps = sum count * eps_i at every delta >= 0.
 ``basic``     (eps, delta) events present: the rest (best route) plus basic composition
               (eps_1 + eps_2, delta_1 + delta_2), Dwork et al. 2006.
@@ -43,7 +45,8 @@ from .composition_routes import (
 )
 from .conversions import resolve_log_delta
 from .events import (
-    ApproxDpEvent, GdpEvent, PrivacyEvent, PureDpEvent, RdpCurveEvent, ZcdpEvent, jsonable, event_from_dict,
+    ApproxDpEvent, GdpEvent, PrivacyEvent, PureDpEvent, RdpCurveEvent, SubsampledGaussianEvent, ZcdpEvent, jsonable,
+    event_from_dict,
 )
 
 
@@ -144,7 +147,9 @@ class Accountant:
         routes: list[Route] = []
         ev = [e for e, _ in self._ledger]
         has_approx = any(isinstance(e, ApproxDpEvent) for e in ev)
-        has_rdp_only = any(isinstance(e, (ZcdpEvent, RdpCurveEvent)) for e in ev)
+        # zCDP and grid curves have no PLD; a subsampled Gaussian carries its mechanism, so it has one
+        has_rdp_only = any(isinstance(e, (ZcdpEvent, RdpCurveEvent)) and not isinstance(e, SubsampledGaussianEvent)
+                           for e in ev)
         if not ev:
             routes.append(PureBasicRoute(0.0))
         elif all(isinstance(e, GdpEvent) for e in ev):
@@ -163,7 +168,8 @@ class Accountant:
             mu = math.sqrt(sum(c * e.mu**2 for e, c in self._ledger if isinstance(e, GdpEvent)))
             pure = [(e.epsilon, c) for e, c in self._ledger if isinstance(e, PureDpEvent)]
             approx = [(e.epsilon, e.delta, c) for e, c in self._ledger if isinstance(e, ApproxDpEvent)]
-            routes.append(PldRoute(mu, pure, approx, self._pld_discretization))
+            subsampled = [(e, c) for e, c in self._ledger if isinstance(e, SubsampledGaussianEvent)]
+            routes.append(PldRoute(mu, pure, approx, self._pld_discretization, subsampled))
         if has_approx:
             rest = [(e, c) for e, c in self._ledger if not isinstance(e, ApproxDpEvent)]
             eps_a = float(sum(c * e.epsilon for e, c in self._ledger if isinstance(e, ApproxDpEvent)))

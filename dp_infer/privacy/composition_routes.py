@@ -3,7 +3,8 @@ composition of events into an upper bound on (eps, delta); the accountant report
 
 ``gdp`` (exact Gaussian profile), ``rdp`` (summed RDP curves, CKS conversion in log space),
 ``rdp_dp_accounting`` (the same curve through dp-accounting), ``pld`` (dp-accounting privacy-loss
-distributions; pure and approximate events as generic pessimistic PLDs, never Laplace),
+distributions; pure and approximate events as generic pessimistic PLDs, never Laplace; a
+Poisson-subsampled Gaussian event as its own),
 ``pure_basic`` and ``basic`` (Dwork et al. 2006). See the accountant's docstring for when each
 is valid.
 """
@@ -11,12 +12,13 @@ is valid.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 from scipy import optimize
 
 from .conversions import LOG_TINY, gdp_epsilon, gdp_log_delta, pure_dp_rdp, rdp_epsilon, rdp_log_delta
-from .events import RdpCurveEvent
+from .events import RdpCurveEvent, SubsampledGaussianEvent
 
 __all__ = ["DEFAULT_ORDERS", "Route"]
 
@@ -157,19 +159,33 @@ class RdpDpAccountingRoute(Route):
         return float(e), {"optimal_order": float(a)}
 
 
+def _subsampled_span(event: SubsampledGaussianEvent, count: int) -> float:
+    """A bound on the privacy loss that ``count`` copies of ``event`` reach with non-negligible mass:
+    their RDP curve's eps at delta = 1e-12 (sizes the PLD grid only; never a privacy figure)."""
+    values = count * np.asarray(event.values, dtype=np.float64)
+    return float(rdp_epsilon(event.orders, values, 1e-12)[0])
+
+
 class PldRoute(Route):
-    """dp-accounting PLDs: Gaussian for the GDP part, generic pessimistic PLDs for pure/approx."""
+    """dp-accounting PLDs: Gaussian for the GDP part, generic pessimistic PLDs for pure/approx, and each
+    Poisson-subsampled Gaussian event's own pessimistic PLD (:meth:`SubsampledGaussianEvent.pld`)."""
 
     name = "pld"
 
     def __init__(self, mu: float, pure: list[tuple[float, int]], approx: list[tuple[float, float, int]],
-                 discretization: float):
+                 discretization: float, subsampled: Sequence[tuple[SubsampledGaussianEvent, int]] = ()):
         from dp_accounting.pld import common
         from dp_accounting.pld import privacy_loss_distribution as pldlib
 
         # keep the PLD support bounded (~2e5 points): a coarser pessimistic grid is still an
-        # upper bound (anchors-dp §1.5: wide PLDs can exhaust memory).
+        # upper bound (anchors-dp §1.5: wide PLDs can exhaust memory). A subsampled Gaussian's
+        # composed loss is bounded in practice by its own RDP eps at a tiny delta (the PLD's
+        # truncated tails go to its infinite-loss mass, pessimistically).
         span = mu * mu / 2.0 + 12.0 * mu + sum(c * e for e, c in pure) + sum(c * e for e, _, c in approx)
+        span += sum(_subsampled_span(e, c) for e, c in subsampled)
+        if not math.isfinite(span):  # a vacuous subsampled event: no PLD bound (the RDP route answers)
+            self.interval, self.pld = math.inf, None
+            return
         interval = max(discretization, span / 2e5)
         self.interval = interval
         # dp-accounting computes e^eps of each pure/approx event and of the Gaussian's largest loss
@@ -190,6 +206,8 @@ class PldRoute(Route):
                 p = pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, dl),
                                                    value_discretization_interval=interval)
                 pld = pld.compose(p.self_compose(cnt) if cnt > 1 else p)
+            for e, cnt in subsampled:
+                pld = pld.compose(e.pld(interval, cnt))
         except OverflowError:
             return
         self.pld = pld

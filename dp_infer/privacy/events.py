@@ -20,6 +20,11 @@ Event kinds
     an arbitrary RDP curve known on a grid of orders. Renyi divergence is non-decreasing in the
     order (van Erven & Harremoes 2014, Thm 3), so between grid points the curve is bounded by the
     value at the next grid order up; above the largest grid order it is unknown (+inf).
+``SubsampledGaussianEvent(orders, values, noise_multiplier, sampling_prob, compositions, neighboring)``
+    steps of the Poisson-subsampled Gaussian mechanism: an RDP curve (an upper bound the caller
+    computed) for the RDP route, and the mechanism itself, whose privacy-loss distribution
+    dp-accounting builds, for the PLD route. dp-accounting counterpart:
+    ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma)), compositions)``.
 ``PureDpEvent(epsilon)``
     pure eps-DP. Never logged as ``LaplaceDpEvent`` (Laplace composes more tightly than a generic
     eps-DP mechanism; that would under-report). Composes by basic composition, by the generic
@@ -60,6 +65,8 @@ __all__ = [
     "GdpEvent",
     "ZcdpEvent",
     "RdpCurveEvent",
+    "SubsampledGaussianEvent",
+    "SUBSAMPLED_NEIGHBORING",
     "PureDpEvent",
     "ApproxDpEvent",
     "event_from_dict",
@@ -243,6 +250,75 @@ class RdpCurveEvent(PrivacyEvent):
         return {"orders": [_json_float(x) for x in self.orders], "values": [_json_float(x) for x in self.values]}
 
 
+#: neighbouring relations of :class:`SubsampledGaussianEvent` (and dp-accounting's names for them)
+SUBSAMPLED_NEIGHBORING = {"replace_one": "REPLACE_ONE", "add_remove": "ADD_OR_REMOVE_ONE"}
+
+
+@dataclass(frozen=True)
+class SubsampledGaussianEvent(RdpCurveEvent):
+    """``compositions`` adaptive steps of the Poisson-subsampled Gaussian mechanism: each record is
+    in a step's batch with probability ``sampling_prob`` (fresh at every step), and the batch's sum
+    (per-record sensitivity 1 after scaling) gets Gaussian noise of sd ``noise_multiplier``.
+
+    ``neighboring``: ``"replace_one"`` (dp_infer's default; dp-accounting's REPLACE_ONE pair
+    ``(1-q) N(0) + q N(+-1)``, which dominates vector-valued sums of records of norm <= 1:
+    :mod:`dp_infer.privacy.minibatch`) or ``"add_remove"`` (ADD_OR_REMOVE_ONE).
+
+    The event carries two descriptions of one guarantee, and the accountant uses each where it can:
+    ``orders`` / ``values``, an RDP curve the caller computed as an upper bound on this event's
+    (the RDP route, and composition with zCDP or grid-curve events); and the mechanism itself, whose
+    privacy-loss distribution dp-accounting builds (:meth:`pld`, pessimistic), for the PLD route."""
+
+    kind: ClassVar[str] = "subsampled_gaussian"
+    noise_multiplier: float = 1.0
+    sampling_prob: float = 0.5
+    compositions: int = 1
+    neighboring: str = "replace_one"
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
+        q = float(self.sampling_prob)
+        if not 0.0 < q < 1.0:  # q = 1 is the plain Gaussian mechanism: a GdpEvent
+            raise ValueError(f"sampling_prob must lie in (0, 1), got {self.sampling_prob!r}")
+        object.__setattr__(self, "sampling_prob", q)
+        c = self.compositions
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+            raise ValueError(f"compositions must be an integer >= 1, got {c!r}")
+        object.__setattr__(self, "compositions", int(c))
+        if self.neighboring not in SUBSAMPLED_NEIGHBORING:
+            raise ValueError(f"neighboring must be one of {sorted(SUBSAMPLED_NEIGHBORING)}, got {self.neighboring!r}")
+
+    def to_dp_accounting(self):
+        import dp_accounting as dpa
+
+        step = dpa.PoissonSampledDpEvent(self.sampling_prob, dpa.GaussianDpEvent(self.noise_multiplier))
+        return dpa.SelfComposedDpEvent(step, self.compositions)
+
+    def neighboring_relation(self):
+        """dp-accounting's ``NeighboringRelation`` for :attr:`neighboring`."""
+        import dp_accounting as dpa
+
+        return getattr(dpa.NeighboringRelation, SUBSAMPLED_NEIGHBORING[self.neighboring])
+
+    def pld(self, value_discretization_interval: float, count: int = 1):
+        """dp-accounting's pessimistic privacy-loss distribution of ``count`` copies of the event
+        (``count * compositions`` steps)."""
+        from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+        step = pldlib.from_gaussian_mechanism(
+            standard_deviation=self.noise_multiplier, sensitivity=1.0, sampling_prob=self.sampling_prob,
+            neighboring_relation=self.neighboring_relation(), pessimistic_estimate=True,
+            value_discretization_interval=float(value_discretization_interval))
+        steps = self.compositions * int(count)
+        return step.self_compose(steps) if steps > 1 else step
+
+    def _payload(self):
+        return {**super()._payload(), "noise_multiplier": _json_float(self.noise_multiplier),
+                "sampling_prob": _json_float(self.sampling_prob), "compositions": self.compositions,
+                "neighboring": self.neighboring}
+
+
 @dataclass(frozen=True)
 class PureDpEvent(PrivacyEvent):
     """Pure eps-DP (a generic eps-DP mechanism; never treated as Laplace)."""
@@ -281,7 +357,8 @@ class ApproxDpEvent(PrivacyEvent):
         return {"epsilon": _json_float(self.epsilon), "delta": _json_float(self.delta)}
 
 
-_KINDS = {cls.kind: cls for cls in (GdpEvent, ZcdpEvent, RdpCurveEvent, PureDpEvent, ApproxDpEvent)}
+_KINDS = {cls.kind: cls for cls in (GdpEvent, ZcdpEvent, RdpCurveEvent, SubsampledGaussianEvent, PureDpEvent,
+                                    ApproxDpEvent)}
 
 
 def jsonable(x: Any) -> Any:
@@ -322,6 +399,13 @@ def event_from_dict(d: Mapping) -> PrivacyEvent:
     if kind == "rdp":
         return RdpCurveEvent(orders=tuple(_from_json_float(x) for x in d["orders"]),
                              values=tuple(_from_json_float(x) for x in d["values"]), **common)
+    if kind == "subsampled_gaussian":
+        return SubsampledGaussianEvent(orders=tuple(_from_json_float(x) for x in d["orders"]),
+                                       values=tuple(_from_json_float(x) for x in d["values"]),
+                                       noise_multiplier=_from_json_float(d["noise_multiplier"]),
+                                       sampling_prob=_from_json_float(d["sampling_prob"]),
+                                       compositions=int(d["compositions"]), neighboring=str(d["neighboring"]),
+                                       **common)
     if kind == "pure":
         return PureDpEvent(epsilon=_from_json_float(d["epsilon"]), **common)
     return ApproxDpEvent(epsilon=_from_json_float(d["epsilon"]), delta=_from_json_float(d["delta"]), **common)

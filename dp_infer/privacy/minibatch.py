@@ -61,8 +61,14 @@ practical settings, and up to 18x at small eps. The unamplified Gaussian curve w
 ``sigma`` = :data:`MIN_QUADRATURE_SIGMA` (an almost noiseless step, whose eps is in the hundreds at any
 useful order) it is the curve alone. At ``q = 1`` there is no subsampling and the event is exactly the
 path accountant's ``GdpEvent`` with ``mu = beta * (2C/n) * sqrt(K T h / 2)``
-(= ``path_mu(beta, 2C/n, T h, K)``; ``C/n`` under add/remove). What remains between this event's eps
-and dp-accounting's REPLACE_ONE PLD is the conversion from RDP to (eps, delta) (docs/results.md).
+(= ``path_mu(beta, 2C/n, T h, K)``; ``C/n`` under add/remove).
+
+The event (:class:`~dp_infer.privacy.events.SubsampledGaussianEvent`) carries this curve AND the
+mechanism it describes (noise multiplier, q, ``K T`` steps, the relation). The accountant converts the
+curve (RDP route, which composes with any event) and builds dp-accounting's pessimistic PLD of the
+mechanism (PLD route, when the run's other events have PLDs too), and reports the tighter: for a
+minibatch run alone, the PLD, which removes the 9-25% that the RDP-to-(eps, delta) conversion cost
+(docs/results.md, "The replace-one minibatch accounting").
 
 ``neighboring="add_remove"`` is available for users whose unit of privacy is the presence of a
 record: the event is then dp-accounting's ADD_OR_REMOVE_ONE curve itself (sensitivity ``C`` in
@@ -73,8 +79,9 @@ the row count as normaliser a removal changes the mean by up to ``2C / (n + 1)``
 (at ``q = 1`` the claim would be about half the true eps); the event states this assumption.
 
 All accounting is on the host in float64. Calibration (:func:`minibatch_beta_max`) bisects on
-the RDP route only (PLD calibration with wide brackets can exhaust memory, anchors-dp §1.5);
-:func:`minibatch_epsilon` reports the PLD eps as a cross-check.
+the RDP curve first (no PLD is built over wide brackets, which can exhaust memory: anchors-dp §1.5),
+then refines from there on the accountant itself, a coarse PLD grid bracketing and the accountant's
+grid deciding. :func:`minibatch_epsilon` can add dp-accounting's PLD at its own grid as a cross-check.
 """
 
 from __future__ import annotations
@@ -87,7 +94,7 @@ import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_positive, check_positive_int
 from .conversions import rdp_epsilon
-from .events import GdpEvent, RdpCurveEvent
+from .events import GdpEvent, SubsampledGaussianEvent
 from .path import path_event
 
 __all__ = [
@@ -103,6 +110,7 @@ __all__ = [
     "replace_one_rdp",
     "QUADRATURE_POINTS_PER_SD",
     "MIN_QUADRATURE_SIGMA",
+    "COARSE_PLD_DISCRETIZATION",
 ]
 
 NEIGHBORING = ("replace_one", "add_remove")
@@ -281,10 +289,12 @@ def minibatch_event(beta: float, step_size: float, num_steps: int, q: float, cli
                     alphas: Sequence[float] | None = None, label: str = "minibatch_sgld"):
     """Privacy event of ``num_chains`` Poisson-subsampled SGLD runs of ``num_steps`` steps.
 
-    Returns an :class:`~dp_infer.privacy.events.RdpCurveEvent` (on ``alphas``, default
-    :data:`DEFAULT_ALPHAS`) that :class:`~dp_infer.privacy.accountant.Accountant` composes; at
-    ``q = 1`` under replace-one, the exact :class:`GdpEvent` of the path accountant with
-    sensitivity ``2 C / n``. ``num_chains`` is folded in (compose the event once).
+    Returns a :class:`~dp_infer.privacy.events.SubsampledGaussianEvent` of ``K T`` steps that
+    :class:`~dp_infer.privacy.accountant.Accountant` composes: its RDP curve (on ``alphas``, default
+    :data:`DEFAULT_ALPHAS`) for the RDP route, and the mechanism, whose dp-accounting PLD (REPLACE_ONE:
+    the antipodal pair; ADD_OR_REMOVE_ONE) the PLD route composes; the accountant reports the tighter.
+    At ``q = 1`` it is the exact :class:`GdpEvent` of the path accountant with sensitivity ``2 C / n``
+    (``C / n`` under add/remove). ``num_chains`` is folded in (compose the event once).
     """
     beta, h, t, q, c, n, k = _common(beta, step_size, num_steps, q, clip_norm, n, num_chains)
     neighboring = _check_neighboring(neighboring)
@@ -302,15 +312,16 @@ def minibatch_event(beta: float, step_size: float, num_steps: int, q: float, cli
     al = DEFAULT_ALPHAS if alphas is None else np.unique(np.asarray(alphas, dtype=np.float64))
     if neighboring == "replace_one":
         vals = _replace_one_curve(al, beta, h, t, q, c, n, k)
-        extra = ("replace-one neighbours: the Renyi divergence of the 1-D antipodal pair (1-q) N(0) + q N(+-C), which "
-                 "dominates vector-valued clipped gradients (module doc), by quadrature with a safe-side margin; "
-                 "min with the unamplified 2C Gaussian curve",)
+        extra = ("replace-one neighbours: the 1-D antipodal pair (1-q) N(0) + q N(+-C), which dominates "
+                 "vector-valued clipped gradients (module doc); RDP curve by quadrature with a safe-side margin, min "
+                 "with the unamplified 2C Gaussian curve; PLD: dp-accounting's REPLACE_ONE, pessimistic",)
     else:
         vals = minibatch_base_rdp(al, beta, h, t, q, c, n, k)
         extra = ("add/remove-one neighbours (per-record sensitivity C); dp-accounting RDP of the "
                  "Poisson-subsampled Gaussian", _ADD_REMOVE_NORMALISER % n)
-    return RdpCurveEvent(orders=tuple(al), values=tuple(vals), label=label,
-                         assumptions=_ASSUMPTIONS + extra, metadata=meta)
+    return SubsampledGaussianEvent(orders=tuple(al), values=tuple(vals), noise_multiplier=sigma, sampling_prob=q,
+                                   compositions=k * t, neighboring=neighboring, label=label,
+                                   assumptions=_ASSUMPTIONS + extra, metadata=meta)
 
 
 def minibatch_pld_epsilon(beta, step_size, num_steps, q, clip_norm, n, delta, num_chains=1, *,
@@ -359,14 +370,37 @@ def _event_epsilon(ev, delta) -> float:
     return rdp_epsilon(ev.orders, ev.values, delta)[0]
 
 
+#: the PLD grid of beta_max's coarse search stage (the accountant's own, 1e-4, refines it)
+COARSE_PLD_DISCRETIZATION = 1e-3
+
+
+def _accountant_epsilon(ev, delta, **accountant_options) -> float:
+    from .accountant import Accountant
+
+    return float(Accountant(**accountant_options).compose(ev).get_epsilon(delta))
+
+
+def _bisect_beta(e, eps: float, lo: float, hi: float, rtol: float) -> float:
+    """Largest verified beta in ``[lo, hi)`` with ``e(beta) <= eps`` (``e(lo) <= eps < e(hi)``), to ``rtol``."""
+    while hi / lo - 1.0 > rtol:
+        mid = math.sqrt(lo) * math.sqrt(hi)  # lo * hi would underflow below ~1e-154 (overflow above 1e154)
+        if e(mid) <= eps:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def minibatch_beta_max(eps: float, delta: float, step_size: float, num_steps: int, q: float, clip_norm: float,
                        n: int, num_chains: int = 1, *, neighboring: str = "replace_one",
                        rtol: float = 1e-4) -> float:
     """Largest beta (up to ``rtol``, always on the safe side) whose event is (eps, delta)-DP.
 
-    Bisection in log beta on the RDP route (eps is non-decreasing in beta); no PLD is built, so
-    wide brackets cannot exhaust memory. The returned beta satisfies the target exactly as
-    certified by the event; the accountant's eps for it is <= eps.
+    Two stages, each a bisection in log beta (eps is non-decreasing in beta): first on the event's
+    RDP curve alone (no PLD is built, so wide brackets cannot exhaust memory: anchors-dp §1.5), then,
+    from that beta up, on the accountant's tightest route, the PLD of the subsampled Gaussian
+    (dp-accounting, pessimistic), which is what a run's report uses. Only a beta whose eps was
+    computed at most ``eps`` is ever returned, so the accountant's eps for it is <= eps.
     """
     eps = check_epsilon(eps)
     delta = check_delta(delta)
@@ -374,9 +408,11 @@ def minibatch_beta_max(eps: float, delta: float, step_size: float, num_steps: in
     _common(1.0, step_size, num_steps, q, clip_norm, n, num_chains)
     _check_neighboring(neighboring)
 
+    def event(b):
+        return minibatch_event(b, step_size, num_steps, q, clip_norm, n, num_chains, neighboring=neighboring)
+
     def e(b):
-        return _event_epsilon(minibatch_event(b, step_size, num_steps, q, clip_norm, n, num_chains,
-                                              neighboring=neighboring), delta)
+        return _event_epsilon(event(b), delta)
 
     lo, hi = 1.0, 1.0
     while e(lo) > eps:
@@ -388,10 +424,35 @@ def minibatch_beta_max(eps: float, delta: float, step_size: float, num_steps: in
         lo, hi = hi, hi * 4.0
         if hi > 1e300:
             return math.inf
-    while hi / lo - 1.0 > rtol:
-        mid = math.sqrt(lo) * math.sqrt(hi)  # lo * hi would underflow below ~1e-154 (overflow above 1e154)
-        if e(mid) <= eps:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    lo = _bisect_beta(e, eps, lo, hi, rtol)
+    if isinstance(event(lo), GdpEvent):  # q = 1: the exact Gaussian profile, nothing tighter to find
+        return lo
+    return _refine_on_accountant(event, eps, delta, lo, rtol)
+
+
+def _refine_on_accountant(event, eps: float, delta: float, lo: float, rtol: float) -> float:
+    """From ``lo`` (verified on the RDP curve, so the accountant's eps there is <= eps too) up to the
+    largest beta the accountant verifies, to ``rtol``: a coarse PLD grid (cheap; pessimistic, so a
+    beta it accepts has a true eps <= eps) brackets it, and the accountant's own grid decides."""
+
+    def e_coarse(b):
+        return _accountant_epsilon(event(b), delta, pld_discretization=COARSE_PLD_DISCRETIZATION)
+
+    def e_acc(b):
+        return _accountant_epsilon(event(b), delta)
+
+    hi = lo * 2.0
+    while e_coarse(hi) <= eps:  # the PLD eps is at most the RDP one: beta only grows
+        lo, hi = hi, hi * 2.0
+        if hi > 1e300:
+            return math.inf
+    guess = _bisect_beta(e_coarse, eps, lo, hi, max(rtol, 1e-3))
+    if e_acc(guess) > eps:  # the finer grid disagrees (rare): decide on it alone, from the RDP-verified lo
+        return _bisect_beta(e_acc, eps, lo, guess, rtol)
+    step = max(8.0 * rtol, 1e-3)  # the finer grid is typically a little tighter: look just above the guess
+    hi = guess * (1.0 + step)
+    while e_acc(hi) <= eps:
+        guess, hi = hi, hi * (1.0 + step)
+        if hi > 1e300:
+            return math.inf
+    return _bisect_beta(e_acc, eps, guess, hi, rtol)

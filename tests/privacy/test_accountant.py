@@ -24,6 +24,7 @@ from dp_infer.privacy.events import (
     PrivacyEvent,
     PureDpEvent,
     RdpCurveEvent,
+    SubsampledGaussianEvent,
     ZcdpEvent,
 )
 from dp_infer.privacy.conversions import gdp_epsilon, linear_rdp_epsilon, pure_dp_rdp
@@ -132,6 +133,58 @@ def test_pure_with_gdp_routes_agree_with_dp_accounting_pld():
     a = np.array([2.0, 8.0, 30.0])
     np.testing.assert_allclose(acc.rdp_curve(a)[1], a * 0.125 + 10 * pure_dp_rdp(0.1, a))
     assert acc.get_epsilon(1e-5) == pytest.approx(min(routes["rdp"], routes["pld"]), rel=1e-12)
+
+
+def _sub(count_steps=200, sigma=1.2, q=0.02, relation="replace_one"):
+    # its curve: the replace-one antipodal pair's (valid for add/remove too, which it dominates)
+    from dp_infer.privacy.minibatch import replace_one_rdp
+
+    a = np.array([1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+    return SubsampledGaussianEvent(orders=tuple(a), values=tuple(count_steps * replace_one_rdp(a, sigma, q)),
+                                   noise_multiplier=sigma, sampling_prob=q, compositions=count_steps,
+                                   neighboring=relation)
+
+
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_subsampled_gaussian_composes_on_the_pld_route_with_gdp_and_pure_events(relation):
+    """The PLD route composes a subsampled Gaussian as its own PLD, with the ledger's GDP and pure parts;
+    oracle: the same composition built with dp-accounting alone, from the events' parameters."""
+    ev = _sub(relation=relation)
+    acc = Accountant([(ev, 2), GdpEvent(0.3), (PureDpEvent(0.05), 3)])
+    routes = acc.epsilon_by_route(1e-6)
+    rel = getattr(dp_accounting.NeighboringRelation, "REPLACE_ONE" if relation == "replace_one" else "ADD_OR_REMOVE_ONE")
+    ref = (pldlib.from_gaussian_mechanism(standard_deviation=1.2, sampling_prob=0.02, neighboring_relation=rel,
+                                          value_discretization_interval=1e-4).self_compose(400)
+           .compose(pldlib.from_gaussian_mechanism(standard_deviation=1 / 0.3, value_discretization_interval=1e-4))
+           .compose(pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(0.05, 0.0),
+                                                   value_discretization_interval=1e-4).self_compose(3)))
+    assert routes["pld"] == pytest.approx(ref.get_epsilon_for_delta(1e-6), rel=1e-4)
+    # the RDP route still converts the carried curve (count 2 -> twice the values), and is the looser here
+    a = np.array([2.0, 8.0])
+    np.testing.assert_allclose(acc.rdp_curve(a)[1], 2 * ev.rdp(a) + 0.3**2 / 2 * a + 3 * pure_dp_rdp(0.05, a))
+    assert acc.get_epsilon(1e-6) == routes["pld"] < routes["rdp"]
+    assert acc.report(delta=1e-6)["route"] == "pld"
+    # and it survives the ledger's dict form, still on the PLD route
+    back = Accountant.from_dict(json.loads(json.dumps(acc.to_dict())))
+    assert back.get_epsilon(1e-6) == acc.get_epsilon(1e-6)
+
+
+def test_subsampled_gaussian_beside_a_zcdp_event_is_accounted_by_its_curve():
+    """zCDP has no PLD: the whole ledger goes by RDP, the subsampled event by the curve it carries."""
+    ev = _sub()
+    acc = Accountant([ev, ZcdpEvent(0.01)])
+    routes = acc.epsilon_by_route(1e-6)
+    assert "pld" not in routes
+    alone = RdpCurveEvent(orders=ev.orders, values=ev.values)
+    assert acc.get_epsilon(1e-6) == Accountant([alone, ZcdpEvent(0.01)]).get_epsilon(1e-6)
+
+
+def test_a_vacuous_subsampled_event_gives_no_pld_bound_and_the_curve_answers():
+    a = (2.0, 8.0)
+    ev = SubsampledGaussianEvent(orders=a, values=(math.inf, math.inf), noise_multiplier=0.01, sampling_prob=0.5,
+                                 compositions=10)
+    acc = Accountant([ev])
+    assert math.isinf(acc.epsilon_by_route(1e-6)["pld"]) and math.isinf(acc.get_epsilon(1e-6))
 
 
 def test_approx_events_compose_basic_and_pld():

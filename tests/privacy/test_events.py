@@ -178,6 +178,8 @@ def test_events_are_immutable_and_serialise_round_trip():
         E.GdpEvent(0.3, label="path", assumptions=("a", "b"), tv_error=1e-9, metadata={"beta": 2.0, "t": [1, 2]}),
         E.ZcdpEvent(0.01),
         E.RdpCurveEvent(orders=(1.5, 2.0, 10.0), values=(0.1, 0.2, float("inf"))),
+        E.SubsampledGaussianEvent(orders=(2.0, 8.0), values=(0.01, 0.05), noise_multiplier=1.5, sampling_prob=0.01,
+                                  compositions=1000, neighboring="add_remove", label="sgld"),
         E.PureDpEvent(0.7),
         E.ApproxDpEvent(1.0, 1e-7),
     ]
@@ -203,6 +205,27 @@ def test_dp_accounting_counterparts():
     assert E.GdpEvent(0.5).to_dp_accounting().noise_multiplier == pytest.approx(2.0)
     assert isinstance(E.ZcdpEvent(0.1).to_dp_accounting(), dp_accounting.ZCDpEvent)
     assert E.PureDpEvent(1.0).to_dp_accounting() is None  # never LaplaceDpEvent
+
+
+def test_subsampled_gaussian_event_names_its_mechanism_for_dp_accounting():
+    ev = E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), noise_multiplier=2.0, sampling_prob=0.05,
+                                   compositions=300)
+    assert isinstance(ev, E.RdpCurveEvent) and ev.neighboring == "replace_one"
+    d = ev.to_dp_accounting()
+    assert isinstance(d, dp_accounting.SelfComposedDpEvent) and d.count == 300
+    assert d.event.sampling_probability == 0.05 and d.event.event.noise_multiplier == 2.0
+    assert ev.neighboring_relation() == dp_accounting.NeighboringRelation.REPLACE_ONE
+    # its PLD is dp-accounting's, built from those parameters alone; count copies compose count x the steps
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+    ref = pldlib.from_gaussian_mechanism(standard_deviation=2.0, sampling_prob=0.05, pessimistic_estimate=True,
+                                         neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
+                                         value_discretization_interval=1e-3).self_compose(600)
+    assert ev.pld(1e-3, count=2).get_epsilon_for_delta(1e-6) == ref.get_epsilon_for_delta(1e-6)
+    single = E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), noise_multiplier=2.0, sampling_prob=0.05,
+                                       compositions=1, neighboring="add_remove")
+    assert single.neighboring_relation() == dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    assert single.pld(1e-3).get_epsilon_for_delta(1e-6) > 0
 
 
 def test_gaussian_and_laplace_statistic_events():
@@ -239,6 +262,13 @@ def test_tv_delta_slack_is_the_corrected_factor():
         (lambda: C.pure_dp_rdp(1.0, [0.5]), "alpha"),
         (lambda: C.linear_rdp_rho(0.0, 1e-5), "eps"),
         (lambda: E.event_from_dict({"kind": "laplace"}), "kind"),
+        (lambda: E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), noise_multiplier=0.0), "noise_multiplier"),
+        (lambda: E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), sampling_prob=1.0), "sampling_prob"),
+        (lambda: E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), sampling_prob=0.0), "sampling_prob"),
+        (lambda: E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), compositions=0), "compositions"),
+        (lambda: E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), compositions=2.5), "compositions"),
+        (lambda: E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), compositions=True), "compositions"),
+        (lambda: E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), neighboring="swap"), "neighboring"),
     ],
 )
 def test_bad_inputs_name_the_parameter(call, name):
@@ -250,6 +280,8 @@ _EVENTS = [
     GdpEvent(0.7, label="chain", assumptions=("convex",), tv_error=1e-9, metadata={"beta": 3.0, "k": 4}),
     ZcdpEvent(0.02, tv_error=0.0, metadata={"rows": [1, 2]}),
     RdpCurveEvent(orders=(2.0, 8.0, 64.0), values=(0.1, 0.5, float("inf")), label="curve"),
+    E.SubsampledGaussianEvent(orders=(2.0, 8.0), values=(0.1, 0.5), noise_multiplier=0.9, sampling_prob=0.2,
+                              compositions=7, metadata={"q": 0.2}),
     PureDpEvent(1.5, metadata={"scale": 2.0}),
     ApproxDpEvent(0.3, 1e-7, tv_error=1e-12),
 ]
