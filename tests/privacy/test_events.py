@@ -307,6 +307,31 @@ def test_numbers_of_any_numeric_type_are_stored_as_the_float_they_denote():
     curve = RdpCurveEvent(orders=(2, 3), values=(1, 10**20))
     assert curve.values == (1.0, 1e20) and all(type(v) is float for v in curve.values)
     assert float(curve.rdp(2.5)) == 1e20 and float(curve.rdp(2.0)) == 1.0
+    # a subsampled Gaussian's parameters, given as NumPy scalars: stored as the float / int they denote,
+    # so the event writes plain JSON (an np.int64 count would not serialise) and reads back equal
+    sub = E.SubsampledGaussianEvent(orders=(2.0,), values=(0.1,), noise_multiplier=np.float32(1.5),
+                                    sampling_prob=np.float32(0.25), compositions=np.int64(40))
+    assert type(sub.noise_multiplier) is float and type(sub.sampling_prob) is float and type(sub.compositions) is int
+    assert (sub.noise_multiplier, sub.sampling_prob, sub.compositions) == (1.5, 0.25, 40)
+    assert E.event_from_dict(json.loads(json.dumps(sub.to_dict()))) == sub
+
+
+def test_subsampled_gaussian_pld_is_the_mechanisms_own_for_every_step_count():
+    """``pld(interval, count)``: ``count * compositions`` steps of dp-accounting's PLD, one copy by default."""
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+    def ref(steps):
+        p = pldlib.from_gaussian_mechanism(standard_deviation=1.3, sampling_prob=0.1, value_discretization_interval=1e-3,
+                                           neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+        return (p.self_compose(steps) if steps > 1 else p).get_epsilon_for_delta(1e-6)
+
+    for compositions, count in ((1, 1), (2, 1), (1, 2), (3, 1)):
+        ev = E.SubsampledGaussianEvent(orders=(2.0,), values=(1.0,), noise_multiplier=1.3, sampling_prob=0.1,
+                                       compositions=compositions)
+        got = ev.pld(1e-3) if count == 1 else ev.pld(1e-3, count)
+        assert got.get_epsilon_for_delta(1e-6) == pytest.approx(ref(compositions * count), rel=1e-8)
+    # and the step counts differ enough that the comparison tells them apart
+    assert ref(2) > 1.1 * ref(1) and ref(3) > 1.05 * ref(2)  # measured 1.16x and about 1.1x
 
 
 def test_metadata_of_any_type_is_written_as_json_and_read_back():
