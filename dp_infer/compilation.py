@@ -118,12 +118,13 @@ class CompileClock:
 
     def _duration(self, event: str, duration: float, **_kw) -> None:
         part = COMPILE_EVENTS.get(event)
-        if part is not None:
+        if part is not None and self._listening:
             self.parts[part] += float(duration)
             self.programs += part == "xla"
 
     def _event(self, event: str, **_kw) -> None:
-        self.cache_hits += event == CACHE_HIT_EVENT
+        if self._listening:
+            self.cache_hits += event == CACHE_HIT_EVENT
 
     @property
     def seconds(self) -> float:
@@ -146,6 +147,9 @@ class CompileClock:
         import jax
 
         if self._listening:
-            jax.monitoring.unregister_event_duration_listener(self._duration)
-            jax.monitoring.unregister_event_listener(self._event)
-            self._listening = False
+            self._listening = False  # the listeners count nothing from here on, whatever the JAX version
+            for name, fn in (("unregister_event_duration_listener", self._duration),
+                             ("unregister_event_listener", self._event)):
+                unregister = getattr(jax.monitoring, name, None)  # absent from older JAX: left registered, idle
+                if unregister is not None:
+                    unregister(fn)

@@ -100,6 +100,22 @@ def test_compile_clock_counts_only_while_it_runs():
     assert clock.seconds == pytest.approx(sum(parts.values()))
     jax.jit(lambda x: jnp.tanh(x) * 4.25 - 1.5)(jnp.ones(9)).block_until_ready()  # after the clock stopped
     assert clock.programs == seen and clock.parts == parts
+    # where JAX cannot unregister a listener (older versions), a stopped clock's listeners stay idle
+    import jax.monitoring as monitoring
+
+    with CompileClock() as idle:
+        pass
+    fn = getattr(monitoring, "unregister_event_duration_listener")
+    try:
+        monkey = CompileClock()
+        with monkey:
+            delattr(monitoring, "unregister_event_duration_listener")
+        jax.jit(lambda x: jnp.tanh(x) * 5.25)(jnp.ones(5)).block_until_ready()
+        assert monkey.programs == 0 and monkey.parts["xla"] == 0.0
+    finally:
+        monitoring.unregister_event_duration_listener = fn
+        monitoring.unregister_event_duration_listener(monkey._duration)
+    assert idle.programs == 0
     with CompileClock() as again:
         jax.jit(lambda x: jnp.tanh(x) * 3.25 + 1.5)(jnp.ones(7))  # a new function object: traced and compiled again
         jax.block_until_ready(jnp.ones(1))
