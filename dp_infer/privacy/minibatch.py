@@ -441,14 +441,15 @@ def _refine_on_accountant(event, eps: float, delta: float, lo: float, rtol: floa
     def e_acc(b):
         return _accountant_epsilon(event(b), delta)
 
+    verified = lo  # the accountant's eps there is at most the RDP curve's, which is at most eps
     hi = lo * 2.0
     while e_coarse(hi) <= eps:  # the PLD eps is at most the RDP one: beta only grows
         lo, hi = hi, hi * 2.0
         if hi > 1e300:
             return math.inf
     guess = _bisect_beta(e_coarse, eps, lo, hi, max(rtol, 1e-3))
-    if e_acc(guess) > eps:  # the finer grid disagrees (rare): decide on it alone, from the RDP-verified lo
-        return _bisect_beta(e_acc, eps, lo, guess, rtol)
+    if e_acc(guess) > eps:  # the finer grid disagrees (rare): decide on it alone, from the RDP-verified beta
+        return _bisect_beta(e_acc, eps, verified, guess, rtol)
     step = max(8.0 * rtol, 1e-3)  # the finer grid is typically a little tighter: look just above the guess
     hi = guess * (1.0 + step)
     while e_acc(hi) <= eps:

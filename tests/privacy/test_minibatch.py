@@ -452,10 +452,10 @@ def test_beta_max_refinement_falls_back_when_the_fine_grid_disagrees(monkeypatch
     calls = []
     real = mb._accountant_epsilon
 
-    def coarse_too_kind(ev, delta, **opts):  # the coarse stage sees 20% less eps than there is
-        calls.append(bool(opts))
+    def coarse_too_kind(ev, delta, **opts):  # the coarse stage sees a third of the eps there is: its bracket
+        calls.append(bool(opts))              # and its guess land far past the accountant's limit
         e = real(ev, delta, **opts)
-        return e * 0.8 if opts else e
+        return e / 3.0 if opts else e
 
     monkeypatch.setattr(mb, "_accountant_epsilon", coarse_too_kind)
     kw = dict(step_size=H, num_steps=T, q=0.05, clip_norm=C, n=N)
