@@ -445,8 +445,8 @@ def _refine_on_accountant(event, eps: float, delta: float, lo: float, rtol: floa
     hi = lo * 2.0
     while e_coarse(hi) <= eps:  # the PLD eps is at most the RDP one: beta only grows
         lo, hi = hi, hi * 2.0
-        if hi > 1e300:
-            return math.inf
+        if hi > 1e300:  # the coarse grid allows any beta: only the accountant's own may say so
+            return math.inf if e_acc(lo) <= eps else _bisect_beta(e_acc, eps, verified, lo, rtol)
     guess = _bisect_beta(e_coarse, eps, lo, hi, max(rtol, 1e-3))
     if e_acc(guess) > eps:  # the finer grid disagrees (rare): decide on it alone, from the RDP-verified beta
         return _bisect_beta(e_acc, eps, verified, guess, rtol)

@@ -464,6 +464,12 @@ def test_beta_max_refinement_falls_back_when_the_fine_grid_disagrees(monkeypatch
     e = mb.minibatch_epsilon(b, delta=DELTA, pld_check=False, **kw)["epsilon"]
     e_up = mb.minibatch_epsilon(b * 1.001, delta=DELTA, pld_check=False, **kw)["epsilon"]
     assert e <= 1.0 < e_up and any(calls) and not all(calls)
+    # a coarse grid that allows every beta (its bracket runs off to 1e300): the accountant's grid still decides
+    monkeypatch.setattr(mb, "_accountant_epsilon", lambda ev, delta, **opts: 0.0 if opts else real(ev, delta))
+    b2 = mb.minibatch_beta_max(1.0, DELTA, rtol=1e-3, **kw)
+    monkeypatch.setattr(mb, "_accountant_epsilon", real)
+    assert math.isfinite(b2) and b2 == pytest.approx(b, rel=2e-3)
+    assert mb.minibatch_epsilon(b2, delta=DELTA, pld_check=False, **kw)["epsilon"] <= 1.0
 
 
 def _pld_eps(ev, delta, *, pessimistic):
