@@ -49,7 +49,9 @@ def nonprivate_laplace(X, y, prior, weights=None):
     return t, np.sqrt(np.diag(np.linalg.inv((X * (w * s * (1 - s))[:, None]).T @ X + prior * np.eye(d))))
 
 
-def adult_public_curvature(eps: float = 1.0, seed: int = 0, curvature: str = "public") -> dict:
+def _adult_demo_run(eps: float, seed: int, curvature: str):
+    """The demo's posterior run on Adult (quick plan, the test file's features as ``X_public``):
+    ``(adult, X, y, prior precision, run, seconds)``."""
     from dp_infer import losses
     from dp_infer.cli.demo import DEMO_PRIOR_PRECISION, QUICK_DRAWS, QUICK_ESS
     from dp_infer.infer.posterior import fit_posterior
@@ -58,15 +60,18 @@ def adult_public_curvature(eps: float = 1.0, seed: int = 0, curvature: str = "pu
     a = load_adult_raw()
     rows = a.feature_map.admissible_rows()
     X, y = np.asarray(a.X_train, dtype=np.float64), np.asarray(a.y_train, dtype=np.float64)
-    Xp = np.asarray(a.X_test, dtype=np.float64)
-    n, d = X.shape
     lam = DEMO_PRIOR_PRECISION
     t0 = time.time()
     run = fit_posterior(losses.logistic(row_norm=rows.max_norm()), X, y, eps=eps, delta=1e-5, prior_precision=lam,
                         rows=rows, seed=seed, progress_bar=False, ess=QUICK_ESS, num_draws=QUICK_DRAWS,
-                        interval_curvature=curvature, X_public=Xp)
-    secs = time.time() - t0
-    out = {"eps": eps, "seed": seed, "n": n, "d": d, "public_rows": int(Xp.shape[0]), "curvature": curvature,
+                        interval_curvature=curvature, X_public=np.asarray(a.X_test, dtype=np.float64))
+    return a, X, y, lam, run, time.time() - t0
+
+
+def adult_public_curvature(eps: float = 1.0, seed: int = 0, curvature: str = "public") -> dict:
+    a, X, y, lam, run, secs = _adult_demo_run(eps, seed, curvature)
+    n, d = X.shape
+    out = {"eps": eps, "seed": seed, "n": n, "d": d, "public_rows": int(np.shape(a.X_test)[0]), "curvature": curvature,
            "seconds": secs, "beta_over_n": run.plan.beta / n}
     try:
         iv = run.intervals(0.9)
@@ -126,10 +131,14 @@ def _weighted_map(X, y, lam, rel) -> np.ndarray:
     """The NON-PRIVATE MAP of the release's own weighted likelihood (its weights ``min(1, rho^2 / ||C^T x||^2)`` in
     the release's metric C): the intervals' estimand on these rows, which differs from the unweighted MAP's by the
     weighting's efficiency loss (and, for a misspecified model, by the weighting's shift of the estimand)."""
+    return nonprivate_laplace(X, y, lam, weights=_release_weights(X, rel))[0]
+
+
+def _release_weights(X, rel) -> np.ndarray:
+    """The interval release's row weights ``min(1, rho^2 / ||C^T x||^2)`` in its metric C."""
     C = np.asarray(rel["chol"], dtype=np.float64)
     sq = np.sum((X @ C) ** 2, axis=1)
-    w = np.minimum(1.0, float(rel["rho"]) ** 2 / np.where(sq > 0, sq, 1.0))
-    return nonprivate_laplace(X, y, lam, weights=w)[0]
+    return np.minimum(1.0, float(rel["rho"]) ** 2 / np.where(sq > 0, sq, 1.0))
 
 
 def expected_share_determined(estimand, width_sd, noise_sd) -> np.ndarray:
@@ -147,25 +156,12 @@ def adult_shortfall(seed: int = 0, noise_factors=(1.0, 0.8, 0.7, 0.6, 0.5)) -> d
     sd, no noise) and the privacy noise (``sqrt(sd^2 - sd_w^2)``), the share the arithmetic expects from the
     measured widths (:func:`expected_share_determined`), against the share measured, and the share expected
     if the noise were scaled by each of ``noise_factors`` (``1 / factor`` times the release's mu)."""
-    from dp_infer import losses
-    from dp_infer.cli.demo import DEMO_PRIOR_PRECISION, QUICK_DRAWS, QUICK_ESS
-    from dp_infer.infer.posterior import fit_posterior
-    from dp_infer.schema.adult import load_adult_raw
-
-    a = load_adult_raw()
-    rows = a.feature_map.admissible_rows()
-    X, y = np.asarray(a.X_train, dtype=np.float64), np.asarray(a.y_train, dtype=np.float64)
-    lam = DEMO_PRIOR_PRECISION
-    run = fit_posterior(losses.logistic(row_norm=rows.max_norm()), X, y, eps=1.0, delta=1e-5, prior_precision=lam,
-                        rows=rows, seed=seed, progress_bar=False, ess=QUICK_ESS, num_draws=QUICK_DRAWS,
-                        interval_curvature="public", X_public=np.asarray(a.X_test, dtype=np.float64))
+    _, X, y, lam, run, _ = _adult_demo_run(1.0, seed, "public")
     iv = run.intervals(0.9)
     rel = run.report_extras["interval_release"]
     t, sd = nonprivate_laplace(X, y, lam)
     tw = _weighted_map(X, y, lam, rel)
-    C = np.asarray(rel["chol"], dtype=np.float64)
-    sq = np.sum((X @ C) ** 2, axis=1)
-    w = np.minimum(1.0, float(rel["rho"]) ** 2 / np.where(sq > 0, sq, 1.0))
+    w = _release_weights(X, rel)
     s = 1 / (1 + np.exp(-X @ tw))
     Hi = np.linalg.inv((X * (w * s * (1 - s))[:, None]).T @ X + lam * np.eye(X.shape[1]))
     sd_w = np.sqrt(np.diag(Hi @ ((X * (w**2 * s * (1 - s))[:, None]).T @ X) @ Hi))

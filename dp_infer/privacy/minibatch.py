@@ -94,7 +94,7 @@ import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_positive, check_positive_int
 from .conversions import rdp_epsilon
-from .events import GdpEvent, SubsampledGaussianEvent
+from .events import SUBSAMPLED_NEIGHBORING, GdpEvent, SubsampledGaussianEvent
 from .path import path_event
 
 __all__ = [
@@ -337,8 +337,7 @@ def minibatch_pld_epsilon(beta, step_size, num_steps, q, clip_norm, n, delta, nu
 
     delta = check_delta(delta)
     neighboring = _check_neighboring(neighboring)
-    rel = (dpa.NeighboringRelation.REPLACE_ONE if neighboring == "replace_one"
-           else dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    rel = getattr(dpa.NeighboringRelation, SUBSAMPLED_NEIGHBORING[neighboring])
     acc = pld.PLDAccountant(rel, value_discretization_interval=check_positive("discretization", discretization))
     acc.compose(minibatch_dp_accounting_event(beta, step_size, num_steps, q, clip_norm, n, num_chains))
     return float(acc.get_epsilon(delta))
