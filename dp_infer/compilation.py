@@ -17,6 +17,15 @@ anew. The demo's chains close over the rows and the plan's metric, so its second
 cache only with the same noise (``--reproducible-seed``), and even then compilation is a small
 part of its time on a CPU (about 7 s of about a minute; docs/results.md).
 
+Compiled programs also live in memory. JAX keeps some of them after everything that used them is gone
+(on the CPU each is a handful of memory maps: the sampler programs of one NumPyro-model fit hold about
+1,000), so a process that runs many fits, a simulation study say, reaches the kernel's limit on memory
+maps (``vm.max_map_count``, 65,530 by default) after about 60 of them and fails with ``LLVM compilation
+error: Cannot allocate memory``. :func:`release_compiled_programs` clears JAX's in-memory caches once
+the process holds more than :data:`MAP_SHARE_LIMIT` of that limit; the driver
+(:func:`dp_infer.infer.driver.execute`) calls it before every run. Programs are compiled again (or
+loaded from the persistent cache) when next needed; no result changes.
+
 The command line (:func:`dp_infer.cli.run`) calls it at start; a library user calls it once,
 before the first fit. The cache holds compiled programs only (no data: a program receives the
 rows as arguments), but JAX trusts what it loads from it: the directory is created private to the
@@ -29,7 +38,8 @@ import os
 import warnings
 
 __all__ = ["ENV_VAR", "MIN_COMPILE_SECS", "OFF_VALUES", "CACHE_HIT_EVENT", "COMPILE_EVENTS", "CompileClock", "cache_dir",
-           "enable_persistent_cache"]
+           "enable_persistent_cache", "MAP_SHARE_LIMIT", "memory_map_count", "memory_map_limit",
+           "release_compiled_programs"]
 
 #: environment variable naming the cache directory (or ``off``)
 ENV_VAR = "DP_INFER_JAX_CACHE"
@@ -38,6 +48,10 @@ OFF_VALUES = ("off", "0", "false", "no", "none")
 #: programs that compiled in less time than this are not stored (JAX's default is 1 s; the demo's
 #: chain programs take 0.3-0.9 s on 2 shared cores, the rest of its ~90 compilations less)
 MIN_COMPILE_SECS = 0.1
+#: share of the kernel's memory-map limit above which :func:`release_compiled_programs` clears JAX's
+#: in-memory caches (half: the largest single run measured here, 8 simulated fits in one test, added
+#: about 9,000 maps, a seventh of the limit)
+MAP_SHARE_LIMIT = 0.5
 
 
 def cache_dir(path: str | os.PathLike | None = None) -> str | None:
@@ -153,3 +167,42 @@ class CompileClock:
                 unregister = getattr(jax.monitoring, name, None)  # absent from older JAX: left registered, idle
                 if unregister is not None:
                     unregister(fn)
+
+
+def memory_map_count() -> int | None:
+    """The number of memory maps this process holds (lines of ``/proc/self/maps``); None where the
+    system does not say (not Linux)."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return None
+
+
+def memory_map_limit() -> int | None:
+    """The kernel's limit on a process's memory maps (``/proc/sys/vm/max_map_count``); None where the
+    system does not say."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def release_compiled_programs(share: float = MAP_SHARE_LIMIT) -> bool:
+    """Clear JAX's in-memory compilation caches (``jax.clear_caches()``) and collect garbage when this
+    process holds more than ``share`` (in (0, 1]) of the kernel's memory-map limit; returns whether it
+    did. Nothing happens where the count or the limit is unknown. Only compiled programs and traces are
+    dropped: a later call compiles (or loads from the persistent cache) what it needs."""
+    if not (isinstance(share, (int, float)) and 0.0 < share <= 1.0):
+        raise ValueError(f"share must be in (0, 1], got {share!r}")
+    count, limit = memory_map_count(), memory_map_limit()
+    if count is None or limit is None or count <= share * limit:
+        return False
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
+    return True

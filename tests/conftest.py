@@ -34,7 +34,7 @@ if os.environ.get("DP_INFER_JAX_CACHE", "fresh").strip().lower() == "fresh":
     _session_cache = tempfile.mkdtemp(prefix="dp_infer_test_jax_cache_")
     os.environ["DP_INFER_JAX_CACHE"] = _session_cache
     atexit.register(shutil.rmtree, _session_cache, ignore_errors=True)  # this process made it: it removes it
-from dp_infer.compilation import enable_persistent_cache  # noqa: E402
+from dp_infer.compilation import enable_persistent_cache, release_compiled_programs  # noqa: E402
 
 if enable_persistent_cache() is not None:  # None: the caller's DP_INFER_JAX_CACHE turned it off
     import jax
@@ -227,6 +227,16 @@ def pytest_collection_modifyitems(config, items):
 # hides an assertion: only a dead worker's test is rescheduled.
 CRASH_RERUNS = 1
 _crashes: dict[str, int] = {}
+
+
+# A worker runs some 1,500 tests, and JAX keeps compiled programs in memory past their last use, each a
+# handful of memory maps on the CPU. The CI run of 2026-11-30 failed nine tests on one worker with
+# "LLVM compilation error: Cannot allocate memory" (a MemoryError on 1e6 floats): a probe of the same
+# tiers counted 33,000 maps in a worker 55 tests in, against the kernel's limit of 65,530
+# (vm.max_map_count). The driver releases them before every run (dp_infer.compilation); tests that
+# sample outside it are released here, after each test, by the same rule.
+def pytest_runtest_teardown(item, nextitem):
+    release_compiled_programs()
 
 
 @pytest.hookimpl(optionalhook=True)

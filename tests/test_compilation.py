@@ -141,3 +141,90 @@ def test_unwritable_directory_only_warns(tmp_path):
     blocker.write_text("not a directory")
     with pytest.warns(UserWarning, match="compilation cache is off"):
         assert enable_persistent_cache(blocker / "jax") is None
+
+
+# ------------------------------------------------------------- compiled programs held in memory
+# Oracle: the kernel's own count of this process's memory maps, and a jitted function's own cache size.
+linux_only = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="memory maps are read from /proc")
+
+
+def _held_programs(count: int):
+    """``count`` programs of one jitted function (one per static value), all kept by its cache."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    @functools.partial(jax.jit, static_argnums=1)
+    def g(x, i):
+        return jnp.sin(x) * i + jnp.cos(x * i)
+
+    for i in range(count):
+        g(jnp.ones(3), i).block_until_ready()
+    return g
+
+
+@linux_only
+def test_release_clears_held_programs_only_above_the_share(monkeypatch):
+    from dp_infer import compilation
+
+    before = compilation.memory_map_count()
+    g = _held_programs(100)
+    grown = compilation.memory_map_count()
+    assert g._cache_size() == 100
+    assert grown >= before + 100  # each CPU program holds at least one map of its own (measured: about 3)
+    assert compilation.memory_map_limit() > grown
+    assert compilation.release_compiled_programs() is False  # far below half the limit: kept
+    assert g._cache_size() == 100
+    monkeypatch.setattr(compilation, "memory_map_limit", lambda: grown)  # now the process holds all of it
+    assert compilation.release_compiled_programs(0.99) is True
+    assert g._cache_size() == 0
+    assert compilation.memory_map_count() <= grown - 100
+
+
+def test_release_needs_a_count_and_a_limit(monkeypatch):
+    from dp_infer import compilation
+
+    g = _held_programs(2)
+    monkeypatch.setattr(compilation, "memory_map_limit", lambda: None)
+    assert compilation.release_compiled_programs(1e-9) is False
+    monkeypatch.setattr(compilation, "memory_map_limit", lambda: 1)
+    monkeypatch.setattr(compilation, "memory_map_count", lambda: None)
+    assert compilation.release_compiled_programs(1e-9) is False
+    assert g._cache_size() == 2
+    monkeypatch.setattr(compilation, "memory_map_count", lambda: 2)
+    assert compilation.release_compiled_programs(1.0) is True  # 2 > 1.0 * 1
+    assert g._cache_size() == 0
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.5, float("nan"), "half"])
+def test_release_refuses_a_share_outside_0_1(share):
+    from dp_infer.compilation import release_compiled_programs
+
+    with pytest.raises(ValueError, match=r"share must be in \(0, 1\]"):
+        release_compiled_programs(share)
+
+
+def test_every_run_through_the_driver_releases_first(monkeypatch):
+    """The driver asks before each run; a process at the limit gets its programs released before the
+    run, and one below it keeps them."""
+    import numpy as np
+
+    import dp_infer
+    from dp_infer import compilation, losses
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    y = (rng.random(200) < 0.5).astype(float)
+    g = _held_programs(3)
+    dp_infer.fit(losses.logistic(), X, y, eps=1.0, delta=1e-5, seed=0, num_chains=1)
+    assert g._cache_size() == 3
+    monkeypatch.setattr(compilation, "memory_map_count", lambda: 10)
+    monkeypatch.setattr(compilation, "memory_map_limit", lambda: 10)
+    asked = []
+    real = compilation.release_compiled_programs
+    monkeypatch.setattr(compilation, "release_compiled_programs", lambda *a: asked.append(a) or real(*a))
+    monkeypatch.setattr(compilation, "memory_map_count", lambda: 11)
+    dp_infer.fit(losses.logistic(), X, y, eps=1.0, delta=1e-5, seed=0, num_chains=1)
+    assert asked == [()] and g._cache_size() == 0

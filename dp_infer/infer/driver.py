@@ -106,6 +106,9 @@ def execute(route: Route, public: Mapping[str, Any], data=None, *, ledger=None, 
     replacement)."""
     import contextlib
 
+    from ..compilation import release_compiled_programs
+
+    release_compiled_programs()  # a long process of many runs: JAX's kept programs below the kernel's map limit
     hooks = hooks or Hooks()
     plan = route.plan(public) if plan is None else plan
     if route.preflight is not None:

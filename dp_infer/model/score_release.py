@@ -53,7 +53,6 @@ noise is :func:`dp_infer.randomness.gaussian_noise` in float64, as the package's
 from __future__ import annotations
 
 import math
-import weakref
 
 import jax
 import jax.numpy as jnp
@@ -66,7 +65,7 @@ from ..routes.preconditioning import GRAM_SENSITIVITY_FACTOR
 
 __all__ = ["SCHEDULE", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND", "score_snr",
            "default_interval_share", "check_interval_share", "solve_floored", "score_release_event", "clipped_scores",
-           "release_score_statistics", "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND",
+           "score_function", "release_score_statistics", "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND",
            "MODEL_INTERVAL_ASSUMPTIONS"]
 
 #: the release's kind, stored in the release dict (run_intervals dispatches on it)
@@ -169,29 +168,25 @@ def score_release_event(mu: float, *, n: int, clip_norm: float) -> GdpEvent:
                     metadata={"parts": parts, "n": n, "clip_norm": C})
 
 
-_SCORE_FNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+def score_function(example_fn):
+    """The jitted per-example gradient ``(phi, X, y) -> (n, d)`` of ``example_fn(phi, x, y)``.
+
+    Build it once per release and pass it to :func:`clipped_scores` for every point. There is no global
+    cache: a cache keyed on ``example_fn`` whose value (this jitted function) holds ``example_fn`` never
+    lets go of either, and each fit's compiled programs stayed in memory until the process hit the
+    kernel's memory-map limit (``LLVM compilation error: Cannot allocate memory`` after about 60 fits)."""
+    return jax.jit(jax.vmap(jax.grad(example_fn), in_axes=(None, 0, 0)))
 
 
-def _score_fn(example_fn):
-    """The jitted per-example gradient of ``example_fn`` (one compilation per function)."""
-    try:
-        return _SCORE_FNS[example_fn]
-    except (KeyError, TypeError):
-        f = jax.jit(jax.vmap(jax.grad(example_fn), in_axes=(None, 0, 0)))
-        try:
-            _SCORE_FNS[example_fn] = f
-        except TypeError:  # pragma: no cover - an object without weak references: no cache
-            pass
-        return f
-
-
-def clipped_scores(example_fn, X, y, point, *, clip_norm: float, block_rows: int = 8192) -> np.ndarray:
+def clipped_scores(example_fn, X, y, point, *, clip_norm: float, block_rows: int = 8192,
+                   scores=None) -> np.ndarray:
     """Per-example gradients of ``example_fn(phi, x, y)`` at ``point``, each clipped to ``clip_norm``
-    in float64 a hair inside the radius (a non-finite gradient is 0), shape ``(n, d)``."""
+    in float64 a hair inside the radius (a non-finite gradient is 0), shape ``(n, d)``. ``scores``:
+    ``score_function(example_fn)`` when the caller already built it (one compilation per release)."""
     C = check_positive("clip_norm", clip_norm)
     X, y = jnp.asarray(X), jnp.asarray(y)
     p = jnp.asarray(point, dtype=jnp.result_type(float))
-    grad = _score_fn(example_fn)
+    grad = score_function(example_fn) if scores is None else scores
     out = []
     for lo in range(0, int(X.shape[0]), block_rows):
         g = np.asarray(grad(p, X[lo:lo + block_rows], y[lo:lo + block_rows]), dtype=np.float64)
@@ -269,10 +264,10 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
     keys = jax.random.split(key, len(parts))
     Si = np.linalg.inv(0.5 * (S + S.T))
     path, out = [phi], {}
-    grads = None
+    grads, scores = None, score_function(example_fn)
     for k, (part, kk) in enumerate(zip(parts, keys)):
         if grads is None:
-            grads = clipped_scores(example_fn, X, y, phi, clip_norm=C)  # private: only their noisy means leave
+            grads = clipped_scores(example_fn, X, y, phi, clip_norm=C, scores=scores)  # private: only their noisy means leave
         if part["statistic"] == "score":
             rel = private_second_moment_of_gram(grads.T @ grads, n, max_sq_norm=C * C, mu=part["mu"], key=kk)
             out.update(score=rel.matrix, score_sd=float(rel.event.metadata["noise_sd"]))
