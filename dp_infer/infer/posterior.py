@@ -480,6 +480,18 @@ def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key, X_pu
     draws = run.draws().reshape(-1, run.plan.dim)
     if mu <= 0 or not np.all(np.isfinite(draws)):
         return
+    release = release_newton_statistics(loss, X, y, mu=mu, key=key, X_public=X_public,
+                                        **interval_release_inputs(run, loss, X_public))
+    run.report_extras["interval_release"] = release.to_dict()
+
+
+def interval_release_inputs(run: PrivateRun, loss: PerExampleLoss, X_public=None) -> dict:
+    """The public inputs of a posterior run's interval release, all computed from its plan and draws
+    (post-processing): ``point`` (the draws' mean), ``chol`` (the release's metric C), ``rho`` (the
+    weights' radius) and ``trust_covariance`` (the draws' covariance in C's coordinates), as keywords of
+    :func:`~dp_infer.releases.newton.release_newton_statistics`."""
+    mu = run.plan.posterior.mu_interval
+    draws = run.draws().reshape(-1, run.plan.dim)
     if X_public is None:  # the run's metric and the weights' radius its second moment implies
         C = preconditioner_chol(run.plan)
         rho = weight_radius(C, rows_second_moment(run.planned, loss))
@@ -489,9 +501,7 @@ def release_for_intervals(run: PrivateRun, loss: PerExampleLoss, X, y, key, X_pu
                                        mu_last=last)
     psi = draws @ np.linalg.inv(C).T
     cov = np.atleast_2d(np.cov(psi.T)) + 1e-12 * np.eye(run.plan.dim)
-    release = release_newton_statistics(loss, X, y, point=draws.mean(axis=0), chol=C, rho=rho, mu=mu, key=key,
-                                        trust_covariance=cov, X_public=X_public)
-    run.report_extras["interval_release"] = release.to_dict()
+    return {"point": draws.mean(axis=0), "chol": C, "rho": rho, "trust_covariance": cov}
 
 
 def rows_second_moment(plan: SamplingPlan, loss: PerExampleLoss) -> np.ndarray:
