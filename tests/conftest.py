@@ -79,6 +79,7 @@ SLOW = (
 SLOW_TESTS = (
     "diagnostics/test_released_interval_public.py::test_a_run_with_public_curvature_covers_the_truth",  # 8 runs, ~45 s
     "diagnostics/test_released_interval_public.py::test_release_level_coverage_of_the_truth_with_public_curvature",
+    "diagnostics/test_released_interval_public.py::test_the_release_inputs_are_the_runs_own",  # two fits
     "diagnostics/test_prior_dominance.py::test_a_rare_level_is_the_priors_and_the_run_says_so",  # two fits, ~15 s
     "privacy/test_minibatch.py::test_beta_max_gives_zero_when_no_beta_above_1e_300_meets_the_target",
     "privacy/test_minibatch.py::test_beta_max_bisects_without_overflow_at_the_ends_of_its_range",

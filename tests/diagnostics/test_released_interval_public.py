@@ -365,3 +365,27 @@ def test_public_curvature_it_cannot_serve_is_refused_before_the_charge(tmp_path,
                       **kw)
     assert "interval_curvature" in str(e.value) and "\n" not in str(e.value)
     assert led.history("default") == []
+
+
+@pytest.mark.filterwarnings("ignore:the chains did not mix")
+@pytest.mark.parametrize("public", [False, True])
+def test_the_release_inputs_are_the_runs_own(public):
+    """interval_release_inputs (what benchmarks.public_curvature --noise-check remakes releases from) gives the
+    metric, radius and starting point the run's own release was made with, for both curvature sources; a
+    release made from them with the same mu has the run's event and its first point."""
+    from dp_infer.infer.posterior import interval_release_inputs
+
+    loss = losses.logistic(row_norm=1.0)
+    X, y = _rows(3000, 5)
+    Xp = _rows(1000, 6)[0] if public else None
+    run = fit_posterior(loss, X, y, eps=1.0, delta=1e-5, prior_precision=PRIOR, seed=1, progress_bar=False, ess=30,
+                        interval_curvature="public" if public else "private", X_public=Xp)
+    rel = run.report_extras["interval_release"]
+    inp = interval_release_inputs(run, loss, Xp)
+    np.testing.assert_allclose(inp["chol"], np.asarray(rel["chol"]), rtol=1e-12, atol=0)
+    assert inp["rho"] == pytest.approx(rel["rho"], rel=1e-12)
+    np.testing.assert_allclose(inp["point"], np.asarray(rel["path"][0]), rtol=1e-12, atol=1e-15)
+    again = release_newton_statistics(loss, X, y, mu=run.plan.posterior.mu_interval, key=jax.random.key(7),
+                                      X_public=Xp, **inp)
+    assert again.mu == rel["mu"] and again.curvature_source == rel["curvature_source"]
+    assert again.path[0] == tuple(rel["path"][0])
