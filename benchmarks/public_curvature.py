@@ -54,7 +54,6 @@ def nonprivate_laplace(X, y, prior, weights=None):
 def _adult_demo_run(eps: float, seed: int, curvature: str):
     """The demo's posterior run on Adult (quick plan, the test file's features as ``X_public``):
     ``(adult, X, y, prior precision, run, seconds)``."""
-    from dp_infer import losses
     from dp_infer.cli.demo import DEMO_PRIOR_PRECISION, QUICK_DRAWS, QUICK_ESS
     from dp_infer.infer.posterior import fit_posterior
     from dp_infer.schema.adult import load_adult_raw
@@ -64,10 +63,17 @@ def _adult_demo_run(eps: float, seed: int, curvature: str):
     X, y = np.asarray(a.X_train, dtype=np.float64), np.asarray(a.y_train, dtype=np.float64)
     lam = DEMO_PRIOR_PRECISION
     t0 = time.time()
-    run = fit_posterior(losses.logistic(row_norm=rows.max_norm()), X, y, eps=eps, delta=1e-5, prior_precision=lam,
+    run = fit_posterior(_demo_loss(a), X, y, eps=eps, delta=1e-5, prior_precision=lam,
                         rows=rows, seed=seed, progress_bar=False, ess=QUICK_ESS, num_draws=QUICK_DRAWS,
                         interval_curvature=curvature, X_public=np.asarray(a.X_test, dtype=np.float64))
     return a, X, y, lam, run, time.time() - t0
+
+
+def _demo_loss(adult):
+    """The demo run's loss: logistic, its row norm bound from the schema's admissible rows."""
+    from dp_infer import losses
+
+    return losses.logistic(row_norm=adult.feature_map.admissible_rows().max_norm())
 
 
 def adult_public_curvature(eps: float = 1.0, seed: int = 0, curvature: str = "public") -> dict:
@@ -203,7 +209,6 @@ def adult_noise_check(seed: int = 0, keys: int = 20) -> dict:
     at 20, so a median |mean - estimand| near 0.15 is noise alone)."""
     import jax
 
-    from dp_infer import losses
     from dp_infer.diagnostics.released_interval import released_interval
     from dp_infer.infer.posterior import interval_release_inputs
     from dp_infer.releases.newton import release_newton_statistics
@@ -211,7 +216,7 @@ def adult_noise_check(seed: int = 0, keys: int = 20) -> dict:
     a, X, y, lam, run, _ = _adult_demo_run(1.0, seed, "public")
     rel = run.report_extras["interval_release"]
     Xp = np.asarray(a.X_test, dtype=np.float64)
-    loss = losses.logistic(row_norm=a.feature_map.admissible_rows().max_norm())
+    loss = _demo_loss(a)
     inputs = interval_release_inputs(run, loss, Xp)
     assert inputs["rho"] == rel["rho"], "the inputs differ from the run's own release"
     mu = run.plan.posterior.mu_interval
