@@ -265,7 +265,7 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
     slack = 1.0 + 1e-9  # the bounds hold exactly in real arithmetic; float64 rounding stays far inside this
     sens = {"gradient": 2.0 * G_link * rho * slack / n}
     Si = np.linalg.inv(0.5 * (S + S.T))
-    point, path, out, gradient_sds = theta, [theta], {}, []
+    point, path, out, gradient_sds, centre = theta, [theta], {}, [], None
     for k, (part, kk) in enumerate(zip(parts, keys)):
         Gr, Wr = _rows(loss, XC, w, X @ point, y)
         kind = part["statistic"]
@@ -280,9 +280,13 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
             g = g + z * sd
             out.update(gradient=g, gradient_sd=sd)
             gradient_sds.append(sd)
-            if k < len(parts) - 1 and Xp is not None:  # the stage's end: the public surrogate's minimiser
-                point = public_surrogate_step(loss, Xp, point, g, C, rho, S, PUBLIC_STEP_BOX)
-                path.append(point)
+            if Xp is not None:  # the stage's end: the public surrogate's minimiser (the last: the data centre)
+                nxt = public_surrogate_step(loss, Xp, point, g, C, rho, S, PUBLIC_STEP_BOX)
+                if k < len(parts) - 1:
+                    point = nxt
+                    path.append(point)
+                else:
+                    centre = nxt
             elif k < len(parts) - 1:  # the stage's end: a Newton step, held inside the draws' bulk
                 step = _solve_floored(out["curvature"], g, noise_floor(d, out["curvature_sd"]))
                 r = float(np.sqrt(step @ Si @ step))
@@ -306,4 +310,5 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
                          public_rows_sha256=None if Xp is None else hashlib.sha256(
                              np.ascontiguousarray(Xp).tobytes()).hexdigest(),
                          previous_gradient_sd=(float(gradient_sds[-2]) if Xp is not None and len(gradient_sds) > 1
-                                               else None))
+                                               else None),
+                         centre=None if centre is None else tup(centre))

@@ -154,7 +154,11 @@ class NewtonRelease:
     ``curvature_source``: ``"private"`` (H and J released, noisy) or ``"public"`` (H and the model-based
     J computed from ``public_rows`` feature rows declared public, whose bytes hash to
     ``public_rows_sha256``: exact, sds 0); ``previous_gradient_sd``: the noise sd of the gradient of the
-    stage before the last (public curvature: it sets the last step's expected length)."""
+    stage before the last (public curvature: it sets the last step's expected length); ``centre``: public
+    curvature only, the public surrogate's minimiser anchored at the last gradient (theta;
+    :func:`dp_infer.releases.newton.public_surrogate_step`), the intervals' data centre in place of one linear
+    Newton step from the last point (post-processing: free); None: the linear step (private curvature, and
+    releases made before it was added)."""
 
     path: tuple
     chol: tuple
@@ -172,6 +176,7 @@ class NewtonRelease:
     public_rows: int | None = None
     public_rows_sha256: str | None = None
     previous_gradient_sd: float | None = None
+    centre: tuple | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -235,6 +235,37 @@ def test_the_public_path_reaches_the_estimate_without_noise_where_linear_steps_d
     assert first.max() < 5 and first.max() > off.max()  # one stage from 30 sds (measured: 1.7); each contracts
 
 
+def test_the_data_centre_is_the_surrogates_minimiser_not_a_linear_step(monkeypatch):
+    # one public stage (the schedule patched) from a point far off the estimate, with the private rows as the
+    # public ones and almost no noise: the release's centre is the surrogate's minimiser anchored at the last
+    # gradient, so the intervals' data centre lands on the weighted minimiser (scipy's: the oracle) however far
+    # the last point; the same release read as a linear Newton step (``centre`` removed: what releases made
+    # before it hold, and still read) is many data sds off. On Adult (eps = 1) the linear step's centres spread
+    # 1.3x their stated sd at the median over 20 noise keys, most where a coefficient is large (docs/results.md)
+    import dp_infer.routes.newton_release as nr
+
+    monkeypatch.setattr(nr, "PUBLIC_SCHEDULE", ((("gradient", 1.0),),))
+    X, y = _rows(4000, 21, theta=THETA * 1.5)
+    C, rho = np.eye(5), 0.8
+    t_hat, w = _weighted_minimiser(X, y, C, rho)
+    assert np.any(w < 1)
+    loss = losses.logistic(row_norm=1.0)
+    data_sd = np.sqrt(np.diag(np.linalg.inv(public_curvature(loss, X, t_hat, C, rho)[0]) / 4000))
+    start = t_hat + 8 * data_sd * np.array([1, -1, 1, -1, 1])
+    rel = release_newton_statistics(loss, X, y, point=start, chol=C, rho=rho, mu=1e7, key=jax.random.key(3),
+                                    trust_covariance=np.diag((8 * data_sd) ** 2), X_public=X)
+    assert len(rel.path) == 1 and rel.centre is not None
+    iv = released_interval(rel, n=4000, prior_precision=1e-12, prob=0.9)
+    assert np.max(np.abs(iv.data_centre - t_hat) / data_sd) < 1e-3
+    linear = dict(rel.to_dict(), centre=None)
+    iv_lin = released_interval(linear, n=4000, prior_precision=1e-12, prob=0.9)
+    assert np.max(np.abs(iv_lin.data_centre - t_hat) / data_sd) > 0.5
+    # the step the long-step flag reads is the one taken: from the last point to the centre, in data sds
+    np.testing.assert_allclose(iv.newton_step, np.abs(start - iv.data_centre) / iv.data_sd, rtol=1e-9)
+    # the variance is the release's own: the centre changes nothing else
+    np.testing.assert_allclose(iv.sd, iv_lin.sd, rtol=1e-12)
+
+
 def test_release_level_coverage_of_the_truth_with_public_curvature():
     # 60 datasets, n = 5000 private, 2000 public rows, d = 5, eps = 1 (mu_interval^2 = 0.7 mu^2): the release from a
     # point 0.3 off the truth in every coordinate (the draws' mean's typical error) with a trust covariance that
