@@ -238,25 +238,22 @@ def adult_noise_check(seed: int = 0, keys: int = 20) -> dict:
     det = np.abs(t) > Z90 * sd_np
     stated = np.median(sds, axis=0)
 
-    def q(v):
-        return [round(float(x), 3) for x in np.percentile(v[det], [25, 50, 75])]
+    def q(v, mask=det):
+        return [round(float(x), 3) for x in np.percentile(v[mask], [25, 50, 75])]
 
     z = (cs - tw) / sds
     # the data's part alone (before the prior): its centre against the weighted likelihood's own minimiser, where
     # the data sd is finite (coordinates clear of the directions the public rows do not span)
-    tmle = nonprivate_laplace(X, y, 1e-6, weights=_release_weights(X, rel))[0]
+    tmle = _weighted_map(X, y, 1e-6, rel)
     dcs, dsds = np.array([iv.data_centre for iv in ivs]), np.array([iv.data_sd for iv in ivs])
     ok = det & np.all(np.isfinite(dsds), axis=0)
     dstated = np.median(dsds, axis=0)
     zd = (dcs - tmle) / dsds
 
-    def qd(v):
-        return [round(float(x), 3) for x in np.percentile(v[ok], [25, 50, 75])]
-
     return {"seed": seed, "keys": keys, "np_determined": int(det.sum()), "release_seconds": (time.time() - t0) / (keys + 1),
             "data_part_coordinates": int(ok.sum()),
-            "data_empirical_over_stated_sd_quartiles": qd(dcs.std(axis=0, ddof=1) / dstated),
-            "data_mean_centre_minus_weighted_mle_abs_quartiles": qd(np.abs(dcs.mean(axis=0) - tmle) / dstated),
+            "data_empirical_over_stated_sd_quartiles": q(dcs.std(axis=0, ddof=1) / dstated, ok),
+            "data_mean_centre_minus_weighted_mle_abs_quartiles": q(np.abs(dcs.mean(axis=0) - tmle) / dstated, ok),
             "data_cover_weighted_mle": float(np.mean(np.abs(zd[:, ok]) < Z90)),
             "mean_centre_minus_weighted_map_toward_zero_quartiles": q(-(cs.mean(axis=0) - tw) * np.sign(tw) / stated),
             "empirical_over_stated_sd_quartiles": q(cs.std(axis=0, ddof=1) / stated),

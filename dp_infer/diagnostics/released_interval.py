@@ -50,8 +50,9 @@ last gradient (:func:`dp_infer.releases.newton.public_surrogate_step`), which fo
 the whole last step, so the offset the earlier stages' noise leaves does not enter the centre through the
 loss's nonlinearity (a linear step's error is quadratic in that offset: on Adult at eps = 1 its centres spread
 1.3x their stated sd at the median over 20 noise keys, most on the large coefficients). A release without
-``centre`` (made before it was added) is read with the linear step. The release's metric ``C`` is then the public curvature's whitening and its path the public surrogate's minimisers
-(:mod:`dp_infer.routes.newton_release`); this module reads both from the release as it does the run's metric.
+``centre`` (made before it was added) is read with the linear step. The release's metric ``C`` is then the
+public curvature's whitening and its path the public surrogate's minimisers (:mod:`dp_infer.routes.newton_release`);
+this module reads both from the release as it does the run's metric.
 """
 
 from __future__ import annotations
