@@ -102,10 +102,10 @@ def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gra
     Where noise puts a coordinate's released gradient beyond what the surrogate can reach (a rare level:
     its gradient's range is its frequency), ``F`` decreases without end along it; the box (``half_width``
     times the draws' sd per coordinate, ``trust_covariance`` the draws' covariance in psi) holds that
-    coordinate at its edge while the others reach their minimiser (L-BFGS-B on the box, in coordinates scaled
-    by the draws' sds). Post-processing of the released gradient and public inputs: free."""
-    from scipy.optimize import minimize
-
+    coordinate at its edge while the others reach their minimiser (on Adult at eps = 1, 40-55 of the 100
+    coordinates end on the box's edge). Solved by Newton's method on the box (:func:`_box_newton`) with the
+    surrogate's exact public Hessian, in coordinates scaled by the draws' sds. Post-processing of the released
+    gradient and public inputs: free."""
     Xp = np.asarray(X_public, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
     p = np.asarray(point, dtype=np.float64)
@@ -132,10 +132,50 @@ def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gra
             val, grd = surrogate(v)
             return val - float(v @ shift), grd - shift
 
-        res = minimize(objective, np.zeros_like(p), jac=True, method="L-BFGS-B",
-                       bounds=[(-half_width, half_width)] * p.size,
-                       options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-12})
-    return p + D * res.x
+        def hessian(v):  # the surrogate's (the anchor's term is linear): mean w phi''(z) (D x)(D x)^T + l2 D^2
+            k = _public_curvature_terms(loss, z0 + Xs @ v)
+            return (Xs * (w * k)[:, None]).T @ Xs / m + l2 * np.diag(D * D)
+
+        v = _box_newton(objective, hessian, p.size, half_width)
+    return p + D * v
+
+
+def _box_newton(objective, hessian, dim: int, half_width: float, max_iter: int = 100) -> np.ndarray:
+    """The minimiser of a smooth convex ``objective`` (``v -> (value, gradient)``) over the box
+    ``|v_i| <= half_width``, from ``v = 0``, by Newton's method with the box in the subproblem: each step is the
+    minimiser of the quadratic model over the box (a bounded least-squares problem, scipy's BVLS, with the
+    model's Hessian factored as ``R^T R``, eigenvalues floored at 1e-12 of the largest), then backtracking
+    (Armijo, up to the objective's rounding) along it; every point stays in the box. Stops when a step moves
+    no coordinate more than 1e-9 (units of ``v``) or the line search cannot decrease the objective.
+
+    Why not L-BFGS-B: the public surrogate of a one-hot design has strongly correlated coordinates; on Adult
+    L-BFGS-B took 1,050-1,410 iterations (11-14 s) per stage where this takes 7-12 (0.2-0.6 s), and ends at a
+    lower value with a projected gradient 1e-11-1e-14 against L-BFGS-B's 1e-8. ``max_iter`` bounds a run that
+    does not meet the test (not seen): the point returned is then the last, feasible and no worse than the
+    start."""
+    from scipy.optimize import lsq_linear
+
+    v = np.zeros(dim)
+    f, g = objective(v)
+    for _ in range(max_iter):
+        lam, U = np.linalg.eigh(hessian(v))
+        lam = np.maximum(lam, 1e-12 * max(float(lam[-1]), 1e-300))
+        # 1/2 |R d + r|^2 = 1/2 d^T H d + g . d + const with R = diag(sqrt lam) U^T, R^T r = g
+        step = lsq_linear(np.sqrt(lam)[:, None] * U.T, -(U.T @ g) / np.sqrt(lam),
+                          bounds=(-half_width - v, half_width - v), method="bvls", tol=1e-14).x
+        slope = float(g @ step)
+        if np.max(np.abs(step)) <= 1e-9 or slope >= 0.0:
+            break
+        a, rounding = 1.0, 4.0 * np.finfo(float).eps * max(1.0, abs(f))
+        while True:
+            f_new, g_new = objective(v + a * step)
+            if f_new <= f + 1e-4 * a * slope + rounding:
+                break
+            a *= 0.5
+            if a < 1e-10:
+                return v
+        v, f, g = np.clip(v + a * step, -half_width, half_width), f_new, g_new
+    return v
 
 
 def predicted_width_ratio(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.ndarray, rho: float,

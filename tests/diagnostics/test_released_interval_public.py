@@ -420,3 +420,41 @@ def test_the_release_inputs_are_the_runs_own(public):
                                       X_public=Xp, **inp)
     assert again.mu == rel["mu"] and again.curvature_source == rel["curvature_source"]
     assert again.path[0] == tuple(rel["path"][0])
+
+
+def test_on_a_one_hot_design_the_surrogate_step_meets_the_box_optimality_conditions():
+    # the case the solver is for: an intercept plus one-hot levels (some rare), so the coordinates correlate
+    # strongly, and noise that pushes many released gradients beyond reach. The oracle is the Karush-Kuhn-Tucker
+    # conditions of min F over the box, F's gradient computed here by numpy: a coordinate inside the box has a
+    # zero gradient, one on an edge a gradient pointing out of the box. Tolerance 1e-9 of the gradient's scale
+    # (measured: 6e-13; two Newton iterations leave 3e-4, so a solver stopped early fails)
+    rng = np.random.default_rng(21)
+    m, levels = 4000, 12
+    freq = np.r_[np.full(4, 0.2), np.full(levels - 4, 0.2 / (levels - 4))]
+    lv = rng.choice(levels, size=m, p=freq / freq.sum())
+    X = np.concatenate([np.ones((m, 1)), np.eye(levels)[lv], rng.normal(0, 0.3, (m, 2)).clip(-1, 1)], axis=1) / 2.0
+    d = X.shape[1]
+    C, rho = np.eye(d), 10.0
+    p = rng.normal(0, 0.5, d)
+    y = (rng.uniform(size=m) < 1 / (1 + np.exp(-X @ rng.normal(0, 1.0, d)))).astype(float)
+    # a released gradient: the labelled rows' at p plus noise of 0.004, beyond what the rarest levels' (frequency
+    # 0.025) gradients can reach for some of them: those stop on the box's edge
+    g = X.T @ (1 / (1 + np.exp(-X @ p)) - y) / m + rng.normal(0, 0.004, d)
+    cov = np.diag(rng.uniform(0.2, 1.0, d))
+    half = 2.0
+    loss = losses.logistic(row_norm=1.0)
+    nxt = public_surrogate_step(loss, X, p, g, C, rho, cov, half)
+    sd = np.sqrt(np.diag(cov))
+    v = (nxt - p) / sd
+    assert np.all(np.abs(v) <= half * (1 + 1e-12))
+
+    def grad_L(t):  # the public surrogate's gradient: mean w sigma(z) x (w = 1 here: rho exceeds every row's norm)
+        return X.T @ (1 / (1 + np.exp(-X @ t))) / m
+
+    dF = sd * (grad_L(nxt) - grad_L(p) + g)  # F's gradient in the box's coordinates (C = I: g is theta's)
+    scale = np.max(np.abs(sd * g))
+    edge_hi, edge_lo = v >= half * (1 - 1e-9), v <= -half * (1 - 1e-9)
+    inside = ~(edge_hi | edge_lo)
+    assert 2 <= edge_hi.sum() + edge_lo.sum() <= d - 4  # both kinds occur: the test is not vacuous
+    np.testing.assert_array_less(np.abs(dF[inside]), 1e-9 * scale)
+    assert np.all(dF[edge_hi] <= 1e-9 * scale) and np.all(dF[edge_lo] >= -1e-9 * scale)
