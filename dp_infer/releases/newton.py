@@ -144,7 +144,8 @@ def _box_newton(objective, hessian, dim: int, half_width: float, max_iter: int =
     """The minimiser of a smooth convex ``objective`` (``v -> (value, gradient)``) over the box
     ``|v_i| <= half_width``, from ``v = 0``, by Newton's method with the box in the subproblem: each step is the
     minimiser of the quadratic model over the box (a bounded least-squares problem, scipy's BVLS, with the
-    model's Hessian factored as ``R^T R``, eigenvalues floored at 1e-12 of the largest), then backtracking
+    model's Hessian factored as ``R^T R``, eigenvalues floored at 1e-12 of the largest or of the gradient's size
+    over the box's, so a flat direction's step is finite), then backtracking
     (Armijo, up to the objective's rounding) along it; every point stays in the box. Stops when a step moves
     no coordinate more than 1e-9 (units of ``v``) or the line search cannot decrease the objective.
 
@@ -159,7 +160,8 @@ def _box_newton(objective, hessian, dim: int, half_width: float, max_iter: int =
     f, g = objective(v)
     for _ in range(max_iter):
         lam, U = np.linalg.eigh(hessian(v))
-        lam = np.maximum(lam, 1e-12 * max(float(lam[-1]), 1e-300))
+        # the floor keeps R finite where the curvature vanishes (then a model step of about the box's width)
+        lam = np.maximum(lam, 1e-12 * max(float(lam[-1]), float(np.max(np.abs(g))) / half_width, 1e-300))
         # 1/2 |R d + r|^2 = 1/2 d^T H d + g . d + const with R = diag(sqrt lam) U^T, R^T r = g
         step = lsq_linear(np.sqrt(lam)[:, None] * U.T, -(U.T @ g) / np.sqrt(lam),
                           bounds=(-half_width - v, half_width - v), method="bvls", tol=1e-14).x

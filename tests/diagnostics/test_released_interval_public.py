@@ -5,6 +5,7 @@ dp_infer.diagnostics.released_interval)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax
 import numpy as np
@@ -458,3 +459,15 @@ def test_on_a_one_hot_design_the_surrogate_step_meets_the_box_optimality_conditi
     assert 2 <= edge_hi.sum() + edge_lo.sum() <= d - 4  # both kinds occur: the test is not vacuous
     np.testing.assert_array_less(np.abs(dF[inside]), 1e-9 * scale)
     assert np.all(dF[edge_hi] <= 1e-9 * scale) and np.all(dF[edge_lo] >= -1e-9 * scale)
+
+
+def test_a_flat_surrogate_moves_each_coordinate_to_the_box_edge_against_its_gradient():
+    # zero public features and no L2 term: the surrogate is linear, F(theta) = const + g . (theta - p), so its
+    # minimiser over the box is the corner against g (units: each coordinate's draws' sd) and a coordinate with
+    # g = 0 stays; the Newton step's curvature floor must keep this finite (no overflow, no NaN)
+    cov = np.diag([1.0, 4.0, 0.25])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # an overflow in the step is a failure, not a warning
+        nxt = public_surrogate_step(losses.logistic(row_norm=1.0), np.zeros((50, 3)), np.zeros(3),
+                                    np.array([0.3, -0.2, 0.0]), np.eye(3), 1.0, cov, 2.0)
+    np.testing.assert_allclose(nxt, [-2.0, 4.0, 0.0], atol=1e-12)
