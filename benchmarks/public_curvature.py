@@ -51,7 +51,7 @@ def nonprivate_laplace(X, y, prior, weights=None):
     return t, np.sqrt(np.diag(np.linalg.inv((X * (w * s * (1 - s))[:, None]).T @ X + prior * np.eye(d))))
 
 
-def _adult_demo_run(eps: float, seed: int, curvature: str):
+def adult_demo_run(eps: float, seed: int, curvature: str):
     """The demo's posterior run on Adult (quick plan, the test file's features as ``X_public``):
     ``(adult, X, y, prior precision, run, seconds)``."""
     from dp_infer.cli.demo import DEMO_PRIOR_PRECISION, QUICK_DRAWS, QUICK_ESS
@@ -63,13 +63,13 @@ def _adult_demo_run(eps: float, seed: int, curvature: str):
     X, y = np.asarray(a.X_train, dtype=np.float64), np.asarray(a.y_train, dtype=np.float64)
     lam = DEMO_PRIOR_PRECISION
     t0 = time.time()
-    run = fit_posterior(_demo_loss(a), X, y, eps=eps, delta=1e-5, prior_precision=lam,
+    run = fit_posterior(demo_loss(a), X, y, eps=eps, delta=1e-5, prior_precision=lam,
                         rows=rows, seed=seed, progress_bar=False, ess=QUICK_ESS, num_draws=QUICK_DRAWS,
                         interval_curvature=curvature, X_public=np.asarray(a.X_test, dtype=np.float64))
     return a, X, y, lam, run, time.time() - t0
 
 
-def _demo_loss(adult):
+def demo_loss(adult):
     """The demo run's loss: logistic, its row norm bound from the schema's admissible rows."""
     from dp_infer import losses
 
@@ -77,7 +77,7 @@ def _demo_loss(adult):
 
 
 def adult_public_curvature(eps: float = 1.0, seed: int = 0, curvature: str = "public") -> dict:
-    a, X, y, lam, run, secs = _adult_demo_run(eps, seed, curvature)
+    a, X, y, lam, run, secs = adult_demo_run(eps, seed, curvature)
     n, d = X.shape
     out = {"eps": eps, "seed": seed, "n": n, "d": d, "public_rows": int(np.shape(a.X_test)[0]), "curvature": curvature,
            "seconds": secs, "beta_over_n": run.plan.beta / n}
@@ -164,7 +164,7 @@ def adult_shortfall(seed: int = 0, noise_factors=(1.0, 0.8, 0.7, 0.6, 0.5)) -> d
     sd, no noise) and the privacy noise (``sqrt(sd^2 - sd_w^2)``), the share the arithmetic expects from the
     measured widths (:func:`expected_share_determined`), against the share measured, and the share expected
     if the noise were scaled by each of ``noise_factors`` (``1 / factor`` times the release's mu)."""
-    _, X, y, lam, run, _ = _adult_demo_run(1.0, seed, "public")
+    _, X, y, lam, run, _ = adult_demo_run(1.0, seed, "public")
     iv = run.intervals(0.9)
     rel = run.report_extras["interval_release"]
     t, sd = nonprivate_laplace(X, y, lam)
@@ -217,10 +217,10 @@ def adult_noise_check(seed: int = 0, keys: int = 20) -> dict:
     from dp_infer.infer.posterior import interval_release_inputs
     from dp_infer.releases.newton import release_newton_statistics
 
-    a, X, y, lam, run, _ = _adult_demo_run(1.0, seed, "public")
+    a, X, y, lam, run, _ = adult_demo_run(1.0, seed, "public")
     rel = run.report_extras["interval_release"]
     Xp = np.asarray(a.X_test, dtype=np.float64)
-    loss = _demo_loss(a)
+    loss = demo_loss(a)
     inputs = interval_release_inputs(run, loss, Xp)
     assert inputs["rho"] == rel["rho"], "the inputs differ from the run's own release"
     mu = run.plan.posterior.mu_interval

@@ -23,10 +23,21 @@ from .adaptation import SETTLE_TIME, auto_windows, worst_relaxation_time
 from .preconditioning import SecondMoment, precision_matrix
 
 __all__ = ["PosteriorBudget", "posterior_budget", "PathCost", "coldest_beta", "widest_clip_radius",
-           "BETA_RANGE"]
+           "BETA_RANGE", "FLOAT32_GRADIENT_MARGIN"]
 
 #: the inverse temperatures the bisection searches (geometric)
 BETA_RANGE = (1e-8, 1e8)
+
+#: the planned sensitivity's margin for the chains' float32 arithmetic, a share of the real-arithmetic bound.
+#: The chain computes ``grad V`` in float32: two neighbouring datasets' computed gradients differ by the exact
+#: difference (at most the bound) plus each one's rounding, an absolute error of about 2^-24 |grad V| a
+#: coordinate, so no relative margin covers every state; at the states the draws visit it is small. Measured
+#: on the demo's Adult run (``python -m benchmarks.float32_gradient``: eps = 1, the clipped chain's own metric,
+#: 10 states from its draws, two of them 5x further out, |grad V| up to 48; 20 replace-one pairs each): the
+#: computed difference exceeds the float64 one by at most 3.1e-4 of the bound (an outside audit's stress test
+#: with large prior gradients: 2.3e-4). The margin covers that 3x over; docs/threat-model.md says what it does
+#: not cover.
+FLOAT32_GRADIENT_MARGIN = 1e-3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,16 +117,17 @@ class PathCost:
     def sensitivity(self, beta: float, radius: float | None = None) -> float:
         """The replace-one sensitivity of the mean gradient in the metric at this beta: the metric's
         bound over the rows (or the row-norm ball), and with the clip ``2 tau / n``, ``tau = radius /
-        sqrt(beta)`` (the only bound that holds in an adapted metric, unknown before sampling)."""
+        sqrt(beta)`` (the only bound that holds in an adapted metric, unknown before sampling); times
+        ``1 +`` :data:`FLOAT32_GRADIENT_MARGIN` for the chains' float32 rounding."""
         c = self.constants
         radius = self.clip_radius if radius is None else radius
         P = np.linalg.inv(precision_matrix(self.second_moment, beta, self.kappa_P, self.prior_precision))
         s = metric_gradient_sensitivity(P, self.n, link_derivative_bound=c.link_derivative_bound,
                                         grad_diff=c.grad_diff, rows=self.rows, row_norm=self.row_norm)
-        if radius is None:
-            return s
-        clip_bound = 2.0 * radius / (math.sqrt(beta) * self.n)  # every clipped ||C^T g|| <= tau
-        return clip_bound if self.adapt_metric else min(s, clip_bound)
+        if radius is not None:
+            clip_bound = 2.0 * radius / (math.sqrt(beta) * self.n)  # every clipped ||C^T g|| <= tau
+            s = clip_bound if self.adapt_metric else min(s, clip_bound)
+        return s * (1.0 + FLOAT32_GRADIENT_MARGIN)
 
     def mu_of(self, beta: float, radius: float | None = None) -> float:
         """The path's GDP mu at this beta (increasing in beta: the windows only grow with it)."""

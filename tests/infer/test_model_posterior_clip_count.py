@@ -28,6 +28,7 @@ from dp_infer.model.clipping import DEFAULT_COUNT_SHARE
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.events import GdpEvent
 from dp_infer.privacy.ledger import Ledger
+from dp_infer.routes.posterior_path import FLOAT32_GRADIENT_MARGIN
 
 EPS, DELTA, C, S = 1.0, 1e-5, 0.5, 2.0  # S: the declared prior scale (whitening), so grad_phi = S grad_theta
 RUN = dict(target="posterior", eps=EPS, delta=DELTA, clip_norm=C, prior_scales=S, ess=8, num_draws=20,
@@ -155,10 +156,10 @@ def test_an_invalid_share_is_refused_by_name_before_anything_is_charged(tmp_path
     assert led.history("d") == []
 
 
+@pytest.mark.filterwarnings("ignore:the chains did not mix")  # ess=8 in 20 draws: a tiny run, mixed or not
 def test_share_zero_makes_no_count_says_why_and_plans_at_the_full_target(tmp_path):
     X, y = _data()
-    with pytest.warns(UserWarning, match="did not mix"):  # ess=8 in 20 draws: a tiny run
-        run = dp_infer.fit(model=logreg, X=X, y=y, seed=1, clip_count_share=0, **RUN)
+    run = dp_infer.fit(model=logreg, X=X, y=y, seed=1, clip_count_share=0, **RUN)
     assert run.clipped_rows is None and "clipped_rows" not in run.report()
     assert "clip_count_share=0" in run.report()["clipped_rows_skipped"]
     alone = _plan_without_count(X, y, EPS, run.plan.posterior.interval_share)
@@ -216,7 +217,8 @@ def test_a_clipped_loss_in_the_posterior_mode_gets_the_count_too(tmp_path):
         warnings.simplefilter("ignore", UserWarning)
         run = dp_infer.fit(loss, X, y, ledger=led, dataset_id="d", **kw)
         off = dp_infer.fit(loss, X, y, clip_count_share=0, **kw)
-    assert run.plan.sensitivity == pytest.approx(2 * 0.5 / len(y))  # the loss's clip is the one run
+    # the loss's clip is the one run (and the float32 margin on it)
+    assert run.plan.sensitivity == pytest.approx(2 * 0.5 / len(y) * (1 + FLOAT32_GRADIENT_MARGIN), rel=1e-12)
     c = run.clipped_rows
     mu_count = math.sqrt(DEFAULT_COUNT_SHARE) * _gdp_mu(EPS, DELTA)
     assert c["mu"] == pytest.approx(mu_count, rel=1e-8) and c["noise_sd"] == pytest.approx(1 / mu_count, rel=1e-8)

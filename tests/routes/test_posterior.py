@@ -21,6 +21,7 @@ from dp_infer import losses
 from dp_infer.losses import LossConstants, PerExampleLoss
 from dp_infer.privacy import path as path_privacy
 from dp_infer.routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
+from dp_infer.routes.posterior_path import FLOAT32_GRADIENT_MARGIN
 from dp_infer.routes.preconditioning import SecondMoment, prior_second_moment
 from dp_infer.releases.second_moment import public_second_moment
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
@@ -28,6 +29,9 @@ from dp_infer.privacy.events import GdpEvent
 from dp_infer.schema.admissible import AdmissibleRows, ConstantBlock, IntervalBlock, OneOfBlock
 from tests.support.mp_oracles import gdp_delta_mp, gdp_mu_for_delta_mp
 from tests.support.strict_tolerance import approx
+
+#: the planned sensitivity's float32 margin (dp_infer.routes.posterior_path.FLOAT32_GRADIENT_MARGIN)
+F32 = 1.0 + FLOAT32_GRADIENT_MARGIN
 
 
 def _logistic(R=2.0):
@@ -67,7 +71,7 @@ def test_prior_preconditioner_plan_is_the_closed_form(kw, lam):
     gamma = kw.get("friction", 2.0) if under else 1.0
     t_s = 2 * ess * gamma / (K * c)
     t = t_s + burn
-    Delta = 2 * R / math.sqrt(lam_v.min()) / n          # link bound 1, P = Lambda^-1, ||x|| <= R
+    Delta = 2 * R / math.sqrt(lam_v.min()) / n * F32    # link bound 1, P = Lambda^-1, ||x|| <= R; float32 margin
     mu_star = gdp_mu_for_delta_mp(eps, delta)
     beta_star = mu_star / (Delta * math.sqrt(K * t / (2 * gamma)))
     assert beta_star * (1 - 1e-9) <= p.beta <= beta_star * (1 + 1e-14)
@@ -128,11 +132,11 @@ def test_public_second_moment_beta_is_the_root_of_the_beta_dependent_sensitivity
                        second_moment=public_second_moment(Xpub))
     t = 2 * ess / (K * 0.4) + 10.0
     mu_star = gdp_mu_for_delta_mp(eps, delta)
-    f = lambda b: b * _precond_sensitivity(S, b, 0.125, lam, R, n) * math.sqrt(K * t / 2) - mu_star  # noqa: E731
+    f = lambda b: b * _precond_sensitivity(S, b, 0.125, lam, R, n) * F32 * math.sqrt(K * t / 2) - mu_star  # noqa: E731
     beta_star = optimize.brentq(f, 1e-8, 1e8, xtol=1e-300, rtol=1e-15)
     assert beta_star * (1 - 1e-9) <= p.beta <= beta_star * (1 + 1e-12)
     _safe_and_tight(p, eps, delta, mu_star)
-    assert p.sensitivity == approx(_precond_sensitivity(S, p.beta, 0.125, lam, R, n), rel=1e-12)
+    assert p.sensitivity == approx(_precond_sensitivity(S, p.beta, 0.125, lam, R, n) * F32, rel=1e-12)
     A = p.beta * 0.125 * S + np.diag(lam)
     assert np.allclose(np.asarray(p.preconditioner), np.linalg.inv(A), rtol=1e-12, atol=0)
     assert np.array_equal(np.asarray(p.preconditioner), np.asarray(p.preconditioner).T)
@@ -215,7 +219,7 @@ def test_admissible_rows_bound_the_sensitivity_by_brute_force():
     # P = Lambda^-1 diagonal: the block bound is exact; brute force over the 2 x 4 vertex rows
     verts = [np.array([1.0, v, *e]) for v in (-2.0, 1.0) for e in ([0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1])]
     q = max(float(x @ (x / lam)) for x in verts)
-    want = min(2 * math.sqrt(q), 2 * R / math.sqrt(lam.min())) / n
+    want = min(2 * math.sqrt(q), 2 * R / math.sqrt(lam.min())) / n * F32
     assert 2 * math.sqrt(q) < 2 * R / math.sqrt(lam.min())  # the rows' bound is the smaller one here
     assert p.sensitivity == approx(want, rel=1e-14)
     assert p.posterior.sensitivity_bound == "admissible rows (block bound)"
@@ -233,13 +237,13 @@ def test_sensitivity_is_the_smaller_of_the_glm_and_the_gradient_difference_bound
     n, lam = 100, 2.0
     # G bound sqrt(1/lam) G / n below the GLM bound 2 a R sqrt(1/lam) / n
     p = plan_posterior(_custom(link=5.0, G=1.0), n, 2, eps=1.0, delta=1e-5, prior_precision=lam, ess=10)
-    assert p.sensitivity == approx(1.0 / math.sqrt(lam) / n, rel=1e-14)
+    assert p.sensitivity == approx(1.0 / math.sqrt(lam) / n * F32, rel=1e-14)
     assert "|phi'| <= 5.0" in p.assumptions[1]
     # no GLM link: G alone; an infinite G too: refused by name
     p = plan_posterior(_custom(G=3.0), n, 2, eps=1.0, delta=1e-5, prior_precision=lam, ess=10)
-    assert p.sensitivity == approx(3.0 / math.sqrt(lam) / n, rel=1e-14) and "G = 3" in p.assumptions[1]
+    assert p.sensitivity == approx(3.0 / math.sqrt(lam) / n * F32, rel=1e-14) and "G = 3" in p.assumptions[1]
     q = plan_posterior(_custom(link=0.5, G=math.inf), n, 2, eps=1.0, delta=1e-5, prior_precision=lam, ess=10)
-    assert q.sensitivity == approx(2 * 0.5 / math.sqrt(lam) / n, rel=1e-14)
+    assert q.sensitivity == approx(2 * 0.5 / math.sqrt(lam) / n * F32, rel=1e-14)
     with pytest.raises(ValueError, match="neither a GLM link bound nor a finite gradient-difference bound"):
         plan_posterior(_custom(G=math.inf), n, 2, eps=1.0, delta=1e-5, prior_precision=lam)
 
@@ -261,14 +265,14 @@ def test_curvature_from_the_loss_or_the_caller():
     r = plan_posterior(_custom(G=2.0, R=math.inf), 100, 2, eps=1.0, delta=1e-5, prior_precision=0.5,
                        ess=10, curvature=3.0)
     assert r.posterior.step.bound_M_phi == approx(1 + r.beta * 3.0 / 0.5, rel=1e-13)
-    assert r.sensitivity == approx(2.0 / math.sqrt(0.5) / 100, rel=1e-14)
+    assert r.sensitivity == approx(2.0 / math.sqrt(0.5) / 100 * F32, rel=1e-14)
 
 
 def test_the_inverse_temperature_search_range():
     # beta* just above the search's lower end 1e-8 is found; below it the plan is refused by name
     n, R, K, eps, delta = 10, 1.0, 1, 0.5, 1e-5
     mu_star = gdp_mu_for_delta_mp(eps, delta)
-    Delta = 2 * R / n
+    Delta = 2 * R / n * F32
     for ess, ok in ((2.0e15, True), (5.0e15, False)):
         t = 2 * ess / (K * 0.4) + 10.0
         beta_star = mu_star / (Delta * math.sqrt(K * t / 2))
@@ -375,7 +379,7 @@ def test_beta_is_capped_at_n_and_the_rest_widens_the_clip():
     r = post.clip_radius
     assert r > math.sqrt(d)
     t = post.burn_in_time + post.sample_time
-    mu = path_privacy.path_mu(n, 2 * r / (math.sqrt(n) * n), t, None, 4)
+    mu = path_privacy.path_mu(n, 2 * r / (math.sqrt(n) * n) * F32, t, None, 4)
     assert mu == pytest.approx(plan.event.mu, rel=1e-9)
     assert plan.event.mu <= gdp_mu(1.0, 1e-5) * (1 + 1e-12)
     assert plan.event.mu >= gdp_mu(1.0, 1e-5) * (1 - 1e-8)  # the slack is spent, not lost

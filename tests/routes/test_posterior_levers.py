@@ -15,6 +15,7 @@ from dp_infer.losses.metric_clip import resolve_clip_radius
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.routes.forecast import forecast_posterior
 from dp_infer.routes.posterior import plan_posterior
+from dp_infer.routes.posterior_path import FLOAT32_GRADIENT_MARGIN
 
 
 def test_clip_sets_beta_in_closed_form():
@@ -24,9 +25,10 @@ def test_clip_sets_beta_in_closed_form():
     plan = plan_posterior(losses.logistic(row_norm=3.0), n, d, eps=1.0, delta=1e-5, prior_precision=1.0,
                           clip_radius=r)
     mu = gdp_mu(1.0, 1e-5)
-    beta = mu ** 2 * n ** 2 / (2 * r * r * plan.num_chains * plan.horizon)
+    f32 = 1.0 + FLOAT32_GRADIENT_MARGIN  # the planned sensitivity's float32 margin
+    beta = mu ** 2 * n ** 2 / (2 * r * r * f32 ** 2 * plan.num_chains * plan.horizon)
     assert plan.beta == pytest.approx(beta, rel=1e-8)
-    assert plan.sensitivity == pytest.approx(2 * r / (math.sqrt(plan.beta) * n), rel=1e-12)
+    assert plan.sensitivity == pytest.approx(2 * r / (math.sqrt(plan.beta) * n) * f32, rel=1e-12)
     assert plan.posterior.clip_tau == pytest.approx(r / math.sqrt(plan.beta), rel=1e-12)
     assert plan.posterior.sensitivity_bound.startswith("per-example gradients clipped")
     old = plan_posterior(losses.logistic(row_norm=3.0), n, d, eps=1.0, delta=1e-5, prior_precision=1.0)

@@ -19,6 +19,7 @@ from dp_infer.privacy import path as path_privacy
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.routes.adaptation import MAX_AUTO_WINDOWS, SETTLE_TIME
 from dp_infer.routes.posterior import plan_posterior
+from dp_infer.routes.posterior_path import FLOAT32_GRADIENT_MARGIN
 from dp_infer.routes.preconditioning import pending_second_moment
 from dp_infer.releases.second_moment import private_second_moment
 
@@ -62,7 +63,8 @@ def test_auto_windows_follow_the_rule_and_the_event_covers_them(eps):
     assert ad.windows == pytest.approx([2.0 * w for w in want])  # friction 2 scales them
     assert len(ad.windows) <= MAX_AUTO_WINDOWS
     t = post.burn_in_time + sum(ad.windows) + SETTLE_TIME + post.sample_time
-    mu_path = path_privacy.path_mu(plan.beta, 2 * math.sqrt(D) / (math.sqrt(plan.beta) * N), t, 2.0, 4)
+    clip_bound = 2 * math.sqrt(D) / (math.sqrt(plan.beta) * N) * (1 + FLOAT32_GRADIENT_MARGIN)  # and the float32 margin
+    mu_path = path_privacy.path_mu(plan.beta, clip_bound, t, 2.0, 4)
     assert post.mu_path == pytest.approx(mu_path, rel=1e-12)
     assert plan.event.mu == pytest.approx(math.hypot(mu_path, mu_s), rel=1e-12)
     assert plan.event.mu <= gdp_mu(eps, 1e-5) * (1 + 1e-12)

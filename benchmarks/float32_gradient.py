@@ -1,0 +1,97 @@
+"""How far float32 rounding carries two neighbouring datasets' computed gradients past the planned
+sensitivity (issue 40, part 2): the measurement behind
+:data:`dp_infer.routes.posterior_path.FLOAT32_GRADIENT_MARGIN`.
+
+The posterior chain computes ``grad V(phi) = beta mean_i clip(g_i(phi)) + C^T Lambda C phi`` in float32
+(:func:`dp_infer.losses.metric_clip.clipped_potential`). For a replace-one pair the exact difference is at
+most ``beta 2 tau / n``; the computed one also carries each side's rounding. This module computes, at given
+states and pairs, ``|grad V(D) - grad V(D')| / (beta 2 tau / n)`` in float32 and in float64 (the same
+formula, x64) and reports the float32 excess over the float64 figure, in units of the sensitivity.
+
+``python -m benchmarks.float32_gradient``: the demo's Adult run (eps = 1, seed 0), 10 states from its draws
+(two of them scaled 5x, further out than the chains go), 20 random pairs (row i replaced by row j with the
+label flipped) at each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dp_infer.losses.metric_clip import clip_levels, clipped_link
+
+
+def neighbour_excess(loss, X, y, *, beta: float, chol, tau: float, prior_precision, states, pairs) -> dict:
+    """For each state ``phi`` (rows of ``states``) and replace-one pair ``(i, j)`` (row i becomes row j with
+    its label flipped), the computed ``|grad V(D') - grad V(D)|`` over the sensitivity ``beta 2 tau / n``, in
+    float32 and float64; returns both ratios' maxima, the largest float32-minus-float64 excess (units of the
+    sensitivity) and the largest ``|grad V|`` met. Reads the rows: a measurement, never a release."""
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    C = np.asarray(chol, dtype=np.float64)
+    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
+    sens = beta * 2.0 * tau / n
+    f = clipped_link(loss)
+    ratios, grad_norm = {}, 0.0
+    for name, dt in (("float32", jnp.float32), ("float64", jnp.float64)):
+        with jax.enable_x64(dt == jnp.float64):
+            Cj, lj = jnp.asarray(C, dt), jnp.asarray(lam, dt)
+
+            def V(phi, XC, yy, aa):
+                theta = Cj @ phi
+                return beta * jnp.mean(f(XC @ phi, yy, aa)) + 0.5 * jnp.sum(lj * theta * theta)
+
+            grad = jax.jit(jax.grad(V))
+            XC = jnp.asarray(X @ C, dt)
+            yy = jnp.asarray(y, dt)
+            aa = clip_levels(XC, tau).astype(dt)
+            out = []
+            for phi in np.asarray(states, dtype=np.float64):
+                ph = jnp.asarray(phi, dt)
+                g0 = np.asarray(grad(ph, XC, yy, aa), dtype=np.float64)
+                grad_norm = max(grad_norm, float(np.linalg.norm(g0)))
+                for i, j in pairs:
+                    g1 = grad(ph, XC.at[i].set(XC[j]), yy.at[i].set(1 - yy[j]), aa.at[i].set(aa[j]))
+                    out.append(float(np.linalg.norm(np.asarray(g1, dtype=np.float64) - g0)) / sens)
+            ratios[name] = np.array(out)
+    excess = ratios["float32"] - ratios["float64"]
+    return {"sensitivity": sens, "pairs": int(excess.size), "max_ratio_float32": float(ratios["float32"].max()),
+            "max_ratio_float64": float(ratios["float64"].max()), "max_excess_float32": float(np.abs(excess).max()),
+            "max_grad_norm": grad_norm}
+
+
+def adult_float32_excess(seed: int = 0, states: int = 8, pairs: int = 20) -> dict:
+    """:func:`neighbour_excess` on the demo's Adult posterior run (eps = 1), in its final clipped metric."""
+    from benchmarks.public_curvature import adult_demo_run, demo_loss
+    from dp_infer.routes.posterior_path import FLOAT32_GRADIENT_MARGIN
+
+    a, X, y, _, run, _ = adult_demo_run(1.0, seed, "public")
+    plan = run.plan
+    C = np.linalg.cholesky(np.asarray(plan.preconditioner, dtype=np.float64))
+    draws = np.asarray(run.draws()).reshape(-1, plan.dim)
+    rng = np.random.default_rng(seed)
+    phis = np.linalg.solve(C, draws[rng.choice(len(draws), states, replace=False)].T).T
+    phis = np.concatenate([phis, 5.0 * phis[:2]])  # two states further out: a larger prior gradient
+    ij = [(int(rng.integers(plan.n)), int(rng.integers(plan.n))) for _ in range(pairs)]
+    r = neighbour_excess(demo_loss(a), X, y, beta=plan.beta, chol=C, tau=plan.posterior.clip_tau,
+                         prior_precision=plan.prior_precision, states=phis, pairs=ij)
+    return dict(r, seed=seed, states=len(phis), n=plan.n, dim=plan.dim, margin=FLOAT32_GRADIENT_MARGIN)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m benchmarks.float32_gradient")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--pairs", type=int, default=20)
+    a = p.parse_args(argv)
+    r = adult_float32_excess(a.seed, pairs=a.pairs)
+    print("command: python -m benchmarks.float32_gradient " + " ".join(sys.argv[1:] if argv is None else argv))
+    print(json.dumps(r, indent=1))
+
+
+if __name__ == "__main__":
+    main()
