@@ -3,10 +3,12 @@ sensitivity (issue 40, part 2): the measurement behind
 :data:`dp_infer.routes.posterior_path.FLOAT32_GRADIENT_MARGIN`.
 
 The posterior chain computes ``grad V(phi) = beta mean_i clip(g_i(phi)) + C^T Lambda C phi`` in float32
-(:func:`dp_infer.losses.metric_clip.clipped_potential`). For a replace-one pair the exact difference is at
-most ``beta 2 tau / n``; the computed one also carries each side's rounding. This module computes, at given
-states and pairs, ``|grad V(D) - grad V(D')| / (beta 2 tau / n)`` in float32 and in float64 (the same
-formula, x64) and reports the float32 excess over the float64 figure, in units of the sensitivity.
+(:func:`dp_infer.losses.metric_clip.clipped_potential`, whose ``V`` is ``clipped_potential_of_rows`` with the
+dataset's rows bound; this module calls the same function with each neighbour's rows). For a replace-one pair
+the exact difference is at most ``beta 2 tau / n``; the computed one also carries each side's rounding. This
+module computes, at given states and pairs, ``|grad V(D) - grad V(D')| / (beta 2 tau / n)`` in float32 and in
+float64 (the same function, x64) and reports the float32 excess over the float64 figure, in units of the
+sensitivity.
 
 ``python -m benchmarks.float32_gradient``: the demo's Adult run (eps = 1, seed 0), 10 states from its draws
 (two of them scaled 5x, further out than the chains go), 20 random pairs (row i replaced by row j with the
@@ -23,31 +25,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dp_infer.losses.metric_clip import clip_levels, clipped_link
+from dp_infer.losses.metric_clip import clip_levels, clipped_potential_of_rows
 
 
 def neighbour_excess(loss, X, y, *, beta: float, chol, tau: float, prior_precision, states, pairs) -> dict:
     """For each state ``phi`` (rows of ``states``) and replace-one pair ``(i, j)`` (row i becomes row j with
     its label flipped), the computed ``|grad V(D') - grad V(D)|`` over the sensitivity ``beta 2 tau / n``, in
     float32 and float64; returns both ratios' maxima, the largest float32-minus-float64 excess (units of the
-    sensitivity) and the largest ``|grad V|`` met. Reads the rows: a measurement, never a release."""
+    sensitivity) and the largest ``|grad V|`` met (the chain's potential, loss L2 term included). Reads the
+    rows: a measurement, never a release."""
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     C = np.asarray(chol, dtype=np.float64)
     lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
     sens = beta * 2.0 * tau / n
-    f = clipped_link(loss)
     ratios, grad_norm = {}, 0.0
     for name, dt in (("float32", jnp.float32), ("float64", jnp.float64)):
         with jax.enable_x64(dt == jnp.float64):
-            Cj, lj = jnp.asarray(C, dt), jnp.asarray(lam, dt)
-
-            def V(phi, XC, yy, aa):
-                theta = Cj @ phi
-                return beta * jnp.mean(f(XC @ phi, yy, aa)) + 0.5 * jnp.sum(lj * theta * theta)
-
+            V = clipped_potential_of_rows(loss, beta=beta, C=jnp.asarray(C, dt), prior_precision=jnp.asarray(lam, dt))
             grad = jax.jit(jax.grad(V))
-            XC = jnp.asarray(X @ C, dt)
+            XC = jnp.asarray(X, dt) @ jnp.asarray(C, dt)  # as clipped_potential forms it
             yy = jnp.asarray(y, dt)
             aa = clip_levels(XC, tau).astype(dt)
             out = []

@@ -62,7 +62,8 @@ from .base import PerExampleLoss
 from .registry import BUILTIN_BEHAVIOURS
 
 __all__ = ["CLIPPABLE_LOSSES", "CLIPPED_CURVATURE_FACTOR", "DEFAULT_CLIP_FACTOR", "clippable", "clipped_link",
-           "clip_levels", "clipped_potential", "clipped_row_share", "default_clip_radius", "resolve_clip_radius"]
+           "clip_levels", "clipped_potential", "clipped_potential_of_rows", "clipped_row_share", "default_clip_radius",
+           "resolve_clip_radius"]
 
 
 #: the posterior mode's default clip radius is this multiple of sqrt(dim) (:func:`default_clip_radius`)
@@ -117,7 +118,8 @@ def clipped_potential(loss: PerExampleLoss, X, y, *, beta: float, C, tau: float,
     ``U(theta) = beta mean_i f(<theta, x_i>, y_i, a_i) + sum(prior_precision theta^2) / 2`` with
     ``a_i = tau / ||C^T x_i||`` and ``V(phi) = U(C phi)`` (``X C`` formed once). ``grad V`` is the
     mean of per-example gradients bounded by ``tau`` in phi-coordinates, plus the prior's.
-    The L2 term of the loss (if any) is added unclipped (it is the same for every row)."""
+    The L2 term of the loss (if any) is added unclipped (it is the same for every row).
+    ``V`` is :func:`clipped_potential_of_rows` with this dataset's rows bound."""
     f = clipped_link(loss)
     dtype = jnp.promote_types(jnp.asarray(X).dtype, jnp.float32)
     X = jnp.asarray(X, dtype=dtype)
@@ -127,19 +129,45 @@ def clipped_potential(loss: PerExampleLoss, X, y, *, beta: float, C, tau: float,
     XC = X @ C
     a = clip_levels(XC, tau)
     b = float(beta)
-
-    def data_free(theta):
-        u = 0.5 * jnp.sum(lam * theta * theta)
-        return u + 0.5 * loss.l2 * b * jnp.sum(theta * theta) if loss.l2 else u
+    data_free = _data_free_potential(loss, b, lam)
+    V_rows = clipped_potential_of_rows(loss, beta=b, C=C, prior_precision=lam)
 
     def U(theta):
         return b * jnp.mean(f(X @ theta, y, a)) + data_free(theta)
 
     def V(phi):
-        theta = C @ phi
-        return b * jnp.mean(f(XC @ phi, y, a)) + data_free(theta)
+        return V_rows(phi, XC, y, a)
 
     return U, V
+
+
+def clipped_potential_of_rows(loss: PerExampleLoss, *, beta: float, C, prior_precision):
+    """``V(phi, XC, y, a)``: the clipped chain's potential in phi-coordinates with the rows as arguments,
+    ``beta mean_i f((XC)_i phi, y_i, a_i) + sum(prior_precision theta^2) / 2`` (+ the loss's L2 term) at
+    ``theta = C phi``; ``XC`` the rows in phi-coordinates (``X @ C``), ``a`` their levels
+    (:func:`clip_levels`). The one formula the chain runs (:func:`clipped_potential` binds its rows), so a
+    measurement over neighbouring datasets (``benchmarks.float32_gradient``) computes what the chain
+    computes; ``C`` and ``prior_precision`` in the dtype the rows have."""
+    f = clipped_link(loss)
+    b = float(beta)
+    data_free = _data_free_potential(loss, b, prior_precision)
+
+    def V(phi, XC, y, a):
+        return b * jnp.mean(f(XC @ phi, y, a)) + data_free(C @ phi)
+
+    return V
+
+
+def _data_free_potential(loss: PerExampleLoss, beta: float, prior_precision):
+    """``theta -> sum(prior_precision theta^2) / 2`` plus the loss's L2 term ``beta l2 |theta|^2 / 2``
+    (unclipped: the same for every row)."""
+    lam = prior_precision
+
+    def data_free(theta):
+        u = 0.5 * jnp.sum(lam * theta * theta)
+        return u + 0.5 * loss.l2 * beta * jnp.sum(theta * theta) if loss.l2 else u
+
+    return data_free
 
 
 def clipped_row_share(loss: PerExampleLoss, X, y, theta, C, tau: float) -> float:

@@ -28,3 +28,33 @@ def test_the_float64_difference_keeps_the_clip_bound_and_float32_stays_inside_th
     assert 0.5 < r["max_ratio_float64"]  # some pair comes near the bound: the ratio is measured, not 0
     assert 0 < r["max_excess_float32"] < FLOAT32_GRADIENT_MARGIN
     assert r["max_grad_norm"] > 5 * 50.0 * 0.3  # the prior dominates |grad V| (the data part is at most beta tau)
+
+
+
+def test_the_measurement_computes_the_chains_own_gradient():
+    # the chain's V is clipped_potential's; the measurement must differentiate the same potential. Oracle: the
+    # gradient of clipped_potential's V at one state, by jax in float64; the measurement reports the largest
+    # |grad V| it met (float32 and float64 runs): equal to 1e-5 relative. A loss with an L2 term tells a re-written
+    # formula that omits it (the first version of the benchmark did: measured 5.4 off a |grad V| of 16.6)
+    import jax
+    import jax.numpy as jnp
+
+    from dp_infer.losses.metric_clip import clipped_potential
+
+    rng = np.random.default_rng(5)
+    n, d, beta, tau = 200, 4, 40.0, 0.4
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = (rng.uniform(size=n) < 0.5).astype(float)
+    C = np.linalg.cholesky(np.eye(d) * 0.5 + 0.1)
+    lam = np.full(d, 3.0)
+    loss = losses.logistic(row_norm=1.0, l2=0.05)
+    phi = rng.normal(0, 2.0, d)
+    with jax.enable_x64(True):
+        _, V = clipped_potential(loss, X, y, beta=beta, C=C, tau=tau, prior_precision=lam)
+        chain = float(np.linalg.norm(np.asarray(jax.grad(V)(jnp.asarray(phi)))))
+    r = neighbour_excess(loss, X, y, beta=beta, chol=C, tau=tau, prior_precision=lam, states=phi[None, :],
+                         pairs=[(3, 8)])
+    assert abs(r["max_grad_norm"] - chain) <= 1e-5 * chain
+    theta = C @ phi
+    assert 0.5 * loss.l2 * beta * np.linalg.norm(theta) > 0.1 * chain  # the L2 term matters at this state
