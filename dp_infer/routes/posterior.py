@@ -45,7 +45,7 @@ from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
 from ..losses.metric_clip import DEFAULT_CLIP_FACTOR, clipped_link
 from .newton_release import interval_width_forecast, newton_event, schedule
-from .posterior_path import FLOAT32_GRADIENT_MARGIN, PathCost, coldest_beta, posterior_budget, widest_clip_radius
+from .posterior_path import PathCost, coldest_beta, posterior_budget, widest_clip_radius
 from .posterior_details import AdaptationSchedule, ClipRule, PosteriorDetails, StepRule
 
 __all__ = ["plan_posterior", "preconditioner_chol", "step_bound_matrix", "expected_steps", "DEFAULT_ESS", "DEFAULT_MIXING_RATE",
@@ -318,6 +318,7 @@ class _PathPlan:
     adaptation: AdaptationSchedule | None
     P: np.ndarray
     delta_P: float
+    sensitivity_source: str
     path_event: Any
 
 
@@ -358,7 +359,8 @@ def _path_plan(loss, q: _Inputs, *, clip_radius, adapt_metric, adaptation_window
     A = precision_matrix(sm, beta, q.kappa_P, q.lam)
     P = np.linalg.inv(A)
     P = 0.5 * (P + P.T)
-    delta_P = cost.sensitivity(beta)
+    bound = cost.sensitivity_bound(beta)
+    delta_P = bound.planned
     path_ev = path_privacy.path_event(beta, delta_P, t, friction, num_chains,
                                       extra_assumptions=(("per-example gradients clipped to ||C^T g|| <= tau in "
                                                           "whatever metric C the run uses, including one adapted "
@@ -370,7 +372,8 @@ def _path_plan(loss, q: _Inputs, *, clip_radius, adapt_metric, adaptation_window
                                                           "times 1 + FLOAT32_GRADIENT_MARGIN for float32 rounding",)))
     if path_ev.mu > mu_path * (1 + 1e-12):
         raise AssertionError("posterior plan overspent the path budget")  # pragma: no cover
-    return _PathPlan(budget, beta, capped, t, t_sample, gamma, clip_radius, adaptation, P, delta_P, path_ev)
+    return _PathPlan(budget, beta, capped, t, t_sample, gamma, clip_radius, adaptation, P, delta_P, bound.source,
+                     path_ev)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -416,10 +419,7 @@ def _details(q: _Inputs, path: _PathPlan, step: _StepPlan, event, *, interval_sh
         mu_path=path.path_event.mu, mu_second_moment=mu_sm, mu_interval=mu_int, interval_share=float(interval_share),
         eps_per_extra_effective_draw=gdp_epsilon(mu_next, delta) - gdp_epsilon(mu, delta),
         second_moment=sm.describe(),
-        sensitivity_bound=("per-example gradients clipped in the metric (2 tau / n)" if clip_radius is not None
-                           and delta_P / (1.0 + FLOAT32_GRADIENT_MARGIN) >= 2.0 * clip_radius / (math.sqrt(beta) * n)
-                           * (1 - 1e-12) else
-                           "admissible rows (block bound)" if q.rows is not None else "row-norm ball"),
+        sensitivity_bound=path.sensitivity_source,
         # the global curvature bound's ingredients (step_bound_matrix): released or public only
         step=StepRule(curvature=q.kappa, preconditioner_curvature=q.kappa_P, step_curvature=step.kappa_step,
                       bound_M_phi=step.M_phi, noise_margin=sm.noise_norm_bound,

@@ -22,7 +22,7 @@ from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 from .adaptation import SETTLE_TIME, auto_windows, worst_relaxation_time
 from .preconditioning import SecondMoment, precision_matrix
 
-__all__ = ["PosteriorBudget", "posterior_budget", "PathCost", "coldest_beta", "widest_clip_radius",
+__all__ = ["PosteriorBudget", "posterior_budget", "PathCost", "SensitivityBound", "coldest_beta", "widest_clip_radius",
            "BETA_RANGE", "FLOAT32_GRADIENT_MARGIN"]
 
 #: the inverse temperatures the bisection searches (geometric)
@@ -34,8 +34,8 @@ BETA_RANGE = (1e-8, 1e8)
 #: coordinate, so no relative margin covers every state; at the states the draws visit it is small. Measured
 #: on the demo's Adult run (``python -m benchmarks.float32_gradient``: eps = 1, the clipped chain's own metric,
 #: 10 states from its draws, two of them 5x further out, |grad V| up to 48; 20 replace-one pairs each): the
-#: computed difference exceeds the float64 one by at most 3.1e-4 of the bound (an outside audit's stress test
-#: with large prior gradients: 2.3e-4). The margin covers that 3x over; docs/threat-model.md says what it does
+#: computed difference exceeds the float64 one by at most 2.5e-4 of the bound (an outside audit's stress test
+#: with large prior gradients: 2.3e-4). The margin covers that 4x over; docs/threat-model.md says what it does
 #: not cover.
 FLOAT32_GRADIENT_MARGIN = 1e-3
 
@@ -66,6 +66,25 @@ def posterior_budget(mu_total: float, second_moment: SecondMoment, interval_shar
         raise ValueError(f"interval_share = {interval_share:g} and the second moment's mu = {mu_sm:.4g} leave no budget "
                          f"for the path (target mu = {mu_total:.4g}): lower interval_share or precond_share")
     return PosteriorBudget(mu_total, mu_sm, mu_int, math.sqrt(mu_total ** 2 - mu_sm ** 2 - mu_int ** 2))
+
+
+@dataclasses.dataclass(frozen=True)
+class SensitivityBound:
+    """The replace-one sensitivity of a posterior chain's mean gradient in its metric (units of the
+    gradient in phi-coordinates, per unit beta): ``real`` in real arithmetic, and which bound gives it
+    (``source``, one of the three labels below); ``planned`` is what the plan charges, ``real`` times
+    ``1 +`` :data:`FLOAT32_GRADIENT_MARGIN`."""
+
+    CLIP = "per-example gradients clipped in the metric (2 tau / n)"
+    ROWS = "admissible rows (block bound)"
+    BALL = "row-norm ball"
+
+    real: float
+    source: str
+
+    @property
+    def planned(self) -> float:
+        return self.real * (1.0 + FLOAT32_GRADIENT_MARGIN)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,20 +133,27 @@ class PathCost:
         t = self.sample_time + self.burn_in_time
         return t + (self.gamma * sum(self.windows_at(beta)) + SETTLE_TIME if self.adapt_metric else 0.0)
 
-    def sensitivity(self, beta: float, radius: float | None = None) -> float:
-        """The replace-one sensitivity of the mean gradient in the metric at this beta: the metric's
-        bound over the rows (or the row-norm ball), and with the clip ``2 tau / n``, ``tau = radius /
-        sqrt(beta)`` (the only bound that holds in an adapted metric, unknown before sampling); times
-        ``1 +`` :data:`FLOAT32_GRADIENT_MARGIN` for the chains' float32 rounding."""
+    def sensitivity_bound(self, beta: float, radius: float | None = None) -> SensitivityBound:
+        """The replace-one sensitivity of the mean gradient in the metric at this beta, in real
+        arithmetic, and which bound gives it: the metric's bound over the rows (or the row-norm ball),
+        and with the clip ``2 tau / n``, ``tau = radius / sqrt(beta)`` (the only bound that holds in an
+        adapted metric, unknown before sampling; else the smaller of the two, the clip at a tie)."""
         c = self.constants
         radius = self.clip_radius if radius is None else radius
         P = np.linalg.inv(precision_matrix(self.second_moment, beta, self.kappa_P, self.prior_precision))
         s = metric_gradient_sensitivity(P, self.n, link_derivative_bound=c.link_derivative_bound,
                                         grad_diff=c.grad_diff, rows=self.rows, row_norm=self.row_norm)
+        source = SensitivityBound.ROWS if self.rows is not None else SensitivityBound.BALL
         if radius is not None:
             clip_bound = 2.0 * radius / (math.sqrt(beta) * self.n)  # every clipped ||C^T g|| <= tau
-            s = clip_bound if self.adapt_metric else min(s, clip_bound)
-        return s * (1.0 + FLOAT32_GRADIENT_MARGIN)
+            if self.adapt_metric or clip_bound <= s:
+                s, source = clip_bound, SensitivityBound.CLIP
+        return SensitivityBound(s, source)
+
+    def sensitivity(self, beta: float, radius: float | None = None) -> float:
+        """The sensitivity the plan charges: :meth:`sensitivity_bound`'s real-arithmetic bound times
+        ``1 +`` :data:`FLOAT32_GRADIENT_MARGIN` for the chains' float32 rounding."""
+        return self.sensitivity_bound(beta, radius).planned
 
     def mu_of(self, beta: float, radius: float | None = None) -> float:
         """The path's GDP mu at this beta (increasing in beta: the windows only grow with it)."""

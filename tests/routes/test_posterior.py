@@ -212,6 +212,36 @@ def _rows():
     return AdmissibleRows(5, blocks, ("icpt", "num", "cat"))
 
 
+def test_the_path_cost_names_the_bound_that_gives_its_sensitivity_and_charges_it_with_the_margin():
+    # closed form, prior-only metric P = Lambda^-1: the row-norm ball gives 2 R / (sqrt(lam_min) n); the clip
+    # 2 radius / (sqrt(beta) n). The label is decided on the real-arithmetic bounds (a clip within the float32
+    # margin of the ball's bound, but above it, is not the bound), the charge is the bound times 1 + margin;
+    # with an adapted metric only the clip holds, whatever the rows' bound
+    from dp_infer.routes.posterior_path import PathCost, SensitivityBound
+
+    lam = np.array([4.0, 1.0, 9.0])
+    n, R, beta = 500, 2.0, 30.0
+    ball = 2 * R / (math.sqrt(lam.min()) * n)
+    tie = ball * math.sqrt(beta) * n / 2  # the clip radius whose bound equals the ball's
+
+    def cost(radius, adapt=False):
+        return PathCost(_logistic(R).constants, n, prior_second_moment(), 0.1, lam, None, R, radius, adapt, (1.0,),
+                        10.0, 1.0, 1.0, None, 4)
+
+    b = cost(None).sensitivity_bound(beta)
+    assert (b.real, b.source) == (approx(ball, rel=1e-14), SensitivityBound.BALL)
+    assert cost(None).sensitivity(beta) == b.planned == b.real * F32
+    above = cost(tie * (1 + FLOAT32_GRADIENT_MARGIN / 2)).sensitivity_bound(beta)
+    assert (above.real, above.source) == (b.real, SensitivityBound.BALL)
+    below = cost(tie * (1 - 1e-6)).sensitivity_bound(beta)
+    assert below.source == SensitivityBound.CLIP and below.real == approx(ball * (1 - 1e-6), rel=1e-12)
+    adapted = cost(3 * tie, adapt=True).sensitivity_bound(beta)
+    assert adapted.source == SensitivityBound.CLIP and adapted.real == approx(3 * ball, rel=1e-12)
+    # the plan reads its label from the same bound
+    p = plan_posterior(_logistic(R), n, 3, eps=1.0, delta=1e-5, prior_precision=lam, ess=40, clip_radius=None)
+    assert p.posterior.sensitivity_bound == SensitivityBound.BALL
+
+
 def test_admissible_rows_bound_the_sensitivity_by_brute_force():
     lam = np.array([1.0, 0.5, 2.0, 4.0, 0.25])
     n, R = 200, 3.0
