@@ -64,13 +64,13 @@ def public_curvature(loss: PerExampleLoss, X_public: np.ndarray, theta, C: np.nd
     weights ``w = min(1, rho^2 / ||C^T x||^2)`` computed on the public rows. Needs a label-free curvature
     (:func:`~dp_infer.routes.newton_release.public_curvature_refusal`): the labels passed to the link are
     zeros, which its curvature ignores. Reads no private row: free."""
-    XC = X_public @ C
+    Xp = np.asarray(X_public, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    XC = Xp @ C
     w = row_weights(XC, rho)
-    _, Wr = _rows(loss, XC, w, X_public @ np.asarray(theta, dtype=np.float64), np.zeros(X_public.shape[0]))
-    m = X_public.shape[0]
-    H = Wr.T @ Wr / m + (loss.l2 * (C.T @ C) if loss.l2 else 0.0)
-    Jr = np.sqrt(w)[:, None] * Wr
-    return H, Jr.T @ Jr / m
+    k = _public_curvature_terms(loss, Xp @ np.asarray(theta, dtype=np.float64))
+    H = _public_hessian(XC, w * k, l2=float(loss.l2 or 0.0), A=C)
+    return H, _public_hessian(XC, w * w * k)
 
 
 @functools.partial(jax.jit, static_argnums=2)
@@ -132,9 +132,8 @@ def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gra
             val, grd = surrogate(v)
             return val - float(v @ shift), grd - shift
 
-        def hessian(v):  # the surrogate's (the anchor's term is linear): mean w phi''(z) (D x)(D x)^T + l2 D^2
-            k = _public_curvature_terms(loss, z0 + Xs @ v)
-            return (Xs * (w * k)[:, None]).T @ Xs / m + l2 * np.diag(D * D)
+        def hessian(v):  # the surrogate's (the anchor's term is linear), in the coordinates v: theta = p + D v
+            return _public_hessian(Xs, w * _public_curvature_terms(loss, z0 + Xs @ v), l2=l2, A=np.diag(D))
 
         v = _box_newton(objective, hessian, p.size, half_width)
     return p + D * v
@@ -198,9 +197,8 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
     Xp = np.asarray(X_public, dtype=np.float64)
     d = Xp.shape[1]
     XC = Xp @ C
-    k = np.maximum(_public_curvature_terms(loss, Xp @ np.asarray(point, dtype=np.float64)), 0.0)
-    m = Xp.shape[0]
-    H1 = (XC * k[:, None]).T @ XC / m
+    k = _public_curvature_terms(loss, Xp @ np.asarray(point, dtype=np.float64))
+    H1 = _public_hessian(XC, k)
     lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
     lp = C.T @ (lam[:, None] * C)
     ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H1 + lp) @ C.T))
@@ -208,8 +206,7 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
 
     def ratio(rho: float) -> float:
         w = row_weights(XC, rho)
-        Hw = (XC * (w * k)[:, None]).T @ XC / m
-        Jw = (XC * (w * w * k)[:, None]).T @ XC / m
+        Hw, Jw = _public_hessian(XC, w * k), _public_hessian(XC, w * w * k)
         sd_g = 2.0 * G * rho / (n * mu_last)
         Q = Hw @ np.linalg.solve(Jw / n + sd_g * sd_g * np.eye(d), Hw) + lp
         sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q + Q.T)) @ C.T))
@@ -219,10 +216,21 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
 
 
 def _public_curvature_terms(loss: PerExampleLoss, z: np.ndarray) -> np.ndarray:
-    """``phi''(z, 0)`` per row (label-free curvature), float64."""
+    """``phi''(z, 0)`` per row (label-free curvature), float64, floored at 0 (a convex link's rounding)."""
     with jax.enable_x64(True):
         zz = jnp.asarray(z, dtype=jnp.float64)
-        return np.asarray(jax.vmap(jax.grad(jax.grad(loss.index_fn)))(zz, jnp.zeros_like(zz)), dtype=np.float64)
+        k = np.asarray(jax.vmap(jax.grad(jax.grad(loss.index_fn)))(zz, jnp.zeros_like(zz)), dtype=np.float64)
+    return np.maximum(k, 0.0)
+
+
+def _public_hessian(XA: np.ndarray, r: np.ndarray, *, l2: float = 0.0, A: np.ndarray | None = None) -> np.ndarray:
+    """``mean_i r_i (XA)_i (XA)_i^T + l2 A^T A``: the public rows' curvature in the coordinates ``A`` maps to
+    theta (``XA = X_public A``), ``r_i`` each row's weighted curvature (``w phi''`` for the loss's Hessian,
+    ``w^2 phi''`` for the model-based J); the loss's L2 term is unweighted. The one formula of the public
+    curvature (:func:`public_curvature`, in psi), the width predictor's and the surrogate's Newton step's (in
+    draws' sds)."""
+    H = (XA * r[:, None]).T @ XA / XA.shape[0]
+    return H + l2 * (A.T @ A) if l2 else H
 
 
 def public_release_metric(loss: PerExampleLoss, X_public: np.ndarray, point, prior_precision, n: int,
