@@ -128,6 +128,8 @@ def test_dtype_shape_and_jit_vmap_agree():
     vm = jax.vmap(lambda k: R.gaussian_noise(k, (2,)))(keys)
     np.testing.assert_array_equal(np.asarray(vm), np.stack([np.asarray(R.gaussian_noise(k, (2,))) for k in keys]))
     assert R.gaussian_noise(key, (3,), jnp.bfloat16).dtype == jnp.bfloat16
+    with jax.enable_x64(True):  # the float64 releases (e.g. the private second moment) rely on it
+        assert R.gaussian_noise(key, (3,), jnp.float64).dtype == jnp.float64
     assert R.gaussian_noise(key, (), jnp.float32).shape == ()
     assert R.gaussian_noise(jax.random.PRNGKey(3), (2,)).shape == (2,)  # raw uint32 keys too
     with pytest.raises(ValueError, match="floating dtype"):
