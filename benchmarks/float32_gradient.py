@@ -1,6 +1,6 @@
 """How far float32 rounding carries two neighbouring datasets' computed gradients past the planned
 sensitivity (issue 40, part 2): the measurement behind
-:data:`dp_infer.routes.posterior_path.FLOAT32_GRADIENT_MARGIN`.
+:func:`dp_infer.routes.posterior_path.float32_gradient_margin`.
 
 The posterior chain computes ``grad V(phi) = beta mean_i clip(g_i(phi)) + C^T Lambda C phi`` in float32
 (:func:`dp_infer.losses.metric_clip.clipped_potential`, whose ``V`` is ``clipped_potential_of_rows`` with the
@@ -12,7 +12,8 @@ sensitivity.
 
 ``python -m benchmarks.float32_gradient``: the demo's Adult run (eps = 1, seed 0), 10 states from its draws
 (two of them scaled 5x, further out than the chains go), 20 random pairs (row i replaced by row j with the
-label flipped) at each.
+label flipped) at each. ``--synthetic N [--dim D] [--scale S]``: the same on N synthetic logistic rows, how the
+excess grows with n (``excess_per_row_ulp``: the excess over ``n 2^-24``).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def neighbour_excess(loss, X, y, *, beta: float, chol, tau: float, prior_precisi
 def adult_float32_excess(seed: int = 0, states: int = 8, pairs: int = 20) -> dict:
     """:func:`neighbour_excess` on the demo's Adult posterior run (eps = 1), in its final clipped metric."""
     from benchmarks.public_curvature import adult_demo_run, demo_loss
-    from dp_infer.routes.posterior_path import FLOAT32_GRADIENT_MARGIN
+    from dp_infer.routes.posterior_path import float32_gradient_margin
 
     a, X, y, _, run, _ = adult_demo_run(1.0, seed, "public")
     plan = run.plan
@@ -77,15 +78,45 @@ def adult_float32_excess(seed: int = 0, states: int = 8, pairs: int = 20) -> dic
     ij = [(int(rng.integers(plan.n)), int(rng.integers(plan.n))) for _ in range(pairs)]
     r = neighbour_excess(demo_loss(a), X, y, beta=plan.beta, chol=C, tau=plan.posterior.clip_tau,
                          prior_precision=plan.prior_precision, states=phis, pairs=ij)
-    return dict(r, seed=seed, states=len(phis), n=plan.n, dim=plan.dim, margin=FLOAT32_GRADIENT_MARGIN)
+    return dict(r, seed=seed, states=len(phis), n=plan.n, dim=plan.dim,
+                margin=float32_gradient_margin(plan.n))
+
+
+def synthetic_float32_excess(n: int, dim: int = 10, seed: int = 7, states: int = 3, pairs: int = 15,
+                             scale: float = 1.0) -> dict:
+    """:func:`neighbour_excess` on synthetic logistic rows (unit ball, labels from a standard normal theta),
+    beta = 0.004 n, the default clip radius sqrt(dim) (tau = sqrt(dim / beta)), a fixed metric, unit prior;
+    ``states`` states of sd ``scale``: how the excess grows with n (in units of ``n 2^-24``)."""
+    from dp_infer import losses
+    from dp_infer.routes.posterior_path import float32_gradient_margin
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, dim))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-X @ rng.normal(size=dim)))).astype(float)
+    C = np.linalg.cholesky(np.eye(dim) * 0.5 + 0.1)
+    phis = rng.normal(0.0, scale, (states, dim))
+    ij = [(int(rng.integers(n)), int(rng.integers(n))) for _ in range(pairs)]
+    beta = 0.004 * n
+    r = neighbour_excess(losses.logistic(row_norm=1.0), X, y, beta=beta, chol=C, tau=float(np.sqrt(dim / beta)),
+                         prior_precision=np.ones(dim), states=phis, pairs=ij)
+    return dict(r, n=n, dim=dim, seed=seed, scale=scale, excess_per_row_ulp=r["max_excess_float32"] / (n * 2.0 ** -24),
+                margin=float32_gradient_margin(n))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.float32_gradient")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pairs", type=int, default=20)
+    p.add_argument("--synthetic", type=int, default=None, metavar="N",
+                   help="synthetic logistic rows (N of them) instead of the demo's Adult run")
+    p.add_argument("--dim", type=int, default=10, help="with --synthetic: the dimension")
+    p.add_argument("--scale", type=float, default=1.0, help="with --synthetic: the states' sd")
     a = p.parse_args(argv)
-    r = adult_float32_excess(a.seed, pairs=a.pairs)
+    if a.synthetic is not None:
+        r = synthetic_float32_excess(a.synthetic, a.dim, seed=a.seed, pairs=a.pairs, scale=a.scale)
+    else:
+        r = adult_float32_excess(a.seed, pairs=a.pairs)
     print("command: python -m benchmarks.float32_gradient " + " ".join(sys.argv[1:] if argv is None else argv))
     print(json.dumps(r, indent=1))
 

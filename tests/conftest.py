@@ -77,6 +77,7 @@ SLOW = (
 # everyday tier: test_sound_by_default.py (trajectory, last-iterate, pure, stationary, Rashomon path),
 # infer/test_posterior.py (posterior), losses/test_nonsmooth.py (proximal), privacy/test_minibatch_sgld.py.
 SLOW_TESTS = (
+    "benchmarks/test_float32_gradient.py::test_at_a_million_rows_the_excess_passes_the_floor_and_stays_inside_the_margin_that_grows_with_n",  # 1e6 rows, ~8 s
     "diagnostics/test_released_interval_public.py::test_a_run_with_public_curvature_covers_the_truth",  # 8 runs, ~45 s
     "diagnostics/test_released_interval_public.py::test_release_level_coverage_of_the_truth_with_public_curvature",
     "diagnostics/test_released_interval_public.py::test_the_release_inputs_are_the_runs_own",  # two fits

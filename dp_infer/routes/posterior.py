@@ -365,11 +365,11 @@ def _path_plan(loss, q: _Inputs, *, clip_radius, adapt_metric, adaptation_window
                                       extra_assumptions=(("per-example gradients clipped to ||C^T g|| <= tau in "
                                                           "whatever metric C the run uses, including one adapted "
                                                           "from its own released draws (sensitivity 2 tau / n, "
-                                                          "times 1 + FLOAT32_GRADIENT_MARGIN for float32 rounding)",)
+                                                          "times 1 + max(1e-3, n 2^-25) for float32 rounding)",)
                                                          if adapt_metric else
                                                          ("sensitivity in the preconditioner's metric over the "
                                                           "admissible rows (dp_infer.privacy.metric_sensitivity), "
-                                                          "times 1 + FLOAT32_GRADIENT_MARGIN for float32 rounding",)))
+                                                          "times 1 + max(1e-3, n 2^-25) for float32 rounding",)))
     if path_ev.mu > mu_path * (1 + 1e-12):
         raise AssertionError("posterior plan overspent the path budget")  # pragma: no cover
     return _PathPlan(budget, beta, capped, t, t_sample, gamma, clip_radius, adaptation, P, delta_P, bound.source,

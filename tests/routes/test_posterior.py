@@ -11,6 +11,7 @@ dp-accounting's PLD of two Gaussian mechanisms; the step from the largest eigenv
 ``P (beta kappa (S + noise I) + Lambda)`` (a generalised eigenproblem, not the Cholesky path).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -237,9 +238,19 @@ def test_the_path_cost_names_the_bound_that_gives_its_sensitivity_and_charges_it
     assert below.source == SensitivityBound.CLIP and below.real == approx(ball * (1 - 1e-6), rel=1e-12)
     adapted = cost(3 * tie, adapt=True).sensitivity_bound(beta)
     assert adapted.source == SensitivityBound.CLIP and adapted.real == approx(3 * ball, rel=1e-12)
-    # the plan reads its label from the same bound
+    # the margin grows with n past n = 2^25 1e-3 = 33,554 (the float32 excess grows linearly in n)
+    from dp_infer.routes.posterior_path import float32_gradient_margin
+
+    assert float32_gradient_margin(n) == FLOAT32_GRADIENT_MARGIN == 1e-3
+    assert float32_gradient_margin(33_554) == 1e-3 < float32_gradient_margin(33_555)
+    big = dataclasses.replace(cost(None), n=10 ** 6).sensitivity_bound(beta)
+    assert big.margin == 10 ** 6 / 2 ** 25 and big.planned == big.real * (1 + 10 ** 6 / 2 ** 25)
+    assert big.real == approx(ball * n / 10 ** 6, rel=1e-14)
+    # the plan reads its label from the same bound, and charges the margin of its n
     p = plan_posterior(_logistic(R), n, 3, eps=1.0, delta=1e-5, prior_precision=lam, ess=40, clip_radius=None)
     assert p.posterior.sensitivity_bound == SensitivityBound.BALL
+    p = plan_posterior(_logistic(R), 10 ** 6, 3, eps=1.0, delta=1e-5, prior_precision=lam, ess=40, clip_radius=None)
+    assert p.sensitivity == approx(2 * R / (math.sqrt(lam.min()) * 10 ** 6) * (1 + 10 ** 6 / 2 ** 25), rel=1e-14)
 
 
 def test_admissible_rows_bound_the_sensitivity_by_brute_force():
@@ -315,9 +326,10 @@ def test_the_inverse_temperature_search_range():
             with pytest.raises(ValueError, match="no inverse temperature meets the target"):
                 plan_posterior(_logistic(R), n, 1, eps=eps, delta=delta, prior_precision=1.0, ess=int(ess),
                                num_chains=K)
-    # beta* far above 1e8: the search stops at its upper end, on the safe side
-    p = plan_posterior(_logistic(R), 10 ** 9, 1, eps=50.0, delta=1e-5, prior_precision=1.0, ess=1, burn_in_time=1e-6)
-    assert 1e8 * (1 - 1e-9) <= p.beta <= 1e8 and gdp_delta_mp(50.0, p.event.mu) <= 1e-5
+    # beta* far above 1e8: the search stops at its upper end, on the safe side (at n = 1e9 the float32 margin,
+    # n 2^-25, holds the sensitivity near 2 R 2^-25 whatever n: eps 100 puts beta* above 1e8 again)
+    p = plan_posterior(_logistic(R), 10 ** 9, 1, eps=100.0, delta=1e-5, prior_precision=1.0, ess=1, burn_in_time=1e-6)
+    assert 1e8 * (1 - 1e-9) <= p.beta <= 1e8 and gdp_delta_mp(100.0, p.event.mu) <= 1e-5
 
 
 @pytest.mark.parametrize("kw,needle", [
@@ -409,7 +421,7 @@ def test_beta_is_capped_at_n_and_the_rest_widens_the_clip():
     r = post.clip_radius
     assert r > math.sqrt(d)
     t = post.burn_in_time + post.sample_time
-    mu = path_privacy.path_mu(n, 2 * r / (math.sqrt(n) * n) * F32, t, None, 4)
+    mu = path_privacy.path_mu(n, 2 * r / (math.sqrt(n) * n) * (1 + n / 2 ** 25), t, None, 4)  # n's float32 margin
     assert mu == pytest.approx(plan.event.mu, rel=1e-9)
     assert plan.event.mu <= gdp_mu(1.0, 1e-5) * (1 + 1e-12)
     assert plan.event.mu >= gdp_mu(1.0, 1e-5) * (1 - 1e-8)  # the slack is spent, not lost
