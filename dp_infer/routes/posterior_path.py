@@ -20,38 +20,14 @@ from ..losses import LossConstants
 from ..privacy import path as path_privacy
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 from .adaptation import SETTLE_TIME, auto_windows, worst_relaxation_time
+from .float32_margin import float32_gradient_margin
 from .preconditioning import SecondMoment, precision_matrix
 
 __all__ = ["PosteriorBudget", "posterior_budget", "PathCost", "SensitivityBound", "coldest_beta", "widest_clip_radius",
-           "BETA_RANGE", "FLOAT32_GRADIENT_MARGIN", "FLOAT32_MARGIN_PER_ROW", "float32_gradient_margin"]
+           "BETA_RANGE"]
 
 #: the inverse temperatures the bisection searches (geometric)
 BETA_RANGE = (1e-8, 1e8)
-
-#: the planned sensitivity's margin for the chains' float32 arithmetic, a share of the real-arithmetic bound:
-#: this floor, or :data:`FLOAT32_MARGIN_PER_ROW` times n where that is larger (:func:`float32_gradient_margin`).
-#: The chain computes ``grad V`` in float32: two neighbouring datasets' computed gradients differ by the exact
-#: difference (at most the bound) plus each one's rounding, an absolute error of about 2^-24 |grad V| a
-#: coordinate, so no relative margin covers every state; at the states the draws visit it is small. Measured
-#: on the demo's Adult run (``python -m benchmarks.float32_gradient``: n = 30,162, eps = 1, the clipped chain's
-#: own metric, 10 states from its draws, two of them 5x further out, |grad V| up to 48; 20 replace-one pairs
-#: each): the computed difference exceeds the float64 one by at most 2.5e-4 of the bound (an outside audit's
-#: stress test with large prior gradients: 2.3e-4). docs/threat-model.md says what it does not cover.
-FLOAT32_GRADIENT_MARGIN = 1e-3
-
-#: the margin's growth with n: the bound is ``2 tau / n`` while the rounding scales with ``|grad V|``, which
-#: does not shrink with n, so the excess in units of the bound grows linearly in n. Measured
-#: (``python -m benchmarks.float32_gradient --synthetic N [--dim D] [--scale S]``, logistic rows in the unit
-#: ball, states of sd 1 and 5): excess / (n 2^-24) between 0.04 and 0.19 for n = 1e4 .. 3e6, d = 10 and 50
-#: (1.1e-3 of the bound at n = 1e5, already past the floor; 8.3e-3 at n = 1e6). 2^-25 per row covers the
-#: largest 2.7x; the floor binds up to n = 33,554.
-FLOAT32_MARGIN_PER_ROW = 2.0 ** -25
-
-
-def float32_gradient_margin(n: int) -> float:
-    """The share of the real-arithmetic sensitivity a posterior plan adds for float32 rounding at ``n`` rows:
-    ``max(FLOAT32_GRADIENT_MARGIN, n FLOAT32_MARGIN_PER_ROW)`` (a public function of n)."""
-    return max(FLOAT32_GRADIENT_MARGIN, float(n) * FLOAT32_MARGIN_PER_ROW)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +63,8 @@ class SensitivityBound:
     """The replace-one sensitivity of a posterior chain's mean gradient in its metric (units of the
     gradient in phi-coordinates, per unit beta): ``real`` in real arithmetic, and which bound gives it
     (``source``, one of the three labels below) and ``margin``, the float32 share added
-    (:func:`float32_gradient_margin`); ``planned`` is what the plan charges, ``real`` times ``1 + margin``."""
+    (:func:`~dp_infer.routes.float32_margin.float32_gradient_margin`); ``planned`` is what the plan charges,
+    ``real`` times ``1 + margin``."""
 
     CLIP = "per-example gradients clipped in the metric (2 tau / n)"
     ROWS = "admissible rows (block bound)"
@@ -167,7 +144,8 @@ class PathCost:
 
     def sensitivity(self, beta: float, radius: float | None = None) -> float:
         """The sensitivity the plan charges: :meth:`sensitivity_bound`'s real-arithmetic bound times
-        ``1 +`` :func:`float32_gradient_margin` for the chains' float32 rounding."""
+        ``1 +`` :func:`~dp_infer.routes.float32_margin.float32_gradient_margin` for the chains' float32
+        rounding."""
         return self.sensitivity_bound(beta, radius).planned
 
     def mu_of(self, beta: float, radius: float | None = None) -> float:
