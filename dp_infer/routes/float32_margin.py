@@ -4,10 +4,11 @@ A chain computes its gradient in float32, so two neighbouring datasets' computed
 exact difference (at most the planned sensitivity, a real-arithmetic bound) plus each one's rounding: an
 absolute error of about 2^-24 |grad U| a coordinate. The planned sensitivity of a mean over n rows is
 ``O(1 / n)`` while |grad U| does not shrink with n, so in units of the sensitivity the excess grows
-linearly in n. Every route whose accounting composes per-step gradient differences (the posterior mode's
-path, the estimate mode's trajectory and last-iterate routes) charges the sensitivity times
-``1 + float32_gradient_margin(n)``. Routes whose privacy is that of the exact target distribution (the
-stationary and Rashomon routes: the chain's distance to it is charged as a TV error) do not.
+linearly in n. The routes whose accounting composes per-step gradient differences charge the sensitivity
+times ``1 + float32_gradient_margin(n)``: the posterior mode's path, the estimate mode's trajectory (with the
+Rashomon path and the pure route's upstream, which are trajectories) and last-iterate routes. The stationary
+route does not need it (its privacy is the exact target's; the chain's distance to it is charged as a TV
+error). Not yet carrying it: the minibatch (SGLD), noisy gradient descent and proximal routes.
 
 Measured by ``python -m benchmarks.float32_gradient`` (docs/results.md, "Float32 rounding in the chain's
 gradient"): the demo's Adult posterior (n = 30,162, its clipped metric, states from its draws and 5x further

@@ -19,8 +19,9 @@ N = 100
 @pytest.mark.parametrize("eps,delta,chains", [(1.0, 1e-5, 1), (0.5, 1e-6, 3), (4.0, 1e-3, 2)])
 def test_trajectory_plan_is_exactly_the_target_gaussian_dp(eps, delta, chains):
     plan = calibrate(QUAD, N, 1, eps=eps, delta=delta, route="trajectory", num_chains=chains)
-    # quadratic loss: the path is exactly mu-GDP with mu = beta (G/n) sqrt(K t / 2)
-    mu = plan.beta * (2.0 / N) * math.sqrt(chains * plan.horizon / 2)
+    # quadratic loss: the path is exactly mu-GDP with mu = beta (G/n) sqrt(K t / 2) in real arithmetic; the plan
+    # charges G / n times 1.001, the float32 margin at this n (dp_infer.routes.float32_margin)
+    mu = plan.beta * (2.0 / N) * 1.001 * math.sqrt(chains * plan.horizon / 2)
     assert plan.event.mu == pytest.approx(mu, rel=1e-12)
     assert gdp_delta(eps, mu) <= delta * (1 + 1e-9)
     assert gdp_delta(eps, mu) == pytest.approx(delta, rel=1e-6)  # tight: no privacy left unused

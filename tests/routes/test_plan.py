@@ -1,8 +1,9 @@
 """Oracle tests for dp_infer.routes.plan.
 
 Oracles that do not share plan.py's code: the trajectory route's closed form (beta = mu* /
-(Delta sqrt(K t / (2 gamma))), Delta = G / n, mu* the Gaussian profile's root in 60-digit mpmath),
-the step-size rules the docstrings state (h M_U <= safety for ULA; h <= safety / sqrt(M_U) and
+(Delta sqrt(K t / (2 gamma))), Delta = G / n times the float32 margin of dp_infer.routes.float32_margin,
+1.001 at these n, mu* the Gaussian profile's root in 60-digit mpmath), the step-size rules the
+docstrings state (h M_U <= safety for ULA; h <= safety / sqrt(M_U) and
 h <= safety / friction for the kinetic scheme; at least ``min_steps`` steps; the exact horizon;
 the coarsest such step whose step count is a multiple of the thinning), and the plan's own
 documented arithmetic (draws, burn-in, excess-risk bound p / beta, relaxation time 1 / (m_U h)).
@@ -19,6 +20,9 @@ from dp_infer.routes.plan import RouteOption, SamplingPlan, explain_options, pla
 from dp_infer.privacy.events import GdpEvent, PureDpEvent
 from tests.support.mp_oracles import gdp_mu_for_delta_mp
 
+#: the planned sensitivity's float32 margin at n <= 33,554 (dp_infer.routes.float32_margin)
+F32 = 1.0 + 1e-3
+
 CONSTS = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.25, strong_convexity=0.1)
 
 
@@ -29,9 +33,13 @@ def test_beta_is_the_exact_gdp_calibration(kernel, friction, k, t):
     plan = plan_trajectory(CONSTS, n, 3, eps=eps, delta=delta, horizon=t, num_chains=k, kernel=kernel,
                            friction=friction)
     gamma = 1.0 if kernel == "langevin" else (1.0 if friction is None else friction)
-    want = gdp_mu_for_delta_mp(eps, delta) / (CONSTS.grad_diff / n * math.sqrt(k * t / (2 * gamma)))
+    want = gdp_mu_for_delta_mp(eps, delta) / (CONSTS.grad_diff / n * F32 * math.sqrt(k * t / (2 * gamma)))
     assert plan.beta == pytest.approx(want, rel=1e-10)
-    assert plan.sensitivity == CONSTS.grad_diff / n
+    assert plan.sensitivity == CONSTS.grad_diff / n * F32
+    # past n = 33,554 the margin grows as n 2^-25 (the float32 excess grows linearly in n)
+    big = plan_trajectory(CONSTS, 10 ** 6, 3, eps=eps, delta=delta, horizon=t, num_chains=k, kernel=kernel,
+                          friction=friction)
+    assert big.sensitivity == CONSTS.grad_diff / 10 ** 6 * (1 + 10 ** 6 / 2 ** 25)
     assert plan.friction == (None if kernel == "langevin" else gamma)
     assert plan.event.mu == pytest.approx(gdp_mu_for_delta_mp(eps, delta), rel=1e-10)
     assert plan.spent()["eps"] <= eps and plan.spent()["delta"] == delta
@@ -221,7 +229,9 @@ def test_documented_defaults_and_assumptions():
                            delta=1e-5, num_draws=10**6)
     assert tiny.num_steps == 200 and tiny.num_draws == 200  # min_steps binds, every step a draw
     # the report states what the guarantee assumes, as a reviewer reads it
-    assert default.assumptions[2:] == ("initial point, beta, step size, horizon and chains are data independent",
+    assert default.assumptions[2:] == ("sensitivity G / n times 1 + 0.001 for the chain's float32 rounding "
+                                       "(dp_infer.routes.float32_margin)",
+                                       "initial point, beta, step size, horizon and chains are data independent",
                                        "no Metropolis correction and no warmup adaptation")
     flat = plan_trajectory(LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.25), 500, 2, eps=1.0, delta=1e-5)
     assert flat.notes == ("no strong convexity declared (lam = 0, loss m = 0): the privacy guarantee holds, but "
