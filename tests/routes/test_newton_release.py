@@ -85,6 +85,13 @@ def test_which_losses_the_release_serves():
     assert newton_releasable(losses.logistic(row_norm=1.0), 3)
     assert newton_releasable(losses.huber(1.0, row_norm=1.0), 3)
     assert not newton_releasable(losses.multinomial_logistic(3, row_norm=1.0), 3)  # one parameter per class
+    # the release itself refuses such a loss by name before reading a row (no link bounds to bound the rows by)
+    X, y = _rows()
+    with pytest.raises(ValueError, match=r"^loss: the interval release needs a generalised linear loss with "
+                                         r"declared link bounds$"):
+        release_newton_statistics(losses.multinomial_logistic(3, row_norm=1.0), X, y, point=np.zeros(3),
+                                  chol=np.eye(3), rho=1.0, mu=0.5, key=jax.random.PRNGKey(0),
+                                  trust_covariance=np.eye(3))
 
 
 def test_no_budget_is_reserved_where_the_released_curvature_would_be_noise():
