@@ -234,7 +234,7 @@ def test_path_mode_calibration_and_drift_bound():
     avg = integrate.quad(lambda t: math.sqrt(2 * (a + t)), 0, w, epsabs=1e-14)[0] / w
     assert sens == pytest.approx(2 / n + avg, rel=1e-10)
     assert 2 / n + math.sqrt(2 * a) < sens <= 2 / n + math.sqrt(2 * (a + w / 2))  # Jensen
-    mu = rep["beta"] * sens * math.sqrt(4 * horizon / 2)
+    mu = rep["beta"] * sens * 1.001 * math.sqrt(4 * horizon / 2)  # charged with the float32 margin at this n
     assert rep["mu"] == pytest.approx(mu, rel=1e-9)
     assert gdp_epsilon(mu, delta) == pytest.approx(eps, rel=1e-6)
     assert rep["eps_spent"] <= eps * (1 + 1e-6)
