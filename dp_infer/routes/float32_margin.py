@@ -5,7 +5,8 @@ exact difference (at most the planned sensitivity, a real-arithmetic bound) plus
 absolute error of about 2^-24 |grad U| a coordinate. The planned sensitivity of a mean over n rows is
 ``O(1 / n)`` while |grad U| does not shrink with n, so in units of the sensitivity the excess grows
 linearly in n. The routes whose accounting composes per-step gradient differences charge the sensitivity
-times ``1 + float32_gradient_margin(n)``: the posterior mode's path, the estimate mode's trajectory (with the
+times ``1 + float32_gradient_margin(n)`` (:func:`with_float32_margin`, and state it with
+:func:`float32_margin_assumption`): the posterior mode's path, the estimate mode's trajectory (with the
 Rashomon path and the pure route's upstream, which are trajectories) and last-iterate routes. The stationary
 route does not need it (its privacy is the exact target's; the chain's distance to it is charged as a TV
 error). Not yet carrying it: the minibatch (SGLD), noisy gradient descent and proximal routes.
@@ -20,7 +21,8 @@ n = 1e5, 8.3e-3 at n = 1e6). docs/threat-model.md says what the margin does not 
 
 from __future__ import annotations
 
-__all__ = ["FLOAT32_GRADIENT_MARGIN", "FLOAT32_MARGIN_PER_ROW", "float32_gradient_margin"]
+__all__ = ["FLOAT32_GRADIENT_MARGIN", "FLOAT32_MARGIN_PER_ROW", "float32_gradient_margin", "with_float32_margin",
+           "float32_margin_assumption"]
 
 #: the margin's floor, a share of the real-arithmetic bound: covers Adult's measured excess 4x
 FLOAT32_GRADIENT_MARGIN = 1e-3
@@ -34,3 +36,15 @@ def float32_gradient_margin(n: int) -> float:
     """The share of the real-arithmetic gradient sensitivity a plan adds for float32 rounding at ``n`` rows:
     ``max(FLOAT32_GRADIENT_MARGIN, n FLOAT32_MARGIN_PER_ROW)`` (a public function of n)."""
     return max(FLOAT32_GRADIENT_MARGIN, float(n) * FLOAT32_MARGIN_PER_ROW)
+
+
+def with_float32_margin(sensitivity: float, n: int) -> float:
+    """The sensitivity a plan charges for a float32 chain over ``n`` rows: the real-arithmetic bound
+    ``sensitivity`` (any units) times ``1 + float32_gradient_margin(n)``."""
+    return sensitivity * (1.0 + float32_gradient_margin(n))
+
+
+def float32_margin_assumption(n: int, bound: str) -> str:
+    """The assumption line a plan states for the margin on its real-arithmetic ``bound`` (e.g. ``"G / n"``)."""
+    return (f"sensitivity {bound} times 1 + {float32_gradient_margin(n):.3g} for the chain's float32 rounding "
+            "(dp_infer.routes.float32_margin)")

@@ -8,7 +8,7 @@ import math
 
 from ..privacy import last_iterate as li
 from ..privacy.conversions import linear_rdp_rho
-from .float32_margin import float32_gradient_margin
+from .float32_margin import float32_margin_assumption, with_float32_margin
 from .plan import RouteOption, SamplingPlan
 
 __all__ = ["option", "CLIPPED_REASON"]
@@ -27,7 +27,7 @@ def _plan(constants, n, dim, eps, delta, num_chains, lam_rel, theta_scale, relax
         return RouteOption("last_iterate", False,
                            "needs strong convexity: declare an L2 regulariser (lam_rel > 0)")
     M = constants.smoothness + lam_rel
-    s = constants.grad_diff / n * (1.0 + float32_gradient_margin(n))  # float32 chains (float32_margin)
+    s = with_float32_margin(constants.grad_diff / n, n)
     # beta from the bound uniform in the number of steps at h = 1/(beta (m + M)):
     # rho(K -> inf) = beta s^2 (2 - h beta m) / (4 m) with h beta = 1/(m + M).
     rho_max = linear_rdp_rho(eps, delta)
@@ -49,8 +49,7 @@ def _plan(constants, n, dim, eps, delta, num_chains, lam_rel, theta_scale, relax
         assumptions=(f"loss-level strong convexity m = {m:g} from the L2 regulariser "
                      f"lam_rel = {lam_rel:g} (U = beta (L + lam_rel/2 |theta|^2))",
                      f"loss-level smoothness M = {M:g} (declared)",
-                     f"sensitivity G / n times 1 + {float32_gradient_margin(n):.3g} for the chain's float32 "
-                     "rounding (dp_infer.routes.float32_margin)"),
+                     float32_margin_assumption(n, "G / n")),
         sampling_error_tv=None, excess_risk_bound=dim / beta + 0.5 * lam_rel * theta_scale**2,
         relaxation_time=1.0 / (h * beta * m), release="last_iterate",
         notes=(f"{relaxations:g} relaxation times 1/(h beta m) from the data-independent start",))

@@ -20,7 +20,7 @@ from ..losses import LossConstants
 from ..privacy import path as path_privacy
 from ..privacy.accountant import Accountant
 from ..privacy.events import PrivacyEvent
-from .float32_margin import float32_gradient_margin
+from .float32_margin import float32_margin_assumption, with_float32_margin
 from .posterior_details import PosteriorDetails
 
 __all__ = ["SamplingPlan", "RouteOption", "plan_trajectory", "step_schedule", "explain_options"]
@@ -231,7 +231,7 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
     else:
         if friction is not None:
             raise ValueError("friction applies to kernel='underdamped' only")
-    sensitivity = constants.grad_diff / n * (1.0 + float32_gradient_margin(n))  # float32 chains (float32_margin)
+    sensitivity = with_float32_margin(constants.grad_diff / n, n)
     beta = path_privacy.beta_max(eps, log_delta=log_delta, sensitivity=sensitivity, time=horizon,
                                  friction=friction, num_chains=num_chains)
     M_U = beta * constants.smoothness + lam
@@ -247,8 +247,7 @@ def plan_trajectory(constants: LossConstants, n: int, dim: int, *, eps: float,
         f"per-example gradient difference <= G = {constants.grad_diff:g} for every theta "
         "(enforced by declared data bounds or gradient clipping)",
         f"replace-one neighbouring datasets with n = {n} (public)",
-        f"sensitivity G / n times 1 + {float32_gradient_margin(n):.3g} for the chain's float32 rounding "
-        "(dp_infer.routes.float32_margin)",
+        float32_margin_assumption(n, "G / n"),
         "initial point, beta, step size, horizon and chains are data independent",
         "no Metropolis correction and no warmup adaptation",
     )

@@ -45,6 +45,7 @@ from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
 from ..losses.metric_clip import DEFAULT_CLIP_FACTOR, clipped_link
 from .newton_release import interval_width_forecast, newton_event, schedule
+from .float32_margin import float32_margin_assumption
 from .posterior_path import PathCost, coldest_beta, posterior_budget, widest_clip_radius
 from .posterior_details import AdaptationSchedule, ClipRule, PosteriorDetails, StepRule
 
@@ -361,15 +362,14 @@ def _path_plan(loss, q: _Inputs, *, clip_radius, adapt_metric, adaptation_window
     P = 0.5 * (P + P.T)
     bound = cost.sensitivity_bound(beta)
     delta_P = bound.planned
+    sensitivity_line = ("per-example gradients clipped to ||C^T g|| <= tau in whatever metric C the run uses, "
+                        "including one adapted from its own released draws (sensitivity 2 tau / n)"
+                        if adapt_metric else
+                        f"sensitivity in the preconditioner's metric: {bound.source} "
+                        "(dp_infer.privacy.metric_sensitivity)")
     path_ev = path_privacy.path_event(beta, delta_P, t, friction, num_chains,
-                                      extra_assumptions=(("per-example gradients clipped to ||C^T g|| <= tau in "
-                                                          "whatever metric C the run uses, including one adapted "
-                                                          "from its own released draws (sensitivity 2 tau / n, "
-                                                          "times 1 + max(1e-3, n 2^-25) for float32 rounding)",)
-                                                         if adapt_metric else
-                                                         ("sensitivity in the preconditioner's metric over the "
-                                                          "admissible rows (dp_infer.privacy.metric_sensitivity), "
-                                                          "times 1 + max(1e-3, n 2^-25) for float32 rounding",)))
+                                      extra_assumptions=(sensitivity_line,
+                                                         float32_margin_assumption(n, "in the metric")))
     if path_ev.mu > mu_path * (1 + 1e-12):
         raise AssertionError("posterior plan overspent the path budget")  # pragma: no cover
     return _PathPlan(budget, beta, capped, t, t_sample, gamma, clip_radius, adaptation, P, delta_P, bound.source,

@@ -251,6 +251,12 @@ def test_the_path_cost_names_the_bound_that_gives_its_sensitivity_and_charges_it
     assert p.posterior.sensitivity_bound == SensitivityBound.BALL
     p = plan_posterior(_logistic(R), 10 ** 6, 3, eps=1.0, delta=1e-5, prior_precision=lam, ess=40, clip_radius=None)
     assert p.sensitivity == approx(2 * R / (math.sqrt(lam.min()) * 10 ** 6) * (1 + 10 ** 6 / 2 ** 25), rel=1e-14)
+    # and states the margin of its n, and the bound that gives its sensitivity, in the path event's assumptions
+    said = p.event.assumptions
+    assert "sensitivity in the metric times 1 + 0.0298 for the chain's float32 rounding " \
+           "(dp_infer.routes.float32_margin)" in said
+    assert f"sensitivity in the preconditioner's metric: {SensitivityBound.BALL} " \
+           "(dp_infer.privacy.metric_sensitivity)" in said
 
 
 def test_admissible_rows_bound_the_sensitivity_by_brute_force():
