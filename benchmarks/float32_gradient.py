@@ -1,6 +1,6 @@
 """How far float32 rounding carries two neighbouring datasets' computed gradients past the planned
 sensitivity (issue 40, part 2): the measurement behind
-:func:`dp_infer.routes.float32_margin.float32_gradient_margin`.
+:func:`dp_infer.privacy.float32_margin.float32_gradient_margin`.
 
 The posterior chain computes ``grad V(phi) = beta mean_i clip(g_i(phi)) + C^T Lambda C phi`` in float32
 (:func:`dp_infer.losses.metric_clip.clipped_potential`, whose ``V`` is ``clipped_potential_of_rows`` with the
@@ -66,7 +66,7 @@ def neighbour_excess(loss, X, y, *, beta: float, chol, tau: float, prior_precisi
 def adult_float32_excess(seed: int = 0, states: int = 8, pairs: int = 20) -> dict:
     """:func:`neighbour_excess` on the demo's Adult posterior run (eps = 1), in its final clipped metric."""
     from benchmarks.public_curvature import adult_demo_run, demo_loss
-    from dp_infer.routes.float32_margin import float32_gradient_margin
+    from dp_infer.privacy.float32_margin import float32_gradient_margin
 
     a, X, y, _, run, _ = adult_demo_run(1.0, seed, "public")
     plan = run.plan
@@ -88,7 +88,7 @@ def synthetic_float32_excess(n: int, dim: int = 10, seed: int = 7, states: int =
     beta = 0.004 n, the default clip radius sqrt(dim) (tau = sqrt(dim / beta)), a fixed metric, unit prior;
     ``states`` states of sd ``scale``: how the excess grows with n (in units of ``n 2^-24``)."""
     from dp_infer import losses
-    from dp_infer.routes.float32_margin import float32_gradient_margin
+    from dp_infer.privacy.float32_margin import float32_gradient_margin
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, dim))

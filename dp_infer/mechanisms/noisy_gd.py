@@ -4,7 +4,9 @@ DP-GD: ``theta_{t+1} = Proj_C(theta_t - eta (grad L(theta_t; D) + N(0, sigma^2 I
 the domain's data-independent initial point, releasing the average of the iterates theta_1..theta_T
 (it lies in C, which is convex). The mean loss's gradient has replace-one sensitivity G / n (the
 loss's declared ``grad_diff``), so each step is (G / (n sigma))-GDP and the run is
-``mu = sqrt(T) G / (n sigma)``-GDP (adaptive composition); sigma comes from ``mu = gdp_mu(eps, delta)``.
+``mu = sqrt(T) G / (n sigma)``-GDP (adaptive composition); sigma comes from ``mu = gdp_mu(eps, delta)``, with
+``G / n`` times ``1 + float32_gradient_margin(n)`` for the float32 steps (:mod:`dp_infer.privacy.float32_margin`;
+DP-SGD's noise multiplier below is in units of ``C`` and its event's of ``C`` with the same margin).
 Step size (data independent): ``eta = Diam(C) / sqrt(T (L^2 + d sigma^2))``, the standard choice for
 projected stochastic subgradient steps with second moment L^2 + d sigma^2.
 
@@ -35,6 +37,7 @@ from ..losses import PerExampleLoss
 from ..privacy import purification as _pur
 from ..privacy.conversions import gdp_mu, resolve_log_delta
 from ..privacy.events import GdpEvent
+from ..privacy.float32_margin import float32_margin_assumption, with_float32_margin
 from ..randomness import gaussian_noise, secret_key
 from ._release import Release
 from .assumptions import require_constants_cover
@@ -69,7 +72,7 @@ def _dp_gd_run(key, loss, X, y, domain, T, eps, ld):
     d = domain.dim
     c = loss.constants
     mu = gdp_mu(eps, log_delta=ld)
-    sens = c.grad_diff / n
+    sens = with_float32_margin(c.grad_diff / n, n)  # the steps run in float32 (dp_infer.privacy.float32_margin)
     sigma = math.sqrt(T) * sens / mu
     eta = domain.diameter / math.sqrt(T * (c.lipschitz ** 2 + d * sigma ** 2))
     Xj, yj = jnp.asarray(X, dtype=jnp.float32), jnp.asarray(y, dtype=jnp.float32)
@@ -84,8 +87,9 @@ def _dp_gd_run(key, loss, X, y, domain, T, eps, ld):
     _, path = lax.scan(step, theta0, jax.random.split(key, T))
     avg = np.asarray(path, dtype=np.float64).mean(axis=0)
     event = GdpEvent(mu=mu, label="dp_gd",
-                     assumptions=(f"the mean loss's gradient has replace-one sensitivity <= G/n = {sens:.6g} "
-                                  "(declared grad_diff; data bounds checked)",
+                     assumptions=(f"the mean loss's gradient has replace-one sensitivity <= G/n = "
+                                  f"{c.grad_diff / n:.6g} (declared grad_diff; data bounds checked)",
+                                  float32_margin_assumption(n, "G / n"),
                                   "step size, horizon and initial point fixed independently of the data"),
                      metadata={"steps": T, "sigma": sigma, "step_size": eta, "sensitivity": sens})
     return avg, event, {"mechanism": "dp_gd", "steps": T, "sigma": sigma, "step_size": eta, "mu": mu,

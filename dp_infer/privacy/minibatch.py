@@ -78,6 +78,10 @@ fixed PUBLIC normaliser that the sampler divides by whatever the data: run
 the row count as normaliser a removal changes the mean by up to ``2C / (n + 1)``, not ``C / n``
 (at ``q = 1`` the claim would be about half the true eps); the event states this assumption.
 
+The chain sums its clipped gradients in float32: the per-record sensitivity the event charges is ``C`` times
+``1 + float32_gradient_margin(n)`` (:mod:`dp_infer.privacy.float32_margin`; a batch has at most n rows, and
+the full batch's measured rounding is the larger), so the noise multiplier below is in units of that, not of C.
+
 All accounting is on the host in float64. Calibration (:func:`minibatch_beta_max`) bisects on
 the RDP curve first (no PLD is built over wide brackets, which can exhaust memory: anchors-dp §1.5),
 then refines from there on the accountant itself, a coarse PLD grid bracketing and the accountant's
@@ -95,6 +99,7 @@ import numpy as np
 from .._validation import check_delta, check_epsilon, check_positive, check_positive_int
 from .conversions import rdp_epsilon
 from .events import SUBSAMPLED_NEIGHBORING, GdpEvent, SubsampledGaussianEvent
+from .float32_margin import float32_margin_assumption, with_float32_margin
 from .path import path_event
 
 __all__ = [
@@ -164,12 +169,14 @@ def _common(beta, step_size, num_steps, q, clip_norm, n, num_chains):
 
 
 def minibatch_noise_multiplier(beta: float, step_size: float, q: float, clip_norm: float, n: int) -> float:
-    """Noise std over per-record sensitivity ``C``: ``sigma = q n sqrt(2/h) / (beta C)``.
+    """Noise std over the planned per-record sensitivity ``C' = C (1 + float32_gradient_margin(n))``:
+    ``sigma = q n sqrt(2/h) / (beta C')``.
 
-    The drift moves by ``h beta / (q n)`` times the clipped sum; the noise std is ``sqrt(2h)``.
+    The drift moves by ``h beta / (q n)`` times the clipped sum; the noise std is ``sqrt(2h)``; ``C'`` is the
+    clip norm with the float32 margin (module doc).
     """
     beta, h, _, q, c, n, _ = _common(beta, step_size, 1, q, clip_norm, n, 1)
-    return q * n * math.sqrt(2.0 / h) / (beta * c)
+    return q * n * math.sqrt(2.0 / h) / (beta * with_float32_margin(c, n))
 
 
 def minibatch_dp_accounting_event(beta, step_size, num_steps, q, clip_norm, n, num_chains=1):
@@ -307,7 +314,8 @@ def minibatch_event(beta: float, step_size: float, num_steps: int, q: float, cli
                  f"{'2C' if mult == 2.0 else 'C'}/n",)
         if neighboring == "add_remove":
             extra += (_ADD_REMOVE_NORMALISER % n,)
-        ev = path_event(beta, mult * c / n, t * h, None, k, label=label, extra_assumptions=extra)
+        ev = path_event(beta, mult * with_float32_margin(c, n) / n, t * h, None, k, label=label,
+                        extra_assumptions=extra + (float32_margin_assumption(n, f"{'2C' if mult == 2.0 else 'C'}/n"),))
         return GdpEvent(mu=ev.mu, label=label, assumptions=ev.assumptions, metadata={**meta, "mu": ev.mu})
     al = DEFAULT_ALPHAS if alphas is None else np.unique(np.asarray(alphas, dtype=np.float64))
     if neighboring == "replace_one":
@@ -319,6 +327,7 @@ def minibatch_event(beta: float, step_size: float, num_steps: int, q: float, cli
         vals = minibatch_base_rdp(al, beta, h, t, q, c, n, k)
         extra = ("add/remove-one neighbours (per-record sensitivity C); dp-accounting RDP of the "
                  "Poisson-subsampled Gaussian", _ADD_REMOVE_NORMALISER % n)
+    extra += (float32_margin_assumption(n, "C (per record, in units of the clipped sum)"),)
     return SubsampledGaussianEvent(orders=tuple(al), values=tuple(vals), noise_multiplier=sigma, sampling_prob=q,
                                    compositions=k * t, neighboring=neighboring, label=label,
                                    assumptions=_ASSUMPTIONS + extra, metadata=meta)

@@ -8,7 +8,7 @@ import math
 
 from ..privacy import last_iterate as li
 from ..privacy.conversions import linear_rdp_rho
-from .float32_margin import float32_margin_assumption, with_float32_margin
+from ..privacy.float32_margin import float32_margin_assumption, with_float32_margin
 from .plan import RouteOption, SamplingPlan
 
 __all__ = ["option", "CLIPPED_REASON"]

@@ -20,7 +20,7 @@ from ..losses import LossConstants
 from ..privacy import path as path_privacy
 from ..privacy.accountant import Accountant
 from ..privacy.events import PrivacyEvent
-from .float32_margin import float32_margin_assumption, with_float32_margin
+from ..privacy.float32_margin import float32_margin_assumption, with_float32_margin
 from .posterior_details import PosteriorDetails
 
 __all__ = ["SamplingPlan", "RouteOption", "plan_trajectory", "step_schedule", "explain_options"]

@@ -45,7 +45,7 @@ from ..privacy.conversions import gdp_epsilon, gdp_mu
 from ..privacy.events import GdpEvent
 from ..losses.metric_clip import DEFAULT_CLIP_FACTOR, clipped_link
 from .newton_release import interval_width_forecast, newton_event, schedule
-from .float32_margin import float32_margin_assumption
+from ..privacy.float32_margin import float32_margin_assumption
 from .posterior_path import PathCost, coldest_beta, posterior_budget, widest_clip_radius
 from .posterior_details import AdaptationSchedule, ClipRule, PosteriorDetails, StepRule
 

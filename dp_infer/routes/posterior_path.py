@@ -20,7 +20,7 @@ from ..losses import LossConstants
 from ..privacy import path as path_privacy
 from ..privacy.metric_sensitivity import metric_gradient_sensitivity
 from .adaptation import SETTLE_TIME, auto_windows, worst_relaxation_time
-from .float32_margin import float32_gradient_margin
+from ..privacy.float32_margin import float32_gradient_margin
 from .preconditioning import SecondMoment, precision_matrix
 
 __all__ = ["PosteriorBudget", "posterior_budget", "PathCost", "SensitivityBound", "coldest_beta", "widest_clip_radius",
@@ -63,7 +63,7 @@ class SensitivityBound:
     """The replace-one sensitivity of a posterior chain's mean gradient in its metric (units of the
     gradient in phi-coordinates, per unit beta): ``real`` in real arithmetic, and which bound gives it
     (``source``, one of the three labels below) and ``margin``, the float32 share added
-    (:func:`~dp_infer.routes.float32_margin.float32_gradient_margin`); ``planned`` is what the plan charges,
+    (:func:`~dp_infer.privacy.float32_margin.float32_gradient_margin`); ``planned`` is what the plan charges,
     ``real`` times ``1 + margin``."""
 
     CLIP = "per-example gradients clipped in the metric (2 tau / n)"
@@ -144,7 +144,7 @@ class PathCost:
 
     def sensitivity(self, beta: float, radius: float | None = None) -> float:
         """The sensitivity the plan charges: :meth:`sensitivity_bound`'s real-arithmetic bound times
-        ``1 +`` :func:`~dp_infer.routes.float32_margin.float32_gradient_margin` for the chains' float32
+        ``1 +`` :func:`~dp_infer.privacy.float32_margin.float32_gradient_margin` for the chains' float32
         rounding."""
         return self.sensitivity_bound(beta, radius).planned
 

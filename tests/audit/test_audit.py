@@ -66,7 +66,7 @@ def trajectory_llr():
 def test_trajectory_lower_bound_below_claim(trajectory_llr):
     r = trajectory_llr
     # exact GDP calibration is tight here, up to the float32 margin the plan charges (1.001 on G / n at this n,
-    # dp_infer.routes.float32_margin): the audited law, in real arithmetic, has mu = claimed mu / 1.001
+    # dp_infer.privacy.float32_margin): the audited law, in real arithmetic, has mu = claimed mu / 1.001
     assert r.eps_exact == pytest.approx(events.gdp_epsilon(events.gdp_mu(3.0, 1e-5) / 1.001, 1e-5), rel=1e-9)
     assert r.eps_exact < 3.0
     assert r.eps_lower < r.claimed_eps

@@ -6,7 +6,7 @@ import numpy as np
 
 from benchmarks.float32_gradient import neighbour_excess
 from dp_infer import losses
-from dp_infer.routes.float32_margin import FLOAT32_GRADIENT_MARGIN
+from dp_infer.privacy.float32_margin import FLOAT32_GRADIENT_MARGIN
 
 
 def test_the_float64_difference_keeps_the_clip_bound_and_float32_stays_inside_the_margin():
@@ -66,7 +66,7 @@ def test_at_a_million_rows_the_excess_passes_the_floor_and_stays_inside_the_marg
     # inside the margin they use now (n 2^-25 = 3.0e-2). Oracle for the ratio itself: the float64 difference keeps
     # the clip's bound (<= 1 to 1e-12)
     from benchmarks.float32_gradient import synthetic_float32_excess
-    from dp_infer.routes.float32_margin import float32_gradient_margin
+    from dp_infer.privacy.float32_margin import float32_gradient_margin
 
     r = synthetic_float32_excess(10 ** 6, 10, seed=7, states=2, pairs=10)
     assert r["max_ratio_float64"] <= 1 + 1e-12 and r["max_ratio_float64"] > 0.5

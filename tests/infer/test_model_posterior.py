@@ -21,7 +21,7 @@ from click.testing import CliRunner
 import dp_infer
 from dp_infer.diagnostics import DRAWS_ATTR, ESTIMATE_STATEMENT, REPORT_ATTR
 from dp_infer.privacy.ledger import Ledger
-from dp_infer.routes.float32_margin import FLOAT32_GRADIENT_MARGIN
+from dp_infer.privacy.float32_margin import FLOAT32_GRADIENT_MARGIN
 
 
 def gauss(X=None, y=None):

@@ -28,7 +28,7 @@ from dp_infer.model.clipping import DEFAULT_COUNT_SHARE
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.events import GdpEvent
 from dp_infer.privacy.ledger import Ledger
-from dp_infer.routes.float32_margin import FLOAT32_GRADIENT_MARGIN
+from dp_infer.privacy.float32_margin import FLOAT32_GRADIENT_MARGIN
 
 EPS, DELTA, C, S = 1.0, 1e-5, 0.5, 2.0  # S: the declared prior scale (whitening), so grad_phi = S grad_theta
 RUN = dict(target="posterior", eps=EPS, delta=DELTA, clip_norm=C, prior_scales=S, ess=8, num_draws=20,

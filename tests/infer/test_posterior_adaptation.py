@@ -23,7 +23,7 @@ from dp_infer.privacy import path as path_privacy
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import Ledger
 from dp_infer.routes.posterior import plan_posterior, step_bound_matrix
-from dp_infer.routes.float32_margin import FLOAT32_GRADIENT_MARGIN
+from dp_infer.privacy.float32_margin import FLOAT32_GRADIENT_MARGIN
 from dp_infer.routes.preconditioning import adapted_metric, precision_matrix
 from dp_infer.releases.second_moment import private_second_moment
 

@@ -17,6 +17,7 @@ import pytest
 import dp_infer
 from dp_infer.domains import L2Ball
 from dp_infer.mechanisms import noisy_gd as GD
+from dp_infer.privacy.float32_margin import float32_gradient_margin
 from tests.support.mp_oracles import gdp_delta_mp
 
 
@@ -37,12 +38,16 @@ def test_one_step_noise_is_the_gaussian_mechanism_at_g_over_n():
     G = loss.constants.grad_diff
     # the noise drawn is the stated sigma (5 se) ...
     assert abs(math.log(sd / r.params["sigma"])) < 5 * se
-    # ... and the stated sigma is that of the Gaussian mechanism at G / n meeting the target exactly
-    mu = (G / n) / r.params["sigma"]
+    # ... and the stated sigma is that of the Gaussian mechanism at G / n, with the float32 margin
+    # (dp_infer.privacy.float32_margin: the steps run in float32), meeting the target exactly
+    planned = G / n * (1 + float32_gradient_margin(n))
+    mu = planned / r.params["sigma"]
     assert gdp_delta_mp(eps, mu) <= delta * (1 + 1e-9)
     assert gdp_delta_mp(eps, mu * 1.001) > delta
     ev = r.events[0][0]
-    assert ev.mu == pytest.approx(mu, rel=1e-12) and ev.metadata["sensitivity"] == pytest.approx(G / n, rel=1e-15)
+    assert ev.mu == pytest.approx(mu, rel=1e-12) and ev.metadata["sensitivity"] == pytest.approx(planned, rel=1e-15)
+    assert "sensitivity G / n times 1 + 0.001 for the chain's float32 rounding (dp_infer.privacy.float32_margin)" \
+        in ev.assumptions
 
 
 def test_the_noise_grows_with_the_square_root_of_the_steps():

@@ -207,7 +207,8 @@ def test_dp_gd_and_its_purification():
     loss = dp_infer.squared(label_bound=1.0, domain=dom)
     r = GD.dp_gd(loss, X, y, eps=1.0, delta=1e-6, domain=dom, steps=300, seed=13)
     c = loss.constants
-    assert r.params["mu"] == pytest.approx(math.sqrt(300) * c.grad_diff / 5000 / r.params["sigma"])
+    # the sensitivity G / n with the float32 margin (dp_infer.privacy.float32_margin): 1e-3 at n = 5000
+    assert r.params["mu"] == pytest.approx(math.sqrt(300) * c.grad_diff / 5000 * 1.001 / r.params["sigma"], rel=1e-12)
     assert r.epsilon(1e-6) == pytest.approx(1.0, abs=1e-9)
 
     def risk(t):
@@ -235,11 +236,12 @@ def test_pure_dp_gd_with_the_seeds_corollary_4_recipe():
 
 
 def test_dp_sgd_noise_multiplier_at_full_batch_is_the_gaussian_closed_form():
-    """q = 1: T Gaussian steps with replace-one sensitivity 2C on the clipped sum: mu = 2 sqrt(T) / z."""
+    """q = 1: T Gaussian steps with replace-one sensitivity 2C on the clipped sum: mu = 2 sqrt(T) / z, with C
+    times 1 + 1e-3 for the float32 sum (dp_infer.privacy.float32_margin at n = 1000)."""
     T, eps, delta = 100, 1.0, 1e-6
     z = GD.dp_sgd_noise_multiplier(eps, steps=T, q=1.0, clip_norm=1.0, n=1000, delta=delta, rtol=1e-4)
-    assert z == pytest.approx(2 * math.sqrt(T) / gdp_mu(eps, delta), rel=2e-4)
-    assert z >= 2 * math.sqrt(T) / gdp_mu(eps, delta)
+    assert z == pytest.approx(2 * 1.001 * math.sqrt(T) / gdp_mu(eps, delta), rel=2e-4)
+    assert z >= 2 * 1.001 * math.sqrt(T) / gdp_mu(eps, delta)
 
 
 def test_pure_dp_sgd_is_pure_and_useful():

@@ -31,6 +31,7 @@ from dp_infer.privacy import minibatch as mb
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu, rdp_epsilon
 from dp_infer.privacy.events import GdpEvent, RdpCurveEvent
+from dp_infer.privacy.float32_margin import float32_gradient_margin
 from tests.support.strict_tolerance import approx
 import warnings
 
@@ -39,8 +40,13 @@ BETA, H, T, C, N = 100.0, 0.01, 40, 1.0, 1000
 DELTA = 1e-5
 
 
+def _f32(n):
+    """The planned per-record sensitivity is C times this (the float32 margin, dp_infer.privacy.float32_margin)."""
+    return 1.0 + float32_gradient_margin(n)
+
+
 def _sigma(q, beta=BETA, h=H, c=C, n=N):
-    return q * n * math.sqrt(2.0 / h) / (beta * c)
+    return q * n * math.sqrt(2.0 / h) / (beta * c * _f32(n))
 
 
 def _mp_poisson_gaussian_rdp(alpha: int, q: float, sigma: float) -> float:
@@ -57,7 +63,7 @@ def _mp_poisson_gaussian_rdp(alpha: int, q: float, sigma: float) -> float:
 
 def test_noise_multiplier_is_noise_std_over_the_drift_of_one_clipped_gradient():
     for beta, h, q, c, n in ((100.0, 0.01, 0.01, 1.0, 1000), (3.0, 0.5, 1.0, 0.2, 7), (1e4, 1e-6, 0.3, 5.0, 10**6)):
-        drift = h * beta * c / (q * n)
+        drift = h * beta * c * _f32(n) / (q * n)  # one record's planned drift: C with the float32 margin
         assert mb.minibatch_noise_multiplier(beta, h, q, c, n) == approx(math.sqrt(2 * h) / drift, rel=1e-14)
     for name, args in (("beta", (0.0, H, 0.1, C, N)), ("step_size", (BETA, -1.0, 0.1, C, N)),
                        ("q", (BETA, H, 0.0, C, N)), ("q", (BETA, H, math.nan, C, N)), ("q", (BETA, H, None, C, N)),
@@ -329,6 +335,13 @@ def test_events_state_their_neighbouring_relation_and_the_public_normaliser(q):
         assert any("add/remove-one" in a for a in ar.assumptions)
     else:
         assert any("2C/n" in a for a in rep.assumptions) and any("sensitivity C/n" in a for a in ar.assumptions)
+    # and both charge the clip with the float32 margin of their n, and say so (dp_infer.privacy.float32_margin)
+    margin = "times 1 + 0.001 for the chain's float32 rounding (dp_infer.privacy.float32_margin)"
+    assert any(a.endswith(margin) for a in rep.assumptions) and any(a.endswith(margin) for a in ar.assumptions)
+    big = mb.minibatch_event(BETA, H, T, q, C, 10 ** 6)
+    assert big.metadata["noise_multiplier"] == approx(_sigma(q, n=10 ** 6), rel=1e-15)
+    assert _f32(10 ** 6) == 1 + 10 ** 6 / 2 ** 25 and any(a.endswith(margin.replace("0.001", "0.0298"))
+                                                          for a in big.assumptions)
 
 
 # --------------------------------------------------------------------------- q = 1
@@ -339,7 +352,7 @@ def test_q1_is_the_closed_form_gaussian_path(k):
     rep = mb.minibatch_event(BETA, H, T, 1.0, C, N, num_chains=k)
     ar = mb.minibatch_event(BETA, H, T, 1.0, C, N, num_chains=k, neighboring="add_remove")
     assert isinstance(rep, GdpEvent) and isinstance(ar, GdpEvent)
-    mu = BETA * (2 * C / N) * math.sqrt(k * T * H / 2)
+    mu = BETA * (2 * C * _f32(N) / N) * math.sqrt(k * T * H / 2)
     assert rep.mu == approx(mu, rel=1e-14)
     assert ar.mu == approx(mu / 2, rel=1e-14)
     assert rep.metadata["mu"] == rep.mu
@@ -383,7 +396,7 @@ def test_pld_cross_check_at_q_1_is_the_gaussian_mechanisms_exact_eps():
     from tests.support.mp_oracles import gdp_delta_mp
 
     for k, disc in ((1, 1e-3), (2, 1e-2)):
-        mu = math.sqrt(k * T) * H * BETA * C / (N * math.sqrt(2 * H))
+        mu = math.sqrt(k * T) * H * BETA * C * _f32(N) / (N * math.sqrt(2 * H))  # C with the float32 margin
         e = mb.minibatch_pld_epsilon(BETA, H, T, 1.0, C, N, DELTA, k, neighboring="add_remove", discretization=disc)
         assert gdp_delta_mp(e, mu) <= DELTA  # safe side, no tolerance
         assert gdp_delta_mp(e - 20 * disc, mu) > DELTA  # and not loose beyond the discretisation
@@ -416,7 +429,7 @@ def test_event_epsilon_converts_each_kind():
 def test_beta_max_at_q1_is_the_closed_form_inverse_from_below(eps, neighboring, mult, k):
     rtol = 1e-6
     b = mb.minibatch_beta_max(eps, DELTA, H, T, 1.0, C, N, k, neighboring=neighboring, rtol=rtol)
-    exact = gdp_mu(eps, DELTA) / ((mult * C / N) * math.sqrt(k * T * H / 2))
+    exact = gdp_mu(eps, DELTA) / ((mult * C * _f32(N) / N) * math.sqrt(k * T * H / 2))
     assert b <= exact * (1 + 1e-12)
     assert b >= exact / (1 + rtol) * (1 - 1e-12)
     # exact on the safe side: the event of the returned beta is within the target
@@ -504,7 +517,7 @@ def test_beta_max_inputs():
 def test_beta_max_default_tolerance_is_1e4_relative(eps):
     # the documented default rtol = 1e-4: within that of the closed-form inverse at q = 1, from below
     b = mb.minibatch_beta_max(eps, DELTA, H, T, 1.0, C, N)
-    exact = gdp_mu(eps, DELTA) / ((2 * C / N) * math.sqrt(T * H / 2))
+    exact = gdp_mu(eps, DELTA) / ((2 * C * _f32(N) / N) * math.sqrt(T * H / 2))
     assert exact / (1 + 1e-4) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
 
 
@@ -516,7 +529,7 @@ def test_beta_max_gives_zero_when_no_beta_above_1e_300_meets_the_target():
     assert mb.minibatch_beta_max(0.1, DELTA, h, t, 1.0, 1e300, 1) == 0.0
     # and a target that beta ~ 1e-299 meets is found, from below
     b = mb.minibatch_beta_max(100.0, DELTA, h, t, 1.0, 1e300, 1, rtol=1e-6)
-    exact = gdp_mu(100.0, DELTA) / 2e300
+    exact = gdp_mu(100.0, DELTA) / (2e300 * _f32(1))
     assert exact / (1 + 1e-6) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
 
 
@@ -526,7 +539,7 @@ def test_beta_max_bisects_without_overflow_at_the_ends_of_its_range():
     h, t = 0.5, 4
     for clip, n in ((1e300, 1), (1e-290, 1)):
         b = mb.minibatch_beta_max(50.0, DELTA, h, t, 1.0, clip, n, rtol=1e-6)
-        exact = gdp_mu(50.0, DELTA) / (2 * clip / n)
+        exact = gdp_mu(50.0, DELTA) / (2 * clip * _f32(n) / n)
         assert exact / (1 + 1e-6) * (1 - 1e-12) <= b <= exact * (1 + 1e-12)
 
 
@@ -570,10 +583,11 @@ def test_base_curve_of_an_almost_noiseless_step_is_never_below_the_closed_form(b
 
 
 def test_base_curve_at_noise_multiplier_one_is_the_closed_form():
-    # sigma = q n sqrt(2/h) / (beta C) = 0.5 * 2 * 1 / 1 = 1 exactly
-    assert mb.minibatch_noise_multiplier(1.0, 2.0, 0.5, 1.0, 2) == 1.0
+    # sigma = q n sqrt(2/h) / (beta C (1 + margin)) = 0.5 * 2 * 1 / 1 = 1 (to an ulp) at C = 1 / (1 + margin)
+    c = 1.0 / _f32(2)
+    assert mb.minibatch_noise_multiplier(1.0, 2.0, 0.5, c, 2) == approx(1.0, rel=1e-15)
     orders = np.array([2.0, 3.0, 6.0])
-    got = mb.minibatch_base_rdp(orders, 1.0, 2.0, 3, 0.5, 1.0, 2)
+    got = mb.minibatch_base_rdp(orders, 1.0, 2.0, 3, 0.5, c, 2)
     want = np.array([3 * _mp_poisson_gaussian_rdp(int(a), 0.5, 1.0) for a in orders])
     np.testing.assert_allclose(got, want, rtol=1e-9)
 

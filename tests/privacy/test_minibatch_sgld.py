@@ -16,6 +16,7 @@ from dp_infer.privacy import minibatch as mb
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.events import GdpEvent, RdpCurveEvent
 from dp_infer.privacy.conversions import gdp_epsilon, rdp_epsilon
+from dp_infer.privacy.float32_margin import float32_gradient_margin
 from dp_infer.privacy.path import path_mu, path_rdp
 
 
@@ -117,14 +118,17 @@ P = dict(beta=50.0, step_size=1e-3, num_steps=1000, clip_norm=1.0, n=1000)
 DELTA = 1e-5
 
 
+F32 = 1.0 + float32_gradient_margin(P["n"])  # the planned per-record sensitivity is C times this (float32)
+
+
 def _sigma(q):
-    return q * P["n"] * math.sqrt(2.0 / P["step_size"]) / (P["beta"] * P["clip_norm"])
+    return q * P["n"] * math.sqrt(2.0 / P["step_size"]) / (P["beta"] * P["clip_norm"] * F32)
 
 
 def test_noise_multiplier_derivation():
     # drift shift of one clipped gradient = h beta C / (q n); noise std sqrt(2h)
     h, beta, C, q, n = P["step_size"], P["beta"], P["clip_norm"], 0.05, P["n"]
-    shift = h * beta * C / (q * n)
+    shift = h * beta * C * F32 / (q * n)  # with the float32 margin on C
     assert mb.minibatch_noise_multiplier(beta, h, q, C, n) == pytest.approx(math.sqrt(2 * h) / shift, rel=1e-12)
 
 
@@ -134,14 +138,15 @@ def test_q1_reduces_to_path_accountant():
         ev = mb.minibatch_event(q=1.0, num_chains=K, **P)
         assert isinstance(ev, GdpEvent)
         # replace-one: both gradients clipped, Delta = 2C/n
-        assert ev.mu == pytest.approx(path_mu(P["beta"], 2 * P["clip_norm"] / P["n"], T * h, num_chains=K), rel=1e-12)
+        assert ev.mu == pytest.approx(path_mu(P["beta"], 2 * P["clip_norm"] * F32 / P["n"], T * h, num_chains=K),
+                                      rel=1e-12)
         assert ev.mu == pytest.approx(2.0 * math.sqrt(K * T) / _sigma(1.0), rel=1e-12)
     # add/remove at q = 1: Delta = C/n, and dp-accounting's curve is the path RDP
     ev = mb.minibatch_event(q=1.0, neighboring="add_remove", **P)
-    assert ev.mu == pytest.approx(path_mu(P["beta"], P["clip_norm"] / P["n"], T * h), rel=1e-12)
+    assert ev.mu == pytest.approx(path_mu(P["beta"], P["clip_norm"] * F32 / P["n"], T * h), rel=1e-12)
     a = np.array([1.5, 2.0, 8.0, 32.0])
     np.testing.assert_allclose(mb.minibatch_base_rdp(a, q=1.0, **P),
-                               path_rdp(a, P["beta"], P["clip_norm"] / P["n"], T * h), rtol=1e-6)
+                               path_rdp(a, P["beta"], P["clip_norm"] * F32 / P["n"], T * h), rtol=1e-6)
 
 
 def test_add_remove_event_matches_dp_accounting():

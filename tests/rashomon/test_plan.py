@@ -21,7 +21,7 @@ C = LossConstants(lipschitz=3.0, grad_diff=2.0, smoothness=0.5, strong_convexity
 SLACK, TOL = 1e-5, 1e-6  # the documented defaults (float_slack, tol)
 
 
-#: the float32 margin the trajectory charges at n <= 33,554 (dp_infer.routes.float32_margin)
+#: the float32 margin the trajectory charges at n <= 33,554 (dp_infer.privacy.float32_margin)
 F32 = 1.0 + 1e-3
 
 
@@ -45,7 +45,7 @@ def test_path_plan_is_the_exact_calibration_at_the_smoothed_sensitivity(psi, shi
     assert p.threshold_width == pytest.approx(w, rel=1e-15) and p.tol_sensitivity == pytest.approx(tol_s, rel=1e-15)
     assert p.sensitivity == pytest.approx(_sens(C, n, psi, w, tol_s), rel=1e-13)
     assert p.curvature == pytest.approx(_curv(C, psi, w, tol_s), rel=1e-13)
-    # the chain is charged the sensitivity times the float32 margin at this n, 1.001 (dp_infer.routes.float32_margin)
+    # the chain is charged the sensitivity times the float32 margin at this n, 1.001 (dp_infer.privacy.float32_margin)
     assert p.beta == pytest.approx(gdp_mu_for_delta_mp(eps, delta) / (p.sensitivity * F32 * math.sqrt(k * t / 2)),
                                    rel=1e-10)
     assert p.step_size * p.beta * p.curvature <= 0.5 * (1 + 1e-15)

@@ -20,7 +20,7 @@ N = 100
 def test_trajectory_plan_is_exactly_the_target_gaussian_dp(eps, delta, chains):
     plan = calibrate(QUAD, N, 1, eps=eps, delta=delta, route="trajectory", num_chains=chains)
     # quadratic loss: the path is exactly mu-GDP with mu = beta (G/n) sqrt(K t / 2) in real arithmetic; the plan
-    # charges G / n times 1.001, the float32 margin at this n (dp_infer.routes.float32_margin)
+    # charges G / n times 1.001, the float32 margin at this n (dp_infer.privacy.float32_margin)
     mu = plan.beta * (2.0 / N) * 1.001 * math.sqrt(chains * plan.horizon / 2)
     assert plan.event.mu == pytest.approx(mu, rel=1e-12)
     assert gdp_delta(eps, mu) <= delta * (1 + 1e-9)

@@ -43,7 +43,7 @@ def test_last_iterate_plan_follows_its_formulas(lam_rel, k, relax):
     p = calibrate(C, N, DIM, eps=eps, delta=delta, route="last_iterate", lam_rel=lam_rel, num_chains=k,
                   relaxations=relax, theta_scale=R)
     m, M = C.strong_convexity + lam_rel, C.smoothness + lam_rel
-    s = C.grad_diff / N * 1.001  # the float32 margin at this n (dp_infer.routes.float32_margin)
+    s = C.grad_diff / N * 1.001  # the float32 margin at this n (dp_infer.privacy.float32_margin)
     assert p.sensitivity == s and p.num_chains == k and p.route == p.release == "last_iterate"
     want_beta = 4 * m * linear_rdp_rho(eps, delta) / (k * s * s * (2 - m / (m + M)))
     assert p.beta == pytest.approx(want_beta, rel=2e-9) and p.beta <= want_beta
@@ -61,7 +61,7 @@ def test_last_iterate_plan_follows_its_formulas(lam_rel, k, relax):
     assert p.assumptions == (f"loss-level strong convexity m = {m:g} from the L2 regulariser lam_rel = {lam_rel:g} "
                              "(U = beta (L + lam_rel/2 |theta|^2))", f"loss-level smoothness M = {M:g} (declared)",
                              "sensitivity G / n times 1 + 0.001 for the chain's float32 rounding "
-                             "(dp_infer.routes.float32_margin)")
+                             "(dp_infer.privacy.float32_margin)")
     assert o.assumptions == p.assumptions and p.sampling_error_tv is None
     assert o.reason == "privacy of the final iterate stays bounded as the chain runs (strongly convex potential)"
     assert o.releases == f"the last iterate of each of {k} chain(s) only" and o.excess_risk_bound == p.excess_risk_bound

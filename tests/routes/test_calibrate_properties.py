@@ -66,7 +66,7 @@ def test_trajectory_plan_is_stable_and_round_trips(consts, n, dim, eps, delta, h
     assert spent <= eps
     assert spent >= eps * (1 - 1e-6)
     # the event is the path accountant's for the plan's own numbers (not the target's)
-    # (the sensitivity with the float32 margin of dp_infer.routes.float32_margin: max(1e-3, n 2^-25))
+    # (the sensitivity with the float32 margin of dp_infer.privacy.float32_margin: max(1e-3, n 2^-25))
     margin = max(1e-3, n / 2 ** 25)
     assert plan.event.mu == pytest.approx(P.path_mu(plan.beta, consts.grad_diff / n * (1 + margin), plan.horizon,
                                                     plan.friction, chains), rel=1e-12)

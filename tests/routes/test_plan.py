@@ -1,7 +1,7 @@
 """Oracle tests for dp_infer.routes.plan.
 
 Oracles that do not share plan.py's code: the trajectory route's closed form (beta = mu* /
-(Delta sqrt(K t / (2 gamma))), Delta = G / n times the float32 margin of dp_infer.routes.float32_margin,
+(Delta sqrt(K t / (2 gamma))), Delta = G / n times the float32 margin of dp_infer.privacy.float32_margin,
 1.001 at these n, mu* the Gaussian profile's root in 60-digit mpmath), the step-size rules the
 docstrings state (h M_U <= safety for ULA; h <= safety / sqrt(M_U) and
 h <= safety / friction for the kinetic scheme; at least ``min_steps`` steps; the exact horizon;
@@ -20,7 +20,7 @@ from dp_infer.routes.plan import RouteOption, SamplingPlan, explain_options, pla
 from dp_infer.privacy.events import GdpEvent, PureDpEvent
 from tests.support.mp_oracles import gdp_mu_for_delta_mp
 
-#: the planned sensitivity's float32 margin at n <= 33,554 (dp_infer.routes.float32_margin)
+#: the planned sensitivity's float32 margin at n <= 33,554 (dp_infer.privacy.float32_margin)
 F32 = 1.0 + 1e-3
 
 CONSTS = LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.25, strong_convexity=0.1)
@@ -230,7 +230,7 @@ def test_documented_defaults_and_assumptions():
     assert tiny.num_steps == 200 and tiny.num_draws == 200  # min_steps binds, every step a draw
     # the report states what the guarantee assumes, as a reviewer reads it
     assert default.assumptions[2:] == ("sensitivity G / n times 1 + 0.001 for the chain's float32 rounding "
-                                       "(dp_infer.routes.float32_margin)",
+                                       "(dp_infer.privacy.float32_margin)",
                                        "initial point, beta, step size, horizon and chains are data independent",
                                        "no Metropolis correction and no warmup adaptation")
     flat = plan_trajectory(LossConstants(lipschitz=1.0, grad_diff=2.0, smoothness=0.25), 500, 2, eps=1.0, delta=1e-5)

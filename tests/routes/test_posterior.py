@@ -22,7 +22,7 @@ from dp_infer import losses
 from dp_infer.losses import LossConstants, PerExampleLoss
 from dp_infer.privacy import path as path_privacy
 from dp_infer.routes.posterior import DEFAULT_ESS, DEFAULT_MIXING_RATE, plan_posterior, preconditioner_chol
-from dp_infer.routes.float32_margin import FLOAT32_GRADIENT_MARGIN
+from dp_infer.privacy.float32_margin import FLOAT32_GRADIENT_MARGIN
 from dp_infer.routes.preconditioning import SecondMoment, prior_second_moment
 from dp_infer.releases.second_moment import public_second_moment
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
@@ -31,7 +31,7 @@ from dp_infer.schema.admissible import AdmissibleRows, ConstantBlock, IntervalBl
 from tests.support.mp_oracles import gdp_delta_mp, gdp_mu_for_delta_mp
 from tests.support.strict_tolerance import approx
 
-#: the planned sensitivity's float32 margin (dp_infer.routes.float32_margin.FLOAT32_GRADIENT_MARGIN)
+#: the planned sensitivity's float32 margin (dp_infer.privacy.float32_margin.FLOAT32_GRADIENT_MARGIN)
 F32 = 1.0 + FLOAT32_GRADIENT_MARGIN
 
 
@@ -239,7 +239,7 @@ def test_the_path_cost_names_the_bound_that_gives_its_sensitivity_and_charges_it
     adapted = cost(3 * tie, adapt=True).sensitivity_bound(beta)
     assert adapted.source == SensitivityBound.CLIP and adapted.real == approx(3 * ball, rel=1e-12)
     # the margin grows with n past n = 2^25 1e-3 = 33,554 (the float32 excess grows linearly in n)
-    from dp_infer.routes.float32_margin import float32_gradient_margin
+    from dp_infer.privacy.float32_margin import float32_gradient_margin
 
     assert float32_gradient_margin(n) == FLOAT32_GRADIENT_MARGIN == 1e-3
     assert float32_gradient_margin(33_554) == 1e-3 < float32_gradient_margin(33_555)
@@ -254,7 +254,7 @@ def test_the_path_cost_names_the_bound_that_gives_its_sensitivity_and_charges_it
     # and states the margin of its n, and the bound that gives its sensitivity, in the path event's assumptions
     said = p.event.assumptions
     assert "sensitivity in the metric times 1 + 0.0298 for the chain's float32 rounding " \
-           "(dp_infer.routes.float32_margin)" in said
+           "(dp_infer.privacy.float32_margin)" in said
     assert f"sensitivity in the preconditioner's metric: {SensitivityBound.BALL} " \
            "(dp_infer.privacy.metric_sensitivity)" in said
 

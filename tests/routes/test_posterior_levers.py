@@ -15,7 +15,7 @@ from dp_infer.losses.metric_clip import resolve_clip_radius
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.routes.forecast import forecast_posterior
 from dp_infer.routes.posterior import plan_posterior
-from dp_infer.routes.float32_margin import FLOAT32_GRADIENT_MARGIN
+from dp_infer.privacy.float32_margin import FLOAT32_GRADIENT_MARGIN
 
 
 def test_clip_sets_beta_in_closed_form():

@@ -19,7 +19,7 @@ from dp_infer.privacy import path as path_privacy
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.routes.adaptation import MAX_AUTO_WINDOWS, SETTLE_TIME
 from dp_infer.routes.posterior import plan_posterior
-from dp_infer.routes.float32_margin import FLOAT32_GRADIENT_MARGIN
+from dp_infer.privacy.float32_margin import FLOAT32_GRADIENT_MARGIN
 from dp_infer.routes.preconditioning import pending_second_moment
 from dp_infer.releases.second_moment import private_second_moment
 

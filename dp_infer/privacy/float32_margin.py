@@ -7,9 +7,10 @@ absolute error of about 2^-24 |grad U| a coordinate. The planned sensitivity of 
 linearly in n. The routes whose accounting composes per-step gradient differences charge the sensitivity
 times ``1 + float32_gradient_margin(n)`` (:func:`with_float32_margin`, and state it with
 :func:`float32_margin_assumption`): the posterior mode's path, the estimate mode's trajectory (with the
-Rashomon path and the pure route's upstream, which are trajectories) and last-iterate routes. The stationary
-route does not need it (its privacy is the exact target's; the chain's distance to it is charged as a TV
-error). Not yet carrying it: the minibatch (SGLD), noisy gradient descent and proximal routes.
+Rashomon path and the pure route's upstream, which are trajectories) and last-iterate routes, Poisson-subsampled
+SGLD and DP-SGD (on the clip norm C: a batch sums at most n clipped gradients) and DP-GD. The stationary and
+proximal routes do not need it (their privacy is the exact target's; the sampler's distance to it is charged as
+a TV error).
 
 Measured by ``python -m benchmarks.float32_gradient`` (docs/results.md, "Float32 rounding in the chain's
 gradient"): the demo's Adult posterior (n = 30,162, its clipped metric, states from its draws and 5x further
@@ -47,4 +48,4 @@ def with_float32_margin(sensitivity: float, n: int) -> float:
 def float32_margin_assumption(n: int, bound: str) -> str:
     """The assumption line a plan states for the margin on its real-arithmetic ``bound`` (e.g. ``"G / n"``)."""
     return (f"sensitivity {bound} times 1 + {float32_gradient_margin(n):.3g} for the chain's float32 rounding "
-            "(dp_infer.routes.float32_margin)")
+            "(dp_infer.privacy.float32_margin)")
