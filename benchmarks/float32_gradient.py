@@ -13,7 +13,8 @@ sensitivity.
 ``python -m benchmarks.float32_gradient``: the demo's Adult run (eps = 1, seed 0), 10 states from its draws
 (two of them scaled 5x, further out than the chains go), 20 random pairs (row i replaced by row j with the
 label flipped) at each. ``--synthetic N [--dim D] [--scale S]``: the same on N synthetic logistic rows, how the
-excess grows with n (``excess_per_row_ulp``: the excess over ``n 2^-24``).
+excess grows with n (``excess_per_row_ulp``: the excess over ``n 2^-24``). ``--synthetic N --sgld Q``:
+Poisson-subsampled SGLD's gradient estimate at sampling probability Q, in units of its sensitivity ``2 C / (q n)``.
 """
 
 from __future__ import annotations
@@ -104,6 +105,51 @@ def synthetic_float32_excess(n: int, dim: int = 10, seed: int = 7, states: int =
                 margin=float32_gradient_margin(n))
 
 
+def sgld_float32_excess(n: int, q: float, dim: int = 10, seed: int = 7, states: int = 3, pairs: int = 8,
+                        scale: float = 1.0, clip_norm: float = 1.0) -> dict:
+    """The same measurement for Poisson-subsampled SGLD's gradient estimate ``(1/(q n)) sum_i B_i clip_C(g_i)``
+    (:func:`dp_infer.kernels.sgld.minibatch_gradient`, the kernel's own function) on synthetic logistic rows:
+    for each state and pair (a row in the batch replaced by another row with its label flipped; the same mask
+    on both sides), ``|g(D) - g(D')|`` over the replace-one sensitivity ``2 C / (q n)`` in float32 and float64,
+    and the excess (``excess_per_batch_ulp``: over ``q n 2^-24``, the batch's share of the full-batch scale)."""
+    from dp_infer import losses
+    from dp_infer.kernels import sgld
+    from dp_infer.privacy.float32_margin import float32_gradient_margin
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, dim))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-X @ rng.normal(size=dim)))).astype(float)
+    example = losses.logistic(row_norm=1.0).example
+    sens = 2.0 * clip_norm / (q * n)
+    ratios = {"float32": [], "float64": []}
+    for s in range(states):
+        theta = rng.normal(0.0, scale, dim)
+        for p in range(pairs):
+            key = jax.random.PRNGKey(1000 * s + p)
+            # the kernel's mask differs between float32 and x64 mode (its uniforms' width): row i is in both
+            # (the other rows cancel in the exact difference, so only the rounding sees the batch)
+            masks = []
+            for x64 in (False, True):
+                with jax.enable_x64(x64):
+                    masks.append(np.asarray(jax.random.bernoulli(key, q, (n,))))
+            i, j = int(np.flatnonzero(masks[0] & masks[1])[0]), int(rng.integers(n))
+            X2, y2 = X.copy(), y.copy()
+            X2[i], y2[i] = X[j], 1.0 - y[j]
+            for name, dt in (("float32", jnp.float32), ("float64", jnp.float64)):
+                with jax.enable_x64(dt == jnp.float64):
+                    g1, g2 = (np.asarray(sgld.minibatch_gradient(key, example, jnp.asarray(theta, dt),
+                                                                 jnp.asarray(A, dt), jnp.asarray(b, dt), q, clip_norm),
+                                         dtype=np.float64) for A, b in ((X, y), (X2, y2)))
+                ratios[name].append(float(np.linalg.norm(g1 - g2)) / sens)
+    r32, r64 = np.array(ratios["float32"]), np.array(ratios["float64"])
+    excess = float(np.abs(r32 - r64).max())
+    return {"n": n, "q": q, "dim": dim, "seed": seed, "scale": scale, "sensitivity": sens, "pairs": int(r32.size),
+            "max_ratio_float32": float(r32.max()), "max_ratio_float64": float(r64.max()),
+            "max_excess_float32": excess, "excess_per_batch_ulp": excess / (q * n * 2.0 ** -24),
+            "margin": float32_gradient_margin(n)}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.float32_gradient")
     p.add_argument("--seed", type=int, default=0)
@@ -112,8 +158,14 @@ def main(argv=None):
                    help="synthetic logistic rows (N of them) instead of the demo's Adult run")
     p.add_argument("--dim", type=int, default=10, help="with --synthetic: the dimension")
     p.add_argument("--scale", type=float, default=1.0, help="with --synthetic: the states' sd")
+    p.add_argument("--sgld", type=float, default=None, metavar="Q",
+                   help="with --synthetic: Poisson-subsampled SGLD's gradient at sampling probability Q")
     a = p.parse_args(argv)
-    if a.synthetic is not None:
+    if a.sgld is not None:
+        if a.synthetic is None:
+            p.error("--sgld needs --synthetic N")
+        r = sgld_float32_excess(a.synthetic, a.sgld, a.dim, seed=a.seed, scale=a.scale)
+    elif a.synthetic is not None:
         r = synthetic_float32_excess(a.synthetic, a.dim, seed=a.seed, pairs=a.pairs, scale=a.scale)
     else:
         r = adult_float32_excess(a.seed, pairs=a.pairs)

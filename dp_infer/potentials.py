@@ -143,7 +143,8 @@ class GibbsPotential:
         return thresholded_sensitivity(c, self.n, self.psi, self.L_star_tol)
 
     def gradient_sensitivity(self) -> float:
-        """Delta_U = sup_theta ||grad U_D - grad U_D'|| = beta * loss_sensitivity()."""
+        """Delta_U = sup_theta ||grad U_D - grad U_D'|| = beta * loss_sensitivity(), in real arithmetic; a plan
+        for a float32 chain charges it times ``1 + float32_gradient_margin(n)`` (dp_infer.privacy.float32_margin)."""
         return self.beta * self.loss_sensitivity()
 
     def strong_convexity(self) -> float:

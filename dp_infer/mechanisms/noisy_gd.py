@@ -144,7 +144,8 @@ def _sgd_event(z: float, steps: int, q: float, clip_norm: float, n: int):
     from ..privacy.minibatch import minibatch_event
 
     # minibatch_event is parametrised as SGLD (beta, h); any h with beta = q n sqrt(2/h) / (z C)
-    # describes the same Poisson-subsampled Gaussian mechanism with noise multiplier z
+    # describes the same Poisson-subsampled Gaussian mechanism with noise multiplier z (in units of C; the
+    # event charges C with the float32 margin, so its own multiplier is z / (1 + float32_gradient_margin(n)))
     beta = q * n * math.sqrt(2.0) / (z * clip_norm)
     return minibatch_event(beta, 1.0, steps, q, clip_norm, n, label="dp_sgd")
 

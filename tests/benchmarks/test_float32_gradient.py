@@ -71,3 +71,17 @@ def test_at_a_million_rows_the_excess_passes_the_floor_and_stays_inside_the_marg
     r = synthetic_float32_excess(10 ** 6, 10, seed=7, states=2, pairs=10)
     assert r["max_ratio_float64"] <= 1 + 1e-12 and r["max_ratio_float64"] > 0.5
     assert FLOAT32_GRADIENT_MARGIN < r["max_excess_float32"] < float32_gradient_margin(10 ** 6) == r["margin"]
+
+
+def test_sgld_minibatch_gradient_excess_scales_with_the_batch_and_stays_inside_the_margin():
+    # Poisson-subsampled SGLD (the kernel's own minibatch_gradient): the clip bounds a replace-one difference by
+    # 2 C / (q n) exactly, so the float64 ratio is <= 1 (to 1e-12); float32 adds the rounding of a sum over the
+    # batch, nonzero and inside the margin the minibatch event charges (float32_gradient_margin(n), here its
+    # floor 1e-3; measured at this size: 4.4e-6 of the bound, 0.074 q n 2^-24)
+    from benchmarks.float32_gradient import sgld_float32_excess
+
+    r = sgld_float32_excess(10_000, 0.1, seed=0, states=2, pairs=6)
+    assert r["pairs"] == 12 and r["sensitivity"] == 2.0 / (0.1 * 10_000)
+    assert 0.3 < r["max_ratio_float64"] <= 1 + 1e-12
+    assert 0 < r["max_excess_float32"] < FLOAT32_GRADIENT_MARGIN == r["margin"]
+    assert r["excess_per_batch_ulp"] < 0.5  # the batch's scale: the margin n 2^-25 >= q n 2^-25 covers it

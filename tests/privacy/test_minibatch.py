@@ -318,6 +318,10 @@ def test_event_orders_are_the_sorted_unique_alphas_and_chains_fold_in():
     np.testing.assert_allclose(ev2.values, np.maximum.accumulate(np.minimum(
         3 * T * mb.replace_one_rdp(al, _sigma(0.05), 0.05), 2.0 * 3 * T * al / _sigma(0.05) ** 2)), rtol=1e-12)
     assert mb.minibatch_event(BETA, H, T, 0.05, C, N).orders == tuple(mb.DEFAULT_ALPHAS)
+    # the label a privacy report lists the event under, by default and as given
+    assert mb.minibatch_event(BETA, H, T, 0.05, C, N).label == "minibatch_sgld"
+    assert mb.minibatch_event(BETA, H, T, 1.0, C, N).label == "minibatch_sgld"
+    assert mb.minibatch_event(BETA, H, T, 0.05, C, N, label="dp_sgd").label == "dp_sgd"
     ar = mb.minibatch_event(BETA, H, T, 0.05, C, N, neighboring="add_remove", alphas=[1.5, 2.0, 4.0])
     np.testing.assert_array_equal(ar.values, mb.minibatch_base_rdp([1.5, 2.0, 4.0], BETA, H, T, 0.05, C, N))
 

@@ -112,3 +112,23 @@ def test_no_budget_is_reserved_where_the_released_curvature_would_be_noise():
     assert default_interval_share(loss, 10, n=n_edge, mu=mu)[0] == DEFAULT_INTERVAL_SHARE
     assert default_interval_share(loss, 10, n=n_edge - 2, mu=mu)[0] == 0.0
     assert default_interval_share(loss, 5, sharded=True)[0] == 0.0
+
+
+def test_the_weight_radius_is_rho_factor_times_the_root_mean_metric_row_norm():
+    # closed form: rho = RHO_FACTOR sqrt(tr(C^T S C)) = RHO_FACTOR sqrt(mean ||C^T x||^2) for S = X^T X / n (the
+    # rows' own metric norms, an independent computation); a trace far from 1 tells rho from its reciprocal
+    from dp_infer.routes.newton_release import RHO_FACTOR
+
+    X, _ = _rows(200, 3, seed=3)
+    C = np.array([[4.0, 0.0, 0.0], [1.0, 2.0, 0.0], [0.5, -1.0, 3.0]])
+    mean_sq = float(np.mean(np.sum((X @ C) ** 2, axis=1)))
+    assert mean_sq > 4.0
+    rho = weight_radius(C, X.T @ X / len(X))
+    assert rho == pytest.approx(RHO_FACTOR * math.sqrt(mean_sq), rel=1e-12)
+    # float32 inputs give the float64 answer (the metric and the moment are promoted before the product)
+    assert weight_radius(C.astype(np.float32), (X.T @ X / len(X)).astype(np.float32)) == pytest.approx(
+        RHO_FACTOR * math.sqrt(float(np.trace(C.astype(np.float32).astype(np.float64).T
+                                              @ (X.T @ X / len(X)).astype(np.float32).astype(np.float64)
+                                              @ C.astype(np.float32).astype(np.float64)))), rel=1e-14)
+    # a zero moment is floored, never 0 (the release divides by rho)
+    assert weight_radius(C, np.zeros((3, 3))) == RHO_FACTOR * 1e-150
