@@ -132,3 +132,39 @@ def test_the_weight_radius_is_rho_factor_times_the_root_mean_metric_row_norm():
                                               @ C.astype(np.float32).astype(np.float64)))), rel=1e-14)
     # a zero moment is floored, never 0 (the release divides by rho)
     assert weight_radius(C, np.zeros((3, 3))) == RHO_FACTOR * 1e-150
+
+
+@pytest.mark.parametrize("curvature", ["private", "public"])
+def test_the_event_states_its_public_n_and_refuses_bad_inputs_by_name(curvature):
+    ev = newton_event(0.3, n=1234, curvature=curvature)
+    assert ev.mu == 0.3 and ev.metadata["n"] == 1234
+    assert ev.assumptions[0].startswith("replace-one neighbours, n = 1234 public; ")
+    for mu in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"^mu must lie in \(0, inf\), got "):
+            newton_event(mu, n=1234, curvature=curvature)
+    for n in (0, -3, 2.5):
+        with pytest.raises(ValueError, match=r"^n must be an integer >= 1, got "):
+            newton_event(0.3, n=n, curvature=curvature)
+
+
+def test_the_event_says_what_it_releases_and_what_its_bound_rests_on_in_the_report():
+    # the label and the assumptions are what a reviewer reads in the privacy report: pinned whole for both kinds
+    rows = ("replace-one neighbours, n = 50 public; rows weighted by min(1, rho^2 / ||C^T x||^2) (label- and "
+            "theta-free), so every gradient has ||C^T g|| <= G rho")
+    post = "the points, the weights and the metric are post-processing of released draws and of this release's " \
+           "earlier stages"
+    private = newton_event(0.3, n=50)
+    assert private.label == ("newton_release (curvatures, gradients and the scores' second moment of a weighted data "
+                             "loss near the estimate, for the intervals)")
+    assert private.assumptions == (rows + " and every curvature row squared norm <= kappa rho^2", post)
+    public = newton_event(0.3, n=50, curvature="public")
+    assert public.label == ("newton_release (gradients of a weighted data loss near the estimate, for the intervals; "
+                            "curvature and scores' second moment from public feature rows)")
+    assert public.assumptions == (rows, post, "the curvature and the scores' second moment are computed from feature "
+                                              "rows the user declares public (X_public): no privacy cost")
+    assert public.metadata["curvature"] == "public" and "curvature" not in private.metadata
+    # the parts split mu^2 by the schedule's shares, in stage order
+    for ev, c in ((private, "private"), (public, "public")):
+        parts = ev.metadata["parts"]
+        assert [p["stage"] for p in parts] == sorted(p["stage"] for p in parts)
+        assert sum(p["mu"] ** 2 for p in parts) == pytest.approx(0.09, rel=1e-12)
