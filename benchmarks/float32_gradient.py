@@ -83,6 +83,14 @@ def adult_float32_excess(seed: int = 0, states: int = 8, pairs: int = 20) -> dic
                 margin=float32_gradient_margin(plan.n))
 
 
+def _synthetic_logistic_rows(rng, n: int, dim: int):
+    """``n`` logistic rows in the unit ball, labels drawn from a standard normal theta (draws from ``rng``)."""
+    X = rng.normal(size=(n, dim))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-X @ rng.normal(size=dim)))).astype(float)
+    return X, y
+
+
 def synthetic_float32_excess(n: int, dim: int = 10, seed: int = 7, states: int = 3, pairs: int = 15,
                              scale: float = 1.0) -> dict:
     """:func:`neighbour_excess` on synthetic logistic rows (unit ball, labels from a standard normal theta),
@@ -92,9 +100,7 @@ def synthetic_float32_excess(n: int, dim: int = 10, seed: int = 7, states: int =
     from dp_infer.privacy.float32_margin import float32_gradient_margin
 
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, dim))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-X @ rng.normal(size=dim)))).astype(float)
+    X, y = _synthetic_logistic_rows(rng, n, dim)
     C = np.linalg.cholesky(np.eye(dim) * 0.5 + 0.1)
     phis = rng.normal(0.0, scale, (states, dim))
     ij = [(int(rng.integers(n)), int(rng.integers(n))) for _ in range(pairs)]
@@ -117,9 +123,7 @@ def sgld_float32_excess(n: int, q: float, dim: int = 10, seed: int = 7, states: 
     from dp_infer.privacy.float32_margin import float32_gradient_margin
 
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, dim))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-X @ rng.normal(size=dim)))).astype(float)
+    X, y = _synthetic_logistic_rows(rng, n, dim)
     example = losses.logistic(row_norm=1.0).example
     sens = 2.0 * clip_norm / (q * n)
     ratios = {"float32": [], "float64": []}

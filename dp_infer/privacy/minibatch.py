@@ -309,13 +309,12 @@ def minibatch_event(beta: float, step_size: float, num_steps: int, q: float, cli
     meta = {"route": "minibatch_sgld", "beta": beta, "step_size": h, "num_steps": t, "q": q,
             "clip_norm": c, "n": n, "num_chains": k, "noise_multiplier": sigma, "neighboring": neighboring}
     if q == 1.0:  # no subsampling: the exact Gaussian path accountant
-        mult = 2.0 if neighboring == "replace_one" else 1.0
-        extra = (f"q = 1: full batch, clipped gradients, {neighboring} sensitivity "
-                 f"{'2C' if mult == 2.0 else 'C'}/n",)
+        mult, per_row = (2.0, "2C/n") if neighboring == "replace_one" else (1.0, "C/n")
+        extra = (f"q = 1: full batch, clipped gradients, {neighboring} sensitivity {per_row}",)
         if neighboring == "add_remove":
             extra += (_ADD_REMOVE_NORMALISER % n,)
         ev = path_event(beta, mult * with_float32_margin(c, n) / n, t * h, None, k, label=label,
-                        extra_assumptions=extra + (float32_margin_assumption(n, f"{'2C' if mult == 2.0 else 'C'}/n"),))
+                        extra_assumptions=extra + (float32_margin_assumption(n, per_row),))
         return GdpEvent(mu=ev.mu, label=label, assumptions=ev.assumptions, metadata={**meta, "mu": ev.mu})
     al = DEFAULT_ALPHAS if alphas is None else np.unique(np.asarray(alphas, dtype=np.float64))
     if neighboring == "replace_one":
