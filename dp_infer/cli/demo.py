@@ -157,21 +157,17 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float, interval_curv
     return expected
 
 
-def _prior_warning(loss, n, dim, **kw) -> None:
-    """The close-to-prior lines of :func:`dp_infer.routes.forecast.forecast_posterior` (public inputs
-    only), where that module exists (issue 27's forecast); nothing otherwise."""
-    try:
-        from ..routes.forecast import forecast_posterior
-    except ImportError:
-        return
-    chains = kw.pop("chains")
-    try:
-        fc = forecast_posterior(loss, n, dim, num_chains=chains, **kw)
-    except TypeError:  # another signature: the demo keeps its own forecast above
-        return
+def _prior_warning(loss, n, dim, **kw):
+    """Print the close-to-prior lines of :func:`dp_infer.routes.forecast.forecast_posterior` (public inputs
+    only; planned as the run is, the test file's features giving each coordinate's mean square) and
+    return the forecast, so the run's measurement can be printed beside it."""
+    from ..routes.forecast import forecast_posterior
+
+    fc = forecast_posterior(loss, n, dim, num_chains=kw.pop("chains"), **kw)
     for line in fc.explain().splitlines():
         if "WARNING" in line or "prior sd" in line or "within 10% of the prior" in line:
             click.echo(line)
+    return fc
 
 
 def _coefficient_table(draws: np.ndarray, names, mix_table) -> "object":
@@ -244,8 +240,10 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
                              num_draws=num_draws, kernel=kernel, friction=friction, clip_radius=clip_radius,
                              interval_curvature=interval_curvature)
         _print_forecast(plan, full=full, eps=eps, delta=delta, interval_curvature=interval_curvature)
-        _prior_warning(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess, chains=chains,
-                       rows=rows, precond_share=precond_share, kernel=kernel, friction=friction, clip_radius=clip_radius)
+        sd_forecast = _prior_warning(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
+                                     chains=chains, rows=rows, precond_share=precond_share, kernel=kernel,
+                                     friction=friction, clip_radius=clip_radius, X_public=a.X_test,
+                                     interval_curvature=interval_curvature)
         if plan.posterior.interval_inflation > 10:
             click.echo(f"  note         at this n and eps the tempered posterior is far wider than the data's own: "
                        f"its sd is about {plan.posterior.interval_inflation:.3g}x the untempered posterior's; "
@@ -269,16 +267,17 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
                          precond_share=precond_share, num_draws=num_draws, led=led, ledger=ledger,
                          dataset_id=dataset_id, out=out, plots_dir=plots_dir, nonprivate=nonprivate,
                          times=(t_start, t_plan, t_sampled, clock), clip_radius=clip_radius,
-                         interval_curvature=interval_curvature)
+                         interval_curvature=interval_curvature, sd_forecast=sd_forecast)
     sys.stdout.flush()
     return run
 
 
 def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, chains, kernel, friction, rows,
                      prior_precision, precond_share, num_draws, led, ledger, dataset_id, out, plots_dir, nonprivate,
-                     times, clip_radius=None, interval_curvature=DEFAULT_INTERVAL_CURVATURE):
+                     times, clip_radius=None, interval_curvature=DEFAULT_INTERVAL_CURVATURE, sd_forecast=None):
     """Everything the demo prints and writes after sampling (the run is paid for: ``keeper`` keeps
-    its draws in a fallback file if any of it fails)."""
+    its draws in a fallback file if any of it fails). ``sd_forecast``: the forecast made before the
+    run (:class:`~dp_infer.routes.forecast.PosteriorForecast`), printed beside what the draws measure."""
     from threadpoolctl import threadpool_limits
 
     from ..diagnostics import check_mixing, get_report
@@ -329,6 +328,10 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
     from ..diagnostics.prior_dominance import run_prior_dominance
 
     click.echo(run_prior_dominance(run).text(a.feature_names))
+    if sd_forecast is not None:
+        fc = sd_forecast
+        click.echo(f"  forecast before the run (public inputs): median sd / prior sd {fc.sd_ratio_to_prior:.2f}, "
+                   f"{fc.prior_dominated_count} of {dim} prior-dominated")
     worst_rhat = mtab["r_hat"].idxmax()
     click.echo("")
     click.echo(f"mixing (ArviZ, {mix.num_chains} chains x {mix.num_draws} draws after burn-in): max R-hat "

@@ -137,7 +137,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
                             prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
                             num_chains=chains, rows=rows, precond_share=0.1 if precond_share is None else precond_share,
                             kernel=kernel, friction=friction, clip_radius=clip_radius,
-                            interval_curvature=interval_curvature)
+                            interval_curvature=interval_curvature, X_public=X_public)
     click.echo(fc.explain())
     click.echo("")
     t0 = time.time()

@@ -20,7 +20,11 @@ the behaviour, never the loss's name:
   a correctly specified model the score's variance equals it (``E[phi'^2 | x] = phi''``: a canonical
   GLM with unit dispersion, logistic and Poisson), so the posterior mode's interval release can take
   its curvature and model-based scores' second moment from public feature rows
-  (:mod:`dp_infer.routes.newton_release`, ``interval_curvature="public"``).
+  (:mod:`dp_infer.routes.newton_release`, ``interval_curvature="public"``);
+* the forecast of how far the tempered posterior spreads (:func:`dp_infer.routes.forecast.tempered_sd_ratios`):
+  ``spread_curvature(v, a, params)``, the clipped link's curvature (clip level ``a``; ``inf``: no clip)
+  averaged over a score spread as ``N(0, v)``; None = no such declaration (the forecast then uses the
+  plan's constant curvature stand-in, ``kappa / 2``).
 
 A run file stores the loss's name only; :func:`dp_infer.losses.registry.loss_behaviour` maps a
 built-in loss's stored name back to its behaviour. A loss of your own carries its behaviour in
@@ -66,6 +70,7 @@ class LossBehaviour:
     one_coefficient_per_feature: bool = True
     fit_refusal: str | None = None
     label_free_curvature: bool = False
+    spread_curvature: Callable[[float, float, Mapping], float] | None = None
 
     def __post_init__(self):
         if self.point_prediction is not None and self.point_prediction not in POINT_PREDICTIONS:
@@ -85,6 +90,13 @@ class LossBehaviour:
             raise ValueError(f"the {self.name or 'custom'} loss has no clipped link")
         f, params = self.clipped_link, dict(self.clip_params)
         return lambda z, y, a: f(z, y, a, params)
+
+    def bound_spread_curvature(self) -> Callable[[float, float], float] | None:
+        """``f(v, a)``: the declared spread curvature with this behaviour's parameters bound, or None."""
+        if self.spread_curvature is None:
+            return None
+        f, params = self.spread_curvature, dict(self.clip_params)
+        return lambda v, a: f(v, a, params)
 
 
 #: the behaviour of a loss that declares none (``clipped_loss``, a hand-built ``PerExampleLoss``):

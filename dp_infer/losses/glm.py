@@ -17,7 +17,7 @@ from dataclasses import replace
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_ndtr
 
 from .._validation import check_nonnegative, check_positive, check_positive_int
 from ..domains import Domain, Euclidean
@@ -68,6 +68,38 @@ def _clipped_smoothed_hinge(z, y, a, params):
     return jnp.where((a < 1.0) & (m < knee), lin, base)
 
 
+#: Gauss-Legendre nodes and weights for the smooth middle piece of the spread curvature's integral
+_LEGENDRE_NODES, _LEGENDRE_WEIGHTS = np.polynomial.legendre.leggauss(200)
+
+
+def _logistic_spread_curvature(v, a, params):
+    """The clipped logistic link's curvature (:func:`_clipped_logistic` at level ``a``; ``inf``: no clip)
+    averaged over a score ``z ~ N(0, v)`` and the two labels equally (margins ``z`` and ``-z``).
+
+    In the margin the clipped link's curvature is the logistic's ``s (1 - s)`` for ``|m| <= m_k``, ``a e^-m``
+    above and 0 below (``m_k = log(a / (1 - a))`` for ``a > 1/2``, else 0; ``inf`` unclipped), so the label
+    average is ``s (1 - s)`` for ``|z| <= m_k`` and ``a e^-|z| / 2`` beyond. The middle piece is integrated
+    by Gauss-Legendre (smooth; truncated at 12 sd or ``|z| = 40``, where ``s (1 - s) < e^-40``), the tails in
+    closed form, ``a e^(v / 2) Phi(-(m_k + v) / sqrt(v))``. At ``v = 0``: 1/4 for ``a > 1/2``, else ``a``
+    (the outer piece's value at the knot). A wide spread flattens it: about ``1/4 / sqrt(1 + pi v / 8)``
+    unclipped, ``a e^(v / 2) Phi(-sqrt(v))`` for ``a <= 1/2``."""
+    v = max(float(v), 0.0)
+    a1 = min(float(a), 1.0)
+    m_k = math.inf if a1 >= 1.0 else (math.log(a1 / (1.0 - a1)) if a1 > 0.5 else 0.0)
+    if v == 0.0:
+        return 0.25 if m_k > 0.0 else a1
+    sd = math.sqrt(v)
+    half = min(m_k, 40.0, 12.0 * sd)
+    middle = 0.0
+    if half > 0.0:
+        z = half * _LEGENDRE_NODES
+        s = expit(z)
+        middle = half * float(np.sum(_LEGENDRE_WEIGHTS * s * (1.0 - s) * np.exp(-0.5 * (z / sd) ** 2)))
+        middle /= sd * math.sqrt(2.0 * math.pi)
+    tails = a1 * math.exp(0.5 * v + float(log_ndtr(-(m_k + v) / sd))) if math.isfinite(m_k) else 0.0
+    return middle + tails
+
+
 def _categorical_predictive(X, theta):
     """Softmax probabilities of ``theta = vec(W)`` (S, d K) averaged over draws; mean: the expected class."""
     d = X.shape[1]
@@ -87,7 +119,7 @@ def _identity(s):
 LOGISTIC = LossBehaviour(name="logistic", clipped_link=_clipped_logistic, clipped_curvature_factor=2.0,
                          predictive=linear_predictive(expit, "binary", probs=True), point_prediction="probability",
                          cli_name="logistic", from_cli=lambda o: logistic(row_norm=o["row_norm"]),
-                         label_free_curvature=True)
+                         label_free_curvature=True, spread_curvature=_logistic_spread_curvature)
 MULTINOMIAL_LOGISTIC = LossBehaviour(name="multinomial_logistic", predictive=_categorical_predictive,
                                      one_coefficient_per_feature=False)
 SQUARED = LossBehaviour(name="squared", predictive=linear_predictive(_identity, "continuous"),

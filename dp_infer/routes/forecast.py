@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from .._validation import check_choice, check_delta, check_positive, check_positive_int, check_target_epsilon
+from scipy.optimize import brentq
+
+from .._validation import check_choice, check_delta, check_finite_array, check_positive, check_positive_int, \
+    check_target_epsilon
 from ..losses import PerExampleLoss
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
@@ -26,7 +29,7 @@ from .posterior import DEFAULT_ESS, DEFAULT_POSTERIOR_KERNEL, expected_steps, pl
 from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
 
 __all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS", "sampling_seconds",
-           "CLOSE_TO_PRIOR"]
+           "CLOSE_TO_PRIOR", "tempered_sd_ratios"]
 
 #: wall-time cost model: seconds per (step x row x parameter x chain) of the full-batch gradient on
 #: this project's 2-core machine, idle: 2.5 ms a step at Adult's 30162 rows x 100 x 4 chains
@@ -50,6 +53,53 @@ def sampling_seconds(steps: float, n: int, dim: int, num_chains: int) -> float:
     return float(steps) * SECONDS_PER_ROW_STEP_PARAM * max(shape, MIN_SHAPE_SHARE * CALIBRATION_SHAPE)
 
 
+def tempered_sd_ratios(beta: float, prior_precision, feature_mean_square,
+                       mean_curvature: Callable[[float], float] | float) -> tuple[np.ndarray, float, float]:
+    """Per coordinate, the tempered posterior's sd over the prior's, from public inputs only.
+
+    A mean-field Gaussian reading of ``prior x exp(-beta L)`` for a generalised linear loss whose
+    data curvature depends on how far the target spreads: coordinate j has precision
+    ``lambda_j + beta k(v) m2_j`` (``m2_j``: the feature's mean square, in squared feature units;
+    ``lambda_j``: the prior's precision), and ``k(v)`` is the link's curvature averaged over the
+    rows' scores ``z = <theta, x>``, whose variance under the target is ``v = sum_j m2_j s_j^2`` (the
+    rows' mean of ``x^T diag(s^2) x``). So ``v`` solves ``v = sum_j m2_j / (lambda_j + beta k(v) m2_j)``;
+    the smallest root is taken (the narrowest self-consistent spread: scanned on a grid from 0 to
+    ``sum_j m2_j / lambda_j``, refined by Brent's method). A wide tempered target flattens a logistic
+    link, and the clip in the draws' metric flattens it more, which the Gaussian arithmetic at a fixed
+    curvature misses (Adult, eps = 1, 5,000 rows: that said 0.85 of the prior sd, the run measured 0.99).
+
+    ``mean_curvature``: ``k(v)`` (the loss's :meth:`~dp_infer.losses.behaviour.LossBehaviour.bound_spread_curvature`
+    with its clip level) or a constant (then ``s_j = (lambda_j + beta k m2_j)^-1/2``, the Gaussian
+    arithmetic). Returns ``(ratios s_j sqrt(lambda_j), v, k(v))``.
+    Assumptions: coordinates independent under the target (a diagonal reading), the scores centred at 0
+    (where the data dominate, their own estimate puts the scores elsewhere and the curvature lower:
+    the forecast then says a narrower target than the run's).
+    """
+    m2 = check_finite_array("feature_mean_square", feature_mean_square, ndim=1)
+    if (m2 < 0).any():
+        raise ValueError("feature_mean_square must be >= 0 in every coordinate")
+    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), m2.shape)
+    if not (np.all(np.isfinite(lam)) and np.all(lam > 0)):
+        raise ValueError("prior_precision must be finite and > 0 in every coordinate")
+    beta = check_positive("beta", beta)
+    k = mean_curvature if callable(mean_curvature) else (lambda v, c=float(mean_curvature): c)
+
+    def spread(v):
+        return float(np.sum(m2 / (lam + beta * k(v) * m2)))
+
+    v_max = float(np.sum(m2 / lam))
+    if v_max == 0.0:
+        return np.ones_like(m2), 0.0, float(k(0.0))
+    grid = np.concatenate([[0.0], np.geomspace(v_max * 1e-12, v_max, 240)])
+    gap = np.array([spread(v) - v for v in grid])  # >= 0 at 0, <= 0 at v_max (k >= 0)
+    if not (gap <= 0.0).any():  # only a curvature of 0 at v_max leaves no sign change: the prior alone
+        return np.ones_like(m2), v_max, float(k(v_max))
+    i = int(np.argmax(gap <= 0.0))
+    v = float(grid[i]) if gap[i] == 0.0 else brentq(lambda u: spread(u) - u, grid[i - 1], grid[i], rtol=1e-12)
+    kv = float(k(v))
+    return np.sqrt(lam / (lam + beta * kv * m2)), v, kv
+
+
 @dataclass(frozen=True)
 class PosteriorForecast:
     """What a posterior-mode run will give, from public inputs only (no data, no budget spent).
@@ -60,12 +110,14 @@ class PosteriorForecast:
     tempered draws' 90% widths measured 1.1x it at eps = 0.5 and 2.3x at eps = 4, notebook 07).
     ``interval_width``: the released intervals' forecast width over the non-private posterior's
     (:func:`~dp_infer.routes.newton_release.interval_width_forecast`), None without an interval release.
-    ``sd_ratio_to_prior``: the tempered posterior sd of a typical coordinate over the prior sd,
-    ``sqrt(lambda / (beta kappa_P m2 + lambda))`` with ``m2`` the coordinate's assumed mean square
-    (default ``R^2 / dim``: the row norm spread evenly) -- a forecast, not a measurement;
-    ``close_to_prior`` when it exceeds :data:`CLOSE_TO_PRIOR`; ``prior_held_below``: the feature
-    mean square below which a coordinate's sd is within that factor of the prior's (on Adult, with
-    many rare category levels, the typical coordinate is rarer than ``R^2 / dim``: read this line). ``seconds``: the cost model
+    ``sd_ratios``: each coordinate's tempered posterior sd over its prior sd (:func:`tempered_sd_ratios`:
+    the link's curvature averaged over the target's own spread, clip included, where the loss declares
+    it; else ``sqrt(lambda / (beta kappa_P m2 + lambda))``), from each coordinate's feature mean square
+    ``m2`` (``feature_mean_square_source``: public rows', or the row norm spread evenly) -- a forecast,
+    not a measurement; ``sd_ratio_to_prior``: their median (the typical coordinate), compared with the
+    run's measured median by :mod:`dp_infer.diagnostics.prior_dominance`; ``close_to_prior`` when it
+    exceeds :data:`CLOSE_TO_PRIOR`; ``prior_held_below``: the feature mean square below which a
+    coordinate's sd is within that factor of the prior's. ``seconds``: the cost model
     ``steps x chains x n x dim x SECONDS_PER_ROW_STEP_PARAM + FIXED_SECONDS`` (an estimate).
     """
 
@@ -90,11 +142,18 @@ class PosteriorForecast:
     second_moment: str
     prior_held_below: float
     notes: tuple[str, ...] = ()
+    sd_ratios: tuple[float, ...] = ()
+    feature_mean_square_source: str = ""
     #: one line on the intervals for theta: the interval release's share and forecast width, or why none
     intervals: str = ""
     #: the released intervals' forecast width over the non-private posterior's for a typical coordinate
     #: (the number in :attr:`intervals`), or None where the run makes no interval release
     interval_width: float | None = None
+
+    @property
+    def prior_dominated_count(self) -> int:
+        """How many coordinates' forecast sd is at least :data:`CLOSE_TO_PRIOR` of the prior's."""
+        return int(sum(r >= CLOSE_TO_PRIOR for r in self.sd_ratios))
 
     def as_dict(self) -> dict:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
@@ -116,13 +175,19 @@ class PosteriorForecast:
             f"  expected wall time about {self.seconds:.0f} s ({self.num_steps} steps per chain; cost model "
             f"{SECONDS_PER_ROW_STEP_PARAM:g} s per step x row x parameter x chain + {FIXED_SECONDS:g} s, an estimate)",
         ]
-        if self.close_to_prior:
+        if self.close_to_prior and self.interval_width is not None:  # by design: the release carries the data
+            lines.append(f"  the tempered draws: a typical coordinate's posterior sd is forecast at "
+                         f"{self.sd_ratio_to_prior:.2f} of the prior sd; they will say little about the data, the "
+                         "intervals for theta (the interval release) carry it")
+        elif self.close_to_prior:
             lines.append(f"  WARNING: at this n and eps, the posterior sd of a typical coordinate will be within "
                          f"{100 * (1 - self.sd_ratio_to_prior):.0f}% of the prior sd (ratio {self.sd_ratio_to_prior:.2f}): "
                          "the draws will say little about the data. More rows, a larger eps, fewer effective "
                          "draws or a tighter prior change this.")
         else:
             lines.append(f"  a typical coordinate's posterior sd is forecast at {self.sd_ratio_to_prior:.2f} of the prior sd")
+        lines.append(f"  forecast prior-dominated (sd within 10% of the prior's): {self.prior_dominated_count} of "
+                     f"{self.dim} coordinates (features' mean squares from {self.feature_mean_square_source})")
         lines.append(f"  coordinates whose feature has mean square below {self.prior_held_below:.3g} (e.g. a category level "
                      f"rarer than {self.prior_held_below:.2%} of rows) will have a posterior sd within 10% of the prior's")
         if self.intervals:
@@ -136,7 +201,7 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
                        clip_radius: float | str | None = "auto", kernel: str = DEFAULT_POSTERIOR_KERNEL,
                        preconditioner: str = "private",
                        precond_share: float = 0.1, second_moment: SecondMoment | None = None,
-                       feature_mean_square: float | None = None, **plan_kwargs) -> PosteriorForecast:
+                       feature_mean_square=None, X_public=None, **plan_kwargs) -> PosteriorForecast:
     """Forecast a posterior-mode run from public inputs only (see :class:`PosteriorForecast`).
 
     Plans exactly as :func:`dp_infer.fit_posterior.fit_posterior` does before any release
@@ -146,6 +211,11 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     uses the public bound ``M_phi <= kappa / kappa_P + beta kappa e / min(lambda)`` with ``e`` the
     release's noise bound (the run's own plan, made after the release, has at most that many steps
     unless its noise exceeds the bound, probability <= 1e-6).
+
+    The tempered sds (:func:`tempered_sd_ratios`) need each coordinate's feature mean square:
+    ``X_public`` (feature rows declared public, e.g. a test file's: their per-column mean squares),
+    else ``feature_mean_square`` (a number, or one per coordinate), else the row norm spread evenly,
+    ``R^2 / dim``.
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -201,11 +271,13 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
         if e > 0:
             notes.append(f"the private second moment's noise (spectral bound {e:.3g}) sets the step: "
                          "a larger precond_share or more rows shortens the run")
-    m2 = (R2 / dim if math.isfinite(R2) else 1.0) if feature_mean_square is None else check_positive(
-        "feature_mean_square", feature_mean_square)
-    lam_typ = float(np.median(lam))
-    ratio = math.sqrt(lam_typ / (plan.beta * kappa_P * m2 + lam_typ))
-    infl_typ = math.sqrt((n * kappa_P * m2 + lam_typ) / (plan.beta * kappa_P * m2 + lam_typ))
+    m2, m2_source = _feature_mean_squares(dim, R2, feature_mean_square, X_public)
+    lam_d = np.broadcast_to(lam, (dim,)) if lam.ndim == 0 or lam.size == 1 else lam
+    score_curvature = _mean_curvature(loss, clip_radius, plan.beta, kappa_P)
+    ratios, _, k_spread = tempered_sd_ratios(plan.beta, lam_d, m2, score_curvature)
+    lam_typ, m2_typ = float(np.median(lam)), float(np.median(m2))
+    ratio = float(np.median(ratios))
+    infl_typ = math.sqrt((n * kappa_P * m2_typ + lam_typ) / (plan.beta * kappa_P * m2_typ + lam_typ))
     seconds = FIXED_SECONDS + sampling_seconds(steps, n, dim, num_chains)
     if not post.sensitivity_bound.startswith("per-example"):
         notes.append("the sensitivity comes from the rows (not the clip): the run's beta depends on the released "
@@ -222,7 +294,41 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     return PosteriorForecast(intervals=intervals, interval_width=width,
         n=n, dim=dim, eps=eps, delta=delta, ess=ess, num_chains=num_chains, beta=plan.beta,
         beta_over_n=plan.beta / n, interval_inflation=math.sqrt(n / plan.beta), inflation_typical=infl_typ,
-        sd_ratio_to_prior=ratio, close_to_prior=ratio > CLOSE_TO_PRIOR, predicted_ess=post.predicted_ess,
+        sd_ratio_to_prior=ratio, close_to_prior=ratio > CLOSE_TO_PRIOR, sd_ratios=tuple(float(r) for r in ratios),
+        feature_mean_square_source=m2_source, predicted_ess=post.predicted_ess,
         num_steps=int(steps), seconds=seconds, eps_per_extra_effective_draw=post.eps_per_extra_effective_draw,
         beta_at_double_ess=double.beta, clip_radius=clip_radius, second_moment=sm.source,
-        prior_held_below=(1 / CLOSE_TO_PRIOR ** 2 - 1) * lam_typ / (plan.beta * kappa_P), notes=tuple(notes))
+        prior_held_below=(1 / CLOSE_TO_PRIOR ** 2 - 1) * lam_typ / (plan.beta * k_spread), notes=tuple(notes))
+
+
+def _feature_mean_squares(dim: int, R2: float, feature_mean_square, X_public) -> tuple[np.ndarray, str]:
+    """Each coordinate's feature mean square for the forecast, and where it comes from (public inputs)."""
+    if X_public is not None:
+        if feature_mean_square is not None:
+            raise ValueError("give X_public or feature_mean_square, not both")
+        Xp = check_finite_array("X_public", X_public, ndim=2)
+        if Xp.shape[1] != dim:
+            raise ValueError(f"X_public must have {dim} columns (one per parameter), got {Xp.shape[1]}")
+        return (Xp ** 2).mean(axis=0), f"the {Xp.shape[0]} public feature rows"
+    if feature_mean_square is None:
+        m2 = R2 / dim if math.isfinite(R2) else 1.0
+        return np.full(dim, m2), f"the row norm spread evenly ({m2:.3g} a coordinate)"
+    arr = np.asarray(feature_mean_square, dtype=np.float64)
+    if arr.ndim == 0:
+        return np.full(dim, check_positive("feature_mean_square", float(arr))), "feature_mean_square"
+    m2 = check_finite_array("feature_mean_square", arr, ndim=1)
+    if m2.shape[0] != dim or (m2 < 0).any():
+        raise ValueError(f"feature_mean_square must be a number > 0 or {dim} numbers >= 0, got shape {m2.shape}")
+    return m2, "feature_mean_square"
+
+
+def _mean_curvature(loss: PerExampleLoss, clip_radius: float | None, beta: float, kappa_P: float):
+    """``k(v)`` for :func:`tempered_sd_ratios`: the loss's declared spread curvature at the clip level
+    ``a = tau / sqrt(v)`` (``tau = clip_radius / sqrt(beta)``; the clip's metric taken as the draws'
+    covariance, which the chains adapt to, so ``||C^T x||^2`` is the score's variance ``v``), or the
+    plan's constant stand-in ``kappa_P`` where the loss declares none."""
+    spread = loss.behaviour.bound_spread_curvature()
+    if spread is None:
+        return kappa_P
+    tau = math.inf if clip_radius is None else clip_radius / math.sqrt(beta)
+    return lambda v: spread(v, tau / math.sqrt(v) if v > 0.0 else math.inf)
