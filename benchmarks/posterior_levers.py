@@ -389,9 +389,23 @@ def numpyro_adult_runs(eps_list, log=print, seed_offset=0):
              "prior_metric_steps": prior_plan.num_steps, "prior_metric_beta_over_n": prior_plan.beta / X.shape[0],
              "divergences": int(np.sum(run.diverging)) if getattr(run, "diverging", None) is not None else None}
         r.update(posterior_summary(draws, a.X_test, a.y_test))
+        r["intervals"] = _model_intervals(run, sd0)
         log(json.dumps(r))
         out.append(r)
     return out
+
+
+def _model_intervals(run, sd0) -> dict | str:
+    """What ``run.intervals(0.9)`` says for a model run (issue 37: intervals on every posterior run): how many
+    coordinates it determines and flags, and its median width over the untempered Laplace sd on the coordinates
+    it does not flag; or why the run has none."""
+    try:
+        iv = run.intervals(0.9)
+    except ValueError as e:
+        return f"none: {e}"
+    plain = np.array([not f for f in iv.flags])
+    return {"determined": int(np.sum(iv.determined)), "flagged": int(np.sum(~plain)), "coordinates": int(plain.size),
+            "width_ratio_median_unflagged": float(np.median((iv.sd / sd0)[plain])) if plain.any() else None}
 
 
 def markdown(res) -> str:
@@ -493,6 +507,16 @@ def markdown(res) -> str:
                      f"{r['predictive_log_loss']:.4f} | {r['max_rhat']:.3f} | {r['min_ess_bulk']:.0f} | "
                      f"{r['divergences']} | {r['num_steps']} | {r['seconds']:.0f} | "
                      f"{r['prior_metric_beta_over_n']:.3g} | {r['prior_metric_steps']} |")
+        L.append("\nIntervals for theta (`run.intervals(0.9)`; width over the untempered Laplace sd, median on the "
+                 "coordinates they do not flag):\n")
+        for r in res["numpyro_runs"]:
+            iv = r.get("intervals")
+            if isinstance(iv, dict):
+                w = iv["width_ratio_median_unflagged"]
+                L.append(f"- eps = {r['eps']:g}: {iv['determined']} of {iv['coordinates']} determined, {iv['flagged']} "
+                         f"flagged" + (f", median width {w:.2f}x" if w is not None else ""))
+            elif iv is not None:
+                L.append(f"- eps = {r['eps']:g}: {iv}")
     return "\n".join(L) + "\n"
 
 

@@ -1,8 +1,9 @@
 """Adult's interval release with its curvature from PUBLIC features (issue 37): does the demo's run get intervals?
 
 ``python -m benchmarks.public_curvature [--eps 1] [--seed 0] [--json PATH]``;
-``python -m benchmarks.public_curvature --adult-shaped 16``: coverage of a known truth on the simulated
-Adult-shaped design instead (:func:`adult_shaped_coverage`, about 40 s a dataset);
+``python -m benchmarks.public_curvature --adult-shaped 16 [--design logistic_d20]``: coverage of a known truth on
+the simulated Adult-shaped design (or another logistic design) instead (:func:`adult_shaped_coverage`, about 40 s a
+dataset at d = 100);
 ``python -m benchmarks.public_curvature --noise-check 20 --seed 0``: the release remade with 20 fresh noise
 keys from the same draws, its centres' spread against the stated sd (:func:`adult_noise_check`, ~5 min).
 
@@ -266,21 +267,24 @@ def adult_noise_check(seed: int = 0, keys: int = 20) -> dict:
             "median_abs_z_weighted_map": float(np.median(np.abs(z[:, det])))}
 
 
-def adult_shaped_coverage(seeds) -> dict:
-    """Coverage of a known truth with public curvature on :mod:`benchmarks.intervals`'s Adult-shaped design
-    (n = 30,000, d = 100, eps = 1, prior N(0, 100 I), ess 400; public rows: 15,000 feature rows of the same design
-    drawn with seed 50,000 + s; run seed 1000 + s), against the non-private Laplace posterior under the same
-    prior: coverage per class of coordinate with its binomial se, the share of the non-private intervals'
-    determined coefficients these determine, their signs, and the median width ratio there."""
-    from benchmarks.intervals import DELTA, PRIOR, coordinate_kinds, design_data
+def adult_shaped_coverage(seeds, design: str = "adult_shaped") -> dict:
+    """Coverage of a known truth with public curvature on one of :mod:`benchmarks.intervals`'s logistic designs
+    (default the Adult-shaped one: n = 30,000, d = 100; eps = 1, prior N(0, 100 I), ess 400; public rows: n
+    feature rows of the same design drawn with seed 50,000 + s; run seed 1000 + s), against the
+    non-private Laplace posterior under the same prior: coverage per class of coordinate with its binomial se,
+    the share of the non-private intervals' determined coefficients these determine, their signs, and the median
+    width ratio there."""
+    from benchmarks.intervals import DELTA, DESIGNS, PRIOR, coordinate_kinds, design_data
     from dp_infer import losses
     from dp_infer.infer.posterior import fit_posterior
 
-    kinds = np.array(coordinate_kinds("adult_shaped"))
+    if DESIGNS[design][0] != "logistic":
+        raise ValueError(f"design must be a logistic design (public curvature needs a label-free one), got {design!r}")
+    kinds = np.array(coordinate_kinds(design))
     cov, det, npd, sign, ratio, secs = [], [], [], [], [], []
     for s in seeds:
-        X, y, theta = design_data("adult_shaped", s)
-        Xp = design_data("adult_shaped", 50000 + s)[0]
+        X, y, theta = design_data(design, s)
+        Xp = design_data(design, 50000 + s)[0]
         t0 = time.time()
         run = fit_posterior(losses.logistic(row_norm=1.0), X, y, eps=1.0, delta=DELTA, prior_precision=PRIOR,
                             ess=400, seed=1000 + s, progress_bar=False, interval_curvature="public", X_public=Xp)
@@ -299,9 +303,12 @@ def adult_shaped_coverage(seeds) -> dict:
         p = float(c.mean())
         return {"coverage": p, "se": float(np.sqrt(p * (1 - p) / c.size)), "intervals": int(c.size)}
 
-    return {"datasets": len(seeds), "seeds": list(seeds), "all": rate(cov),
+    return {"design": design, "datasets": len(seeds), "seeds": list(seeds), "all": rate(cov),
             "by_kind": {k: dict(rate(cov[:, kinds == k]), median_width_ratio=float(np.median(ratio[:, kinds == k])))
-                        for k in ("intercept", "numeric", "common level", "rare level")},
+                        for k in dict.fromkeys(kinds)},
+            "median_width_ratio": float(np.median(ratio)),
+            "coverage_se_over_datasets": float(cov.mean(axis=1).std(ddof=1) / np.sqrt(len(seeds)))
+            if len(seeds) > 1 else None,
             "determined_share_of_np": float((det & npd).sum() / npd.sum()),
             "determined_signs_right": float(sign[det].mean()),
             "median_width_ratio_np_determined": float(np.median(ratio[npd])),
@@ -317,13 +324,15 @@ def main(argv=None):
     p.add_argument("--json")
     p.add_argument("--adult-shaped", type=int, metavar="DATASETS",
                    help="instead: coverage of the truth on the simulated Adult-shaped design over this many datasets")
+    p.add_argument("--design", default="adult_shaped",
+                   help="with --adult-shaped: another logistic design of benchmarks.intervals (e.g. logistic_d20)")
     p.add_argument("--shortfall", action="store_true",
                    help="instead: Adult's shortfall against the 60%% target split into weighting and noise, by the arithmetic")
     p.add_argument("--noise-check", type=int, metavar="KEYS",
                    help="instead: the interval release made again with this many fresh noise keys from the same draws: "
                         "is the stated sd the noise's?")
     a = p.parse_args(argv)
-    r = (adult_shaped_coverage(range(a.adult_shaped)) if a.adult_shaped
+    r = (adult_shaped_coverage(range(a.adult_shaped), a.design) if a.adult_shaped
          else adult_noise_check(a.seed, a.noise_check) if a.noise_check
          else adult_shortfall(a.seed) if a.shortfall
          else adult_public_curvature(a.eps, a.seed, a.curvature))

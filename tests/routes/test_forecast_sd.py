@@ -122,8 +122,8 @@ def test_public_rows_give_each_coordinate_its_mean_square_and_the_count_follows(
     fc = forecast_posterior(loss, 2000, 4, eps=1.0, delta=1e-5, prior_precision=0.01, X_public=X)
     even = forecast_posterior(loss, 2000, 4, eps=1.0, delta=1e-5, prior_precision=0.01)
     m2 = (X ** 2).mean(axis=0)
-    r, _, _ = tempered_sd_ratios(fc.beta, 0.01, m2, lambda v: 0.0 + loss.behaviour.bound_spread_curvature()(
-        v, fc.clip_radius / math.sqrt(fc.beta) / math.sqrt(v) if v > 0 else math.inf))
+    spread, tau = loss.behaviour.bound_spread_curvature(), fc.clip_radius / math.sqrt(fc.beta)
+    r, _, _ = tempered_sd_ratios(fc.beta, 0.01, m2, lambda v: spread(v, tau / math.sqrt(v) if v > 0 else math.inf))
     np.testing.assert_allclose(fc.sd_ratios, r, rtol=1e-9)
     assert fc.sd_ratios[3] > CLOSE_TO_PRIOR > fc.sd_ratios[0]  # the rare level is the prior's, the intercept not
     assert fc.prior_dominated_count == int(np.sum(r >= CLOSE_TO_PRIOR))
