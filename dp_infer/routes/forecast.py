@@ -272,9 +272,8 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
             notes.append(f"the private second moment's noise (spectral bound {e:.3g}) sets the step: "
                          "a larger precond_share or more rows shortens the run")
     m2, m2_source = _feature_mean_squares(dim, R2, feature_mean_square, X_public)
-    lam_d = np.broadcast_to(lam, (dim,)) if lam.ndim == 0 or lam.size == 1 else lam
     score_curvature = _mean_curvature(loss, clip_radius, plan.beta, kappa_P)
-    ratios, _, k_spread = tempered_sd_ratios(plan.beta, lam_d, m2, score_curvature)
+    ratios, _, k_spread = tempered_sd_ratios(plan.beta, np.broadcast_to(lam, (dim,)), m2, score_curvature)
     lam_typ, m2_typ = float(np.median(lam)), float(np.median(m2))
     ratio = float(np.median(ratios))
     infl_typ = math.sqrt((n * kappa_P * m2_typ + lam_typ) / (plan.beta * kappa_P * m2_typ + lam_typ))

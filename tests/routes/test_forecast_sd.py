@@ -163,3 +163,14 @@ def test_the_forecast_typical_sd_is_within_a_quarter_of_the_runs(n, d):
     assert run.plan.beta == pytest.approx(fc.beta, rel=1e-9)
     measured = float(np.median(run.draws().reshape(-1, d).std(axis=0)) * math.sqrt(0.01))
     assert abs(fc.sd_ratio_to_prior / measured - 1) < 0.25, (fc.sd_ratio_to_prior, measured)
+
+
+def test_a_prior_precision_per_coordinate_gives_each_coordinate_its_own_ratio():
+    from dp_infer.routes.preconditioning import second_moment_row_bound
+
+    huber = losses.huber(1.0, row_norm=1.0)
+    lam = np.array([0.01, 0.1, 1.0, 10.0, 100.0])
+    fc = forecast_posterior(huber, 5000, 5, eps=1.0, delta=1e-5, prior_precision=lam)
+    m2 = second_moment_row_bound(huber, None) / 5
+    np.testing.assert_allclose(fc.sd_ratios, np.sqrt(lam / (lam + fc.beta * 0.5 * m2)), rtol=1e-12)
+    assert fc.sd_ratio_to_prior == pytest.approx(float(np.median(fc.sd_ratios)), rel=1e-12)
