@@ -284,7 +284,9 @@ def _replace_one_curve(alphas, beta, h, t, q, c, n, k):
     """Replace-one RDP of the ``K T`` steps at ``alphas``: the antipodal pair's curve, capped by the 2C Gaussian."""
     al = np.asarray(alphas, dtype=np.float64)
     sigma = minibatch_noise_multiplier(beta, h, q, c, n)
-    with np.errstate(divide="ignore"):  # sigma**2 underflows to 0 for an almost noiseless step: inf
+    # an almost noiseless step: sigma**2 underflows to 0 (divide) or the quotient passes the largest
+    # float (overflow); either way the curve is inf, the right answer, and says so without a warning
+    with np.errstate(divide="ignore", over="ignore"):
         gauss = 2.0 * k * t * al / sigma**2                  # sensitivity 2C, no amplification
     if sigma < MIN_QUADRATURE_SIGMA:
         return gauss

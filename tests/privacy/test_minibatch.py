@@ -609,3 +609,17 @@ def test_noiseless_step_is_inf_without_a_runtime_warning(beta, neighboring):
         ev = mb.minibatch_event(beta, 2.0, 1, 0.5, 1.0, 1, neighboring=neighboring, alphas=[1.05, 2.0, 10.0, 256.0])
     assert ev.values == (math.inf,) * 4
     assert mb._event_epsilon(ev, DELTA) == math.inf
+
+
+def test_a_replace_one_step_whose_gaussian_curve_overflows_is_inf_without_a_runtime_warning():
+    # sigma = 0.5 / beta ~ 5e-159: sigma**2 is a tiny nonzero float, and 2 alpha / sigma**2 passes the largest
+    # float (an overflow, not a divide by zero: the case the fresh-clone run of 2026-11-30 warned about).
+    # Replace-one only: add-remove's curve is dp-accounting's, whose own RDP code warns there (third party)
+    sigma = mb.minibatch_noise_multiplier(1e158, 2.0, 0.5, 1.0, 1)
+    with np.errstate(over="ignore"):
+        assert 0.0 < sigma ** 2 and 2.0 * 256.0 / sigma ** 2 == math.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ev = mb.minibatch_event(1e158, 2.0, 1, 0.5, 1.0, 1, alphas=[1.05, 2.0, 10.0, 256.0])
+    assert ev.values[-1] == math.inf and all(v > 1e300 for v in ev.values)
+    assert mb._event_epsilon(ev, DELTA) == math.inf
