@@ -198,7 +198,8 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
     d = Xp.shape[1]
     XC = Xp @ C
     k = _public_curvature_terms(loss, Xp @ np.asarray(point, dtype=np.float64))
-    H1 = _public_hessian(XC, k)
+    l2 = float(loss.l2 or 0.0)  # the loss's own L2 term: curvature for the estimate and its reference alike
+    H1 = _public_hessian(XC, k, l2=l2, A=C)
     lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
     lp = C.T @ (lam[:, None] * C)
     ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H1 + lp) @ C.T))
@@ -206,7 +207,7 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
 
     def ratio(rho: float) -> float:
         w = row_weights(XC, rho)
-        Hw, Jw = _public_hessian(XC, w * k), _public_hessian(XC, w * w * k)
+        Hw, Jw = _public_hessian(XC, w * k, l2=l2, A=C), _public_hessian(XC, w * w * k)  # J: scores only
         sd_g = 2.0 * G * rho / (n * mu_last)
         Q = Hw @ np.linalg.solve(Jw / n + sd_g * sd_g * np.eye(d), Hw) + lp
         sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q + Q.T)) @ C.T))

@@ -127,6 +127,32 @@ def test_the_predicted_width_is_the_closed_form_where_every_row_keeps_weight_one
         math.sqrt(1 + n * sd_g ** 2), rel=1e-6)
 
 
+def test_the_predicted_width_counts_the_losss_l2_term_in_the_curvature_not_in_the_scores():
+    # logistic with l2 at theta = 0, every weight 1: the estimate's curvature and the non-private reference's are
+    # H = C^T (S / 4 + l2 I) C (S = the public rows' mean x x^T), the scores' second moment J = C^T (S / 4) C (the
+    # L2 term's gradient has no sampling variance); the ratio is the median of
+    # sqrt(diag(C Q^-1 C^T)) / sqrt(diag(C (n H + L)^-1 C^T)), Q = H (J / n + sd_g^2 I)^-1 H + L, L = C^T Lambda C
+    rng = np.random.default_rng(12)
+    Xp = rng.normal(size=(3000, 4)) * np.array([1.0, 0.5, 0.2, 0.05])
+    loss = losses.logistic(row_norm=10.0, l2=0.5)
+    n, mu, l2 = 4000, 0.3, 0.5
+    lam = np.full(4, 1e-3)
+    C = np.diag([2.0, 1.0, 0.7, 0.3])
+    rho = float(np.max(np.linalg.norm(Xp @ C, axis=1))) * 1.0001
+    S = Xp.T @ Xp / Xp.shape[0]
+    H = C.T @ (S / 4 + l2 * np.eye(4)) @ C
+    J = C.T @ (S / 4) @ C
+    L = C.T @ np.diag(lam) @ C
+    sd_g = 2 * rho / (n * mu)
+    Q = H @ np.linalg.solve(J / n + sd_g ** 2 * np.eye(4), H) + L
+    ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H + L) @ C.T))
+    want = np.median(np.sqrt(np.diag(C @ np.linalg.inv(Q) @ C.T)) / ref)
+    got = predicted_width_ratio(loss, Xp, np.zeros(4), C, rho, lam, n, mu)
+    assert got == pytest.approx(want, rel=1e-9)
+    assert abs(want / predicted_width_ratio(losses.logistic(row_norm=10.0), Xp, np.zeros(4), C, rho, lam, n, mu)
+               - 1) > 0.05  # the L2 term moves it here
+
+
 def test_the_radius_is_the_grids_best_predicted_width():
     # a rare level (0.5% of rows) beside dense columns: the picked radius is the grid's argmin of the predicted
     # width, which varies over the grid by more than 10% here
