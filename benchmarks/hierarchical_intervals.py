@@ -1,6 +1,9 @@
 """Coverage of a hierarchical NumPyro model's intervals (issue 37, parts 3 and 6).
 
 ``python -m benchmarks.hierarchical_intervals --datasets 50 [--json LOG] [--eps 2] [--n 4000] [--groups 4]``
+``python -m benchmarks.hierarchical_intervals --diagnose 3,6 [--clip-norm 2]``: where each dataset's release loses
+the truth, against non-private oracles (:func:`diagnose`: the clipped estimating equation's zero, the scores'
+second moment at the draws' mean and at that zero), one JSON line per dataset and a table.
 
 The defaults (n = 4,000, 4 groups: d = 7, eps = 2) are where the default run makes its interval release
 (the released J's forecast signal to noise n mu_J / (32 d^1.5) is 2.8, the rule's threshold 2). With 8
@@ -44,6 +47,9 @@ from benchmarks.model_posterior import hier_centred as hier  # centred group int
 
 CLASSES = ("group intercept", "mu", "log tau", "slope")
 
+#: the runs' clip on the per-example scores (w.r.t. the prior-whitened latents)
+CLIP_NORM = 2.0
+
 
 def dataset(seed: int, n: int, groups: int):
     """Truth from the prior and rows: ``(X, y, group, truth)``, truth in the unconstrained order of the
@@ -61,16 +67,23 @@ def classes(groups: int) -> list:
     return ["group intercept"] * groups + ["mu", "log tau", "slope"]
 
 
-def one(seed: int, *, n: int, groups: int, eps: float) -> dict:
+def fitted(seed: int, *, n: int, groups: int, eps: float, clip_norm: float = CLIP_NORM, ess: int | None = None):
+    """The benchmark's run on dataset ``seed``: ``(run, X, y, group, truth, wall seconds)``; ``ess``: the run's
+    planned effective draws (None: the library's default)."""
     import dp_infer
-    from dp_infer.diagnostics.released_interval import model_released_interval
 
     X, y, g, truth = dataset(seed, n, groups)
     t0 = time.time()
-    run = dp_infer.fit(model=hier, X=X, y=y, target="posterior", eps=eps, delta=1e-5, clip_norm=2.0,
+    run = dp_infer.fit(model=hier, X=X, y=y, target="posterior", eps=eps, delta=1e-5, clip_norm=clip_norm,
                        seed=90000 + seed, model_kwargs={"group": g, "num_groups": groups},
-                       index_ranges={"group": groups}, progress_bar=False)
-    wall = time.time() - t0
+                       index_ranges={"group": groups}, progress_bar=False, **({} if ess is None else {"ess": ess}))
+    return run, X, y, g, truth, time.time() - t0
+
+
+def one(seed: int, *, n: int, groups: int, eps: float) -> dict:
+    from dp_infer.diagnostics.released_interval import model_released_interval
+
+    run, X, y, g, truth, wall = fitted(seed, n=n, groups=groups, eps=eps)
     rel = run.report_extras.get("interval_release")
     out = {"seed": seed, "wall_s": wall, "truth": truth.tolist()}
     if rel is None:
@@ -92,6 +105,136 @@ def one(seed: int, *, n: int, groups: int, eps: float) -> dict:
         "beta_over_n": float(run.plan.beta) / n,
     })
     return out
+
+
+def model_scores(theta, X, y, g, groups: int) -> np.ndarray:
+    """Per-row gradients of the model's negative log-likelihood w.r.t. theta (unconstrained order: a[0..G-1],
+    mu, log tau, w), written out by hand: ``r = sigmoid(a[g] + w x) - y`` on ``a[g]`` and ``r x`` on ``w``, 0 on
+    ``mu`` and ``log tau`` (they enter through the prior only). An oracle for the library's autodiff scores."""
+    theta = np.asarray(theta, dtype=np.float64)
+    z = theta[g] + theta[-1] * X[:, 0]
+    r = 0.5 * (1.0 + np.tanh(0.5 * z)) - y  # the sigmoid, without overflow
+    out = np.zeros((y.size, groups + 3))
+    out[np.arange(y.size), g] = r
+    out[:, -1] = r * X[:, 0]
+    return out
+
+
+def clipped_whitened_scores(theta, scales, X, y, g, groups: int, clip_norm: float) -> np.ndarray:
+    """The scores the release averages: w.r.t. ``phi = theta / scales`` (so ``scales`` times the theta-scores),
+    each row clipped to ``clip_norm`` in L2."""
+    G = model_scores(theta, X, y, g, groups) * np.asarray(scales, dtype=np.float64)
+    norm = np.linalg.norm(G, axis=1, keepdims=True)
+    return G * np.minimum(1.0, clip_norm / np.maximum(norm, 1e-300))
+
+
+def clipped_zero(start, scales, X, y, g, groups: int, clip_norm: float, iters: int = 50):
+    """``(theta, H)``: the zero of the mean clipped whitened score (the release's estimand) in the likelihood's
+    coordinates (``a``, ``w``; ``mu`` and ``log tau`` stay at ``start``), by Newton's method on a central-difference
+    Jacobian ``H`` (phi coordinates, returned at the zero; least squares where it is singular), each step halved
+    until the mean score's norm falls, and that Jacobian."""
+    s = np.asarray(scales, dtype=np.float64)
+    lik = list(range(groups)) + [groups + 2]
+    phi = np.asarray(start, dtype=np.float64) / s
+
+    def mean_score(ph):
+        return clipped_whitened_scores(ph * s, s, X, y, g, groups, clip_norm).mean(axis=0)[lik]
+
+    for _ in range(iters):
+        f = mean_score(phi)
+        H = np.empty((len(lik), len(lik)))
+        for k, j in enumerate(lik):
+            e = np.zeros_like(phi)
+            e[j] = 1e-6
+            H[:, k] = (mean_score(phi + e) - mean_score(phi - e)) / 2e-6
+        step = np.linalg.lstsq(0.5 * (H + H.T), f, rcond=None)[0]
+        t = 1.0  # halve the step until the mean score's norm falls (a saturated group flattens the equation)
+        while t > 1e-6:
+            trial = phi.copy()
+            trial[lik] -= t * step
+            if np.linalg.norm(mean_score(trial)) < np.linalg.norm(f):
+                break
+            t *= 0.5
+        phi = trial
+        if np.max(np.abs(t * step)) < 1e-11:
+            break
+    return phi * s, H
+
+
+def diagnose(seed: int, *, n: int, groups: int, eps: float, clip_norm: float = CLIP_NORM,
+             ess: int | None = None) -> dict:
+    """Where dataset ``seed``'s interval release loses the truth, against non-private oracles (rows read freely:
+    a diagnostic, not a release). In the likelihood's coordinates (``a``, ``w``), in units of the estimand's own
+    sampling sd (the clipped equation's sandwich ``H^-1 J H^-1 / n`` at its zero):
+
+    * ``clip_bias_sds``: the truth's distance from the estimand (the zero of the mean clipped score);
+    * ``draws_mean_sds`` / ``path_end_sds`` / ``centre_sds``: the draws' mean, the release's last point and the
+      intervals' data centre from the estimand;
+    * ``J_ratio``: the clipped scores' second moment at the draws' mean (where the release takes ``J``) over the
+      same at the estimand, per coordinate (diagonal): above 1, the release's curvature is too large there, its
+      steps too short and its variance too small;
+    * ``J_eigenvalues`` at the draws' mean against ``J_floor``, the release's noise floor ``2 sqrt(d) s_J``;
+    * ``clipped_share``: rows whose whitened score exceeds the clip at the estimand."""
+    from dp_infer.diagnostics.released_interval import model_released_interval
+
+    run, X, y, g, truth, wall = fitted(seed, n=n, groups=groups, eps=eps, clip_norm=clip_norm, ess=ess)
+    rel = run.report_extras.get("interval_release")
+    out = {"seed": seed, "truth": truth.tolist(), "wall_s": wall, "clip_norm": clip_norm, "ess": ess,
+           "beta_over_n": float(run.plan.beta) / n}
+    if rel is None:
+        out["skipped"] = f"no release: {run.report_extras.get('interval_release_skipped')}"
+        return out
+    s = np.diag(np.asarray(rel["chol"], dtype=np.float64))
+    lik = list(range(groups)) + [groups + 2]
+    zero, H = clipped_zero(truth, s, X, y, g, groups, clip_norm)
+    ev = np.linalg.eigvalsh(0.5 * (H + H.T))
+    if ev[0] <= 1e-9 * ev[-1]:  # e.g. a group whose rows all share one label: the estimand is at infinity
+        out["skipped"] = ("the mean clipped score has no finite zero (its Jacobian is singular where the search ends: "
+                          "a group whose rows all share one label?)")
+        return out
+    Gz = clipped_whitened_scores(zero, s, X, y, g, groups, clip_norm)[:, lik]
+    Jz = Gz.T @ Gz / n
+    Hi = np.linalg.inv(0.5 * (H + H.T))
+    sd = s[lik] * np.sqrt(np.diag(Hi @ Jz @ Hi) / n)  # theta units
+    mean = np.asarray(rel["path"][0], dtype=np.float64)
+    G0 = clipped_whitened_scores(mean, s, X, y, g, groups, clip_norm)[:, lik]
+    J0 = G0.T @ G0 / n
+    iv = model_released_interval({k: v for k, v in rel.items() if k != "model_prior_posterior"}, prob=0.9)
+    d = truth.size
+
+    def sds(v):
+        return np.round((np.asarray(v, dtype=np.float64)[lik] - zero[lik]) / sd, 2).tolist()
+
+    raw = np.linalg.norm(model_scores(zero, X, y, g, groups) * s, axis=1)
+    out.update({"names": [rel["names"][j] for j in lik] if rel.get("names") else None,
+                "estimand": zero[lik].tolist(), "estimand_sd": sd.tolist(),
+                "clip_bias_sds": sds(truth), "draws_mean_sds": sds(mean),
+                "path_end_sds": sds(rel["path"][-1]), "centre_sds": sds(iv.data_centre),
+                "J_ratio": np.round(np.diag(J0) / np.diag(Jz), 2).tolist(),
+                "J_eigenvalues": np.round(np.linalg.eigvalsh(J0), 4).tolist(),
+                "J_floor": float(2.0 * np.sqrt(d) * float(rel["score_sd"])),
+                "clipped_share": float(np.mean(raw > clip_norm)),
+                "covered": [bool(lo <= t <= hi) for lo, t, hi in zip(run.intervals(0.9).lower[lik], truth[lik],
+                                                                     run.intervals(0.9).upper[lik])]})
+    return out
+
+
+def diagnosis_table(rows: list) -> str:
+    """:func:`diagnose`'s rows as a markdown table: per dataset, the largest |distance| from the estimand (in its
+    sds, over the likelihood's coordinates) of the truth, the draws' mean, the release's last point and the
+    intervals' data centre; the largest J ratio; J's smallest eigenvalue at the draws' mean over its noise floor;
+    the share of rows clipped at the estimand; the coordinates covered."""
+    lines = ["| dataset | max \\|truth - estimand\\| | draws' mean | last point | data centre | max J ratio | "
+             "J's smallest eigenvalue / floor | rows clipped | covered |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "estimand" not in r:
+            lines.append(f"| {r['seed']} | {r.get('skipped')} | | | | | | | |")
+            continue
+        m = [max(abs(v) for v in r[k]) for k in ("clip_bias_sds", "draws_mean_sds", "path_end_sds", "centre_sds")]
+        lines.append(f"| {r['seed']} | " + " | ".join(f"{v:.1f}" for v in m)
+                     + f" | {max(r['J_ratio']):.2f} | {min(r['J_eigenvalues']) / r['J_floor']:.2f} | "
+                     f"{r['clipped_share']:.3f} | {sum(r['covered'])} of {len(r['covered'])} |")
+    return "\n".join(lines)
 
 
 def summarise(rows: list, groups: int) -> dict:
@@ -175,7 +318,18 @@ def main(argv=None):
     p.add_argument("--groups", type=int, default=4)
     p.add_argument("--eps", type=float, default=2.0)
     p.add_argument("--json", help="row log (one JSON object a line); rows already there are kept (resume)")
+    p.add_argument("--diagnose", help="comma-separated seeds: print where each one's release loses the truth "
+                                      "(diagnose(): non-private oracles) instead of the coverage run")
+    p.add_argument("--clip-norm", type=float, default=CLIP_NORM, help="with --diagnose: the runs' clip_norm")
+    p.add_argument("--ess", type=int, default=None, help="with --diagnose: the runs' planned effective draws")
     a = p.parse_args(argv)
+    if a.diagnose:
+        rows = []
+        for seed in (int(v) for v in a.diagnose.split(",")):
+            rows.append(diagnose(seed, n=a.n, groups=a.groups, eps=a.eps, clip_norm=a.clip_norm, ess=a.ess))
+            print(json.dumps(rows[-1]), flush=True)
+        print(diagnosis_table(rows))
+        return
     rows = []
     if a.json and os.path.exists(a.json):
         rows = [json.loads(line) for line in open(a.json) if line.strip()]
