@@ -1,6 +1,7 @@
 """Coverage of a hierarchical NumPyro model's intervals (issue 37, parts 3 and 6).
 
-``python -m benchmarks.hierarchical_intervals --datasets 50 [--json LOG] [--eps 2] [--n 4000] [--groups 4]``
+``python -m benchmarks.hierarchical_intervals --datasets 50 [--json LOG] [--eps 2] [--n 4000] [--groups 4] [--ess K]
+[--start S]`` (``--ess``: the runs' planned effective draws, default the library's; ``--start``: run seeds S..49 only)
 ``python -m benchmarks.hierarchical_intervals --diagnose 3,6 [--clip-norm 2]``: where each dataset's release loses
 the truth, against non-private oracles (:func:`diagnose`: the clipped estimating equation's zero, the scores'
 second moment at the draws' mean and at that zero), one JSON line per dataset and a table.
@@ -80,10 +81,10 @@ def fitted(seed: int, *, n: int, groups: int, eps: float, clip_norm: float = CLI
     return run, X, y, g, truth, time.time() - t0
 
 
-def one(seed: int, *, n: int, groups: int, eps: float) -> dict:
+def one(seed: int, *, n: int, groups: int, eps: float, ess: int | None = None) -> dict:
     from dp_infer.diagnostics.released_interval import model_released_interval
 
-    run, X, y, g, truth, wall = fitted(seed, n=n, groups=groups, eps=eps)
+    run, X, y, g, truth, wall = fitted(seed, n=n, groups=groups, eps=eps, ess=ess)
     rel = run.report_extras.get("interval_release")
     out = {"seed": seed, "wall_s": wall, "truth": truth.tolist()}
     if rel is None:
@@ -321,7 +322,8 @@ def main(argv=None):
     p.add_argument("--diagnose", help="comma-separated seeds: print where each one's release loses the truth "
                                       "(diagnose(): non-private oracles) instead of the coverage run")
     p.add_argument("--clip-norm", type=float, default=CLIP_NORM, help="with --diagnose: the runs' clip_norm")
-    p.add_argument("--ess", type=int, default=None, help="with --diagnose: the runs' planned effective draws")
+    p.add_argument("--ess", type=int, default=None, help="the runs' planned effective draws (default: the library's)")
+    p.add_argument("--start", type=int, default=0, help="the first dataset's seed (run seeds start..datasets-1)")
     a = p.parse_args(argv)
     if a.diagnose:
         rows = []
@@ -334,16 +336,16 @@ def main(argv=None):
     if a.json and os.path.exists(a.json):
         rows = [json.loads(line) for line in open(a.json) if line.strip()]
     have = {r["seed"] for r in rows}
-    for s in range(a.datasets):
+    for s in range(a.start, a.datasets):
         if s in have:
             continue
-        r = one(s, n=a.n, groups=a.groups, eps=a.eps)
+        r = one(s, n=a.n, groups=a.groups, eps=a.eps, ess=a.ess)
         rows.append(r)
         if a.json:
             with open(a.json, "a") as f:
                 f.write(json.dumps(r) + "\n")
         print(f"dataset {s}: {r['wall_s']:.0f} s, nuts {r.get('nuts')}", flush=True)
-    summary = summarise([r for r in rows if r["seed"] < a.datasets], a.groups)
+    summary = summarise([r for r in rows if a.start <= r["seed"] < a.datasets], a.groups)
     command = "python -m benchmarks.hierarchical_intervals " + " ".join(sys.argv[1:] if argv is None else argv)
     print(json.dumps(summary, indent=1))
     if summary["datasets"]:
