@@ -176,7 +176,7 @@ def diagnose(seed: int, *, n: int, groups: int, eps: float, clip_norm: float = C
       steps too short and its variance too small;
     * ``J_eigenvalues`` at the draws' mean against ``J_floor``, the release's noise floor ``2 sqrt(d) s_J``;
     * ``clipped_share``: rows whose whitened score exceeds the clip at the estimand."""
-    from dp_infer.diagnostics.released_interval import model_released_interval
+    from dp_infer.routes.newton_release import noise_floor
 
     run, X, y, g, truth, wall = fitted(seed, n=n, groups=groups, eps=eps, clip_norm=clip_norm, ess=ess)
     rel = run.report_extras.get("interval_release")
@@ -200,8 +200,7 @@ def diagnose(seed: int, *, n: int, groups: int, eps: float, clip_norm: float = C
     mean = np.asarray(rel["path"][0], dtype=np.float64)
     G0 = clipped_whitened_scores(mean, s, X, y, g, groups, clip_norm)[:, lik]
     J0 = G0.T @ G0 / n
-    iv = model_released_interval({k: v for k, v in rel.items() if k != "model_prior_posterior"}, prob=0.9)
-    d = truth.size
+    reported = run.intervals(0.9)  # data_centre: the release's own (the model prior replaces centre, sd, ends)
 
     def sds(v):
         return np.round((np.asarray(v, dtype=np.float64)[lik] - zero[lik]) / sd, 2).tolist()
@@ -210,13 +209,13 @@ def diagnose(seed: int, *, n: int, groups: int, eps: float, clip_norm: float = C
     out.update({"names": [rel["names"][j] for j in lik] if rel.get("names") else None,
                 "estimand": zero[lik].tolist(), "estimand_sd": sd.tolist(),
                 "clip_bias_sds": sds(truth), "draws_mean_sds": sds(mean),
-                "path_end_sds": sds(rel["path"][-1]), "centre_sds": sds(iv.data_centre),
+                "path_end_sds": sds(rel["path"][-1]), "centre_sds": sds(reported.data_centre),
                 "J_ratio": np.round(np.diag(J0) / np.diag(Jz), 2).tolist(),
                 "J_eigenvalues": np.round(np.linalg.eigvalsh(J0), 4).tolist(),
-                "J_floor": float(2.0 * np.sqrt(d) * float(rel["score_sd"])),
+                "J_floor": noise_floor(truth.size, float(rel["score_sd"])),
                 "clipped_share": float(np.mean(raw > clip_norm)),
-                "covered": [bool(lo <= t <= hi) for lo, t, hi in zip(run.intervals(0.9).lower[lik], truth[lik],
-                                                                     run.intervals(0.9).upper[lik])]})
+                "covered": [bool(v) for v in
+                            (reported.lower[lik] <= truth[lik]) & (truth[lik] <= reported.upper[lik])]})
     return out
 
 
