@@ -92,8 +92,15 @@ def test_compile_clock_counts_only_while_it_runs():
 
     from dp_infer.compilation import CompileClock
 
-    with CompileClock() as clock:
-        jax.jit(lambda x: jnp.tanh(x) * 3.25 + 1.5)(jnp.ones(7)).block_until_ready()
+    # the persistent cache off while the clock runs: under xdist another worker may have stored one of these small
+    # programs in the shared cache (a fresh-clone run of 2026-11-30 loaded 1 of 3 from it: compiled 2, programs 3)
+    cache_on = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        with CompileClock() as clock:
+            jax.jit(lambda x: jnp.tanh(x) * 3.25 + 1.5)(jnp.ones(7)).block_until_ready()
+    finally:
+        jax.config.update("jax_enable_compilation_cache", cache_on)
     seen, parts = clock.programs, dict(clock.parts)
     assert seen >= 1 and clock.compiled == seen and clock.cache_hits == 0
     assert parts["trace"] > 0 and parts["lower"] > 0 and parts["xla"] > 0
