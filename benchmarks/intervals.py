@@ -30,7 +30,7 @@ posterior), for three intervals built from the same data at equal eps:
   privacy profile, Balle & Wang 2018), the same conversion the posterior run is charged with;
   checked per run with :class:`dp_infer.privacy.accountant.Accountant`.
 
-Classes of coordinate: by each interval's own flag ("not flagged", "prior", "long step"), and for the
+Classes of coordinate: by each interval's own flag ("not flagged", "prior", "long step", "unresolved"), and for the
 Adult-shaped design by column kind ("rare level": a one-hot level with frequency below 1%, "common
 level", "numeric", "intercept").
 """

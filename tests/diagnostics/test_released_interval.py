@@ -65,6 +65,83 @@ def test_directions_without_information_fall_back_to_the_prior_and_are_flagged()
     assert "prior" in text and "1 mostly the prior's" in text
 
 
+def _unresolved_release(loading, z, *, C=None, n=1000, sd_g=1e-3, sd_h=0.05):
+    """H with eigenvalue 1e-6 (under its noise floor 2 sqrt(3) sd_h) along u = (loading, sqrt(1 - loading^2), 0)
+    and 1 along v (orthogonal to it in the first two coordinates) and e3; J = I / 2 (above its floor); the last
+    gradient 0.05 along v (a last step of 0.05, about 2 data sds: no "long step") and z of its sds along u, the
+    sd being the closed form sqrt(sd_g^2 + u^T J u / n + sd_h^2 |step|^2) (the gradient's noise, its sampling
+    error, the curvature's noise turning the step into u)."""
+    u = np.array([loading, math.sqrt(1.0 - loading ** 2), 0.0])
+    v = np.array([u[1], -u[0], 0.0])
+    H = np.outer(v, v) + 1e-6 * np.outer(u, u) + np.diag([0.0, 0.0, 1.0])
+    sd = math.sqrt(sd_g ** 2 + 0.5 / n + sd_h ** 2 * 0.05 ** 2)
+    return _release(H, 0.5 * np.eye(3), z * sd * u + 0.05 * v, C=C, sd_g=sd_g, sd_h=sd_h, sd_j=1e-9)
+
+
+@pytest.mark.parametrize("loading, z, C, flagged", [
+    (0.4, 3.5, None, True),
+    (0.4, 2.5, None, False),  # within 3 sds of 0: the point may be the estimate along u
+    (0.4, -3.5, None, True),  # either side of 0
+    (0.35, 10.0, None, True),
+    (0.25, 10.0, np.diag([2.0, 0.5, 3.0]), False),  # loading below 0.3, whatever the metric's scales
+    (0.35, 10.0, np.diag([0.2, 5.0, 3.0]), True),
+])
+def test_a_coordinate_resting_on_an_unresolved_direction_is_flagged(loading, z, C, flagged):
+    """A direction within the curvature's noise (left to the prior) whose last gradient is z of its sds from 0:
+    the data put the estimate elsewhere along it. Coordinate 0 rests on it with ``loading`` (not prior-dominated:
+    the prior gives loading^2 of its variance); coordinate 1 (loading above 0.9) is the prior's, and keeps that
+    flag; coordinate 2 is orthogonal to it. The score is the closed form |u^T g| / sqrt(sd_g^2 + u^T J u / n),
+    the loading the cosine between u and the coordinate's row of C (a diagonal metric leaves it |u_j|)."""
+    lam = 1.0 if C is None else 1.0 / np.diag(C) ** 2  # the prior isotropic in psi, as with C = I
+    iv = released_interval(_unresolved_release(loading, z, C=C), n=1000, prior_precision=lam)
+    assert iv.flags[1].startswith("prior"), iv.flags
+    assert iv.flags[2] == "" and iv.unresolved_score[2] == 0.0
+    if loading >= 0.3:
+        assert iv.unresolved_score[0] == pytest.approx(abs(z), rel=1e-9)
+    else:
+        assert iv.unresolved_score[0] == 0.0
+    if flagged:
+        assert iv.flags[0] == ("unresolved: it rests on a direction whose curvature the release could not resolve, "
+                               f"and the last gradient along it is {abs(z):.1f} sds from 0: the estimate lies "
+                               "elsewhere along it, how far the release cannot say; the interval may miss (a larger "
+                               "eps or n resolves it)")
+        assert not iv.determined[0]
+    else:
+        assert iv.flags[0] == "", iv.flags
+    assert iv.to_dict()["unresolved_score"] == list(iv.unresolved_score)
+
+
+def test_an_unresolved_direction_is_inherited_by_what_the_model_prior_informs():
+    """A model run's release (J standing in for the curvature): coordinate 0 rests on an unresolved direction,
+    coordinate 1 is the stand-in's "prior". Under the model's own prior (stored draws' summary, built by hand:
+    coordinate 1 informed through the prior's structure, sd 0.3 of a prior sd 1) it inherits the doubt; the
+    orthogonal coordinate 2 keeps none."""
+    from dp_infer.diagnostics.released_interval import model_released_interval
+    from dp_infer.model.score_release import RELEASE_KIND
+    from dp_infer.routes.newton_release import noise_floor
+
+    n, sd_g, sd_j = 1000, 1e-3, 1e-3
+    u = np.array([0.4, math.sqrt(0.84), 0.0])
+    v = np.array([u[1], -u[0], 0.0])
+    J = 0.5 * np.outer(v, v) + 1e-6 * np.outer(u, u) + np.diag([0.0, 0.0, 0.5])
+    sd = math.sqrt(sd_g ** 2 + noise_floor(3, sd_j) / n)  # J's floored eigenvalue along u stands in for it
+    rel = _release(J, J, 4.0 * sd * u, sd_g=sd_g, sd_h=sd_j, sd_j=sd_j)
+    rel.update(kind=RELEASE_KIND, n=n, clip_norm=2.0, prior_mean=[0.0] * 3, prior_sd=[1.0] * 3, names=None)
+    stand = model_released_interval(rel)
+    assert stand.unresolved_score[0] == pytest.approx(4.0, rel=1e-9)
+    assert stand.flags[0].startswith("unresolved: it rests on") and stand.flags[1].startswith("prior")
+    levels = np.linspace(0.005, 0.995, 199)
+    sds = np.array([0.3, 0.3, 0.05])
+    post = {"levels": levels.tolist(), "quantiles": (norm.ppf(levels)[:, None] * sds).tolist(), "sd": sds.tolist(),
+            "mean": [0.0] * 3, "max_rhat": 1.0, "min_ess": 1000.0, "divergences": 0, "num_draws": 4000,
+            "method": "hand-built"}
+    iv = model_released_interval(dict(rel, model_prior_posterior=post))
+    assert iv.flags[0] == stand.flags[0]
+    assert iv.flags[1] == ("unresolved: informed through the prior's structure by coordinates that rest on a direction "
+                           "the release could not resolve (0); the interval may miss")
+    assert iv.flags[2] == ""
+
+
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.5])
 def test_prob_outside_the_open_interval_is_refused(bad):
     with pytest.raises(ValueError, match="prob"):
