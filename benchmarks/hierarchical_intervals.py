@@ -1,7 +1,8 @@
 """Coverage of a hierarchical NumPyro model's intervals (issue 37, parts 3 and 6).
 
 ``python -m benchmarks.hierarchical_intervals --datasets 50 [--json LOG] [--eps 2] [--n 4000] [--groups 4] [--ess K]
-[--start S]`` (``--ess``: the runs' planned effective draws, default the library's; ``--start``: run seeds S..49 only)
+[--start S] [--rescore]`` (``--ess``: the runs' planned effective draws, default the library's; ``--start``: run seeds
+S..49 only; ``--rescore``: read the logged rows' intervals again from the releases each row stores, running no chain)
 ``python -m benchmarks.hierarchical_intervals --diagnose 3,6 [--clip-norm 2]``: where each dataset's release loses
 the truth, against non-private oracles (:func:`diagnose`: the clipped estimating equation's zero, the scores'
 second moment at the draws' mean and at that zero), one JSON line per dataset and a table.
@@ -82,8 +83,6 @@ def fitted(seed: int, *, n: int, groups: int, eps: float, clip_norm: float = CLI
 
 
 def one(seed: int, *, n: int, groups: int, eps: float, ess: int | None = None) -> dict:
-    from dp_infer.diagnostics.released_interval import model_released_interval
-
     run, X, y, g, truth, wall = fitted(seed, n=n, groups=groups, eps=eps, ess=ess)
     rel = run.report_extras.get("interval_release")
     out = {"seed": seed, "wall_s": wall, "truth": truth.tolist()}
@@ -91,21 +90,33 @@ def one(seed: int, *, n: int, groups: int, eps: float, ess: int | None = None) -
         out["skipped"] = run.report_extras.get("interval_release_skipped")
         return out
     post = rel.get("model_prior_posterior") or {}
-    iv = run.intervals(0.9)
-    stand = model_released_interval({k: v for k, v in rel.items() if k != "model_prior_posterior"}, prob=0.9)
     th = np.asarray(run.draws(), dtype=np.float64).reshape(-1, truth.size)  # tempered, unconstrained
     lo_t, hi_t = np.quantile(th, [0.05, 0.95], axis=0)
+    out.update(interval_records(rel, truth))
     out.update({
         "names": rel["names"],
-        "model_prior": {"cover": ((iv.lower <= truth) & (truth <= iv.upper)).tolist(), "sd": iv.sd.tolist(),
-                        "flagged": [bool(f) for f in iv.flags], "flags": [f.split(":")[0] for f in iv.flags]},
-        "stand_in": {"cover": ((stand.lower <= truth) & (truth <= stand.upper)).tolist(), "sd": stand.sd.tolist(),
-                     "flagged": [bool(f) for f in stand.flags]},
         "tempered": {"cover": ((lo_t <= truth) & (truth <= hi_t)).tolist(), "sd": th.std(axis=0).tolist()},
         "nuts": {k: post.get(k) for k in ("parametrisation", "max_rhat", "min_ess", "divergences")},
         "beta_over_n": float(run.plan.beta) / n,
+        "release": json.loads(json.dumps(rel, default=lambda v: np.asarray(v).tolist())),  # for --rescore
     })
     return out
+
+
+def interval_records(rel: dict, truth) -> dict:
+    """The default intervals (the release's likelihood under the model's own prior: what ``run.intervals(0.9)``
+    reads from the release) and the Gaussian stand-in's, against ``truth``: coverage, sd, flags. Post-processing
+    of the stored release only, so a row log's intervals can be read again after a change to the interval code
+    (``--rescore``)."""
+    from dp_infer.diagnostics.released_interval import model_released_interval
+
+    truth = np.asarray(truth, dtype=np.float64)
+    iv = model_released_interval(rel, prob=0.9)
+    stand = model_released_interval({k: v for k, v in rel.items() if k != "model_prior_posterior"}, prob=0.9)
+    return {"model_prior": {"cover": ((iv.lower <= truth) & (truth <= iv.upper)).tolist(), "sd": iv.sd.tolist(),
+                            "flagged": [bool(f) for f in iv.flags], "flags": [f.split(":")[0] for f in iv.flags]},
+            "stand_in": {"cover": ((stand.lower <= truth) & (truth <= stand.upper)).tolist(), "sd": stand.sd.tolist(),
+                         "flagged": [bool(f) for f in stand.flags]}}
 
 
 def model_scores(theta, X, y, g, groups: int) -> np.ndarray:
@@ -323,6 +334,8 @@ def main(argv=None):
     p.add_argument("--clip-norm", type=float, default=CLIP_NORM, help="with --diagnose: the runs' clip_norm")
     p.add_argument("--ess", type=int, default=None, help="the runs' planned effective draws (default: the library's)")
     p.add_argument("--start", type=int, default=0, help="the first dataset's seed (run seeds start..datasets-1)")
+    p.add_argument("--rescore", action="store_true", help="with --json: read the logged rows' intervals again from "
+                                                          "their stored releases (post-processing: no chain is run)")
     a = p.parse_args(argv)
     if a.diagnose:
         rows = []
@@ -334,9 +347,13 @@ def main(argv=None):
     rows = []
     if a.json and os.path.exists(a.json):
         rows = [json.loads(line) for line in open(a.json) if line.strip()]
+    if a.rescore:
+        if not rows:
+            raise SystemExit("--rescore needs --json with a row log")
+        rows = [dict(r, **interval_records(r["release"], r["truth"])) if "release" in r else r for r in rows]
     have = {r["seed"] for r in rows}
     for s in range(a.start, a.datasets):
-        if s in have:
+        if s in have or a.rescore:
             continue
         r = one(s, n=a.n, groups=a.groups, eps=a.eps, ess=a.ess)
         rows.append(r)

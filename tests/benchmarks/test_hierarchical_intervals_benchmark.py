@@ -52,6 +52,43 @@ def test_the_summary_pools_coverage_with_its_errors():
     assert (big["datasets"], big["coverage"], mod["datasets"], mod["coverage"]) == (1, 5 / 7, 1, 1.0)
 
 
+def _score_release(centre, n=1000):
+    """A model score release by hand: J = I / 2, gradient 0 at ``centre`` (so the intervals' data centre),
+    data sd about sqrt(2 / n) per coordinate, prior stand-in N(0, 1)."""
+    d = len(centre)
+    return {"kind": "model_score", "path": [list(map(float, centre))], "chol": np.eye(d).tolist(),
+            "gradient": [0.0] * d, "gradient_sd": 1e-3, "curvature": (0.5 * np.eye(d)).tolist(), "curvature_sd": 1e-9,
+            "score": (0.5 * np.eye(d)).tolist(), "score_sd": 1e-9, "clip_norm": 2.0, "rho": 2.0, "mu": 1.0, "n": n,
+            "loss": "model_nll", "prior_mean": [0.0] * d, "prior_sd": [1.0] * d, "names": None}
+
+
+def test_rescore_reads_the_intervals_again_from_the_stored_releases(tmp_path, capsys):
+    """--rescore replaces each logged row's interval records by those of its stored release (here the logged ones
+    say "missed" everywhere, the releases' intervals hold the truth in 7 and 5 of 7 coordinates: two are 1.0 off,
+    about 20 data sds) and runs no chain; a row without a release is kept as logged."""
+    centre = np.array([0.1, -0.2, 0.3, 0.5, 0.0, -1.0, 0.4])
+    stale = {"cover": [False] * 7, "sd": [0.1] * 7, "flagged": [False] * 7}
+    rows = [{"seed": s, "wall_s": 1.0, "truth": list(centre + shift), "model_prior": stale, "stand_in": stale,
+             "tempered": {"cover": [True] * 7, "sd": [1.0] * 7},
+             "nuts": {"parametrisation": None, "max_rhat": None, "min_ess": None, "divergences": None},
+             "beta_over_n": 0.002, "release": _score_release(centre)}
+            for s, shift in enumerate((np.zeros(7), np.r_[1.0, 0, 0, 0, 0, 0, -1.0]))]
+    rows.append({"seed": 2, "wall_s": 1.0, "skipped": "no release"})
+    log = tmp_path / "rows.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    B.main(["--json", str(log), "--rescore", "--datasets", "3"])
+    out = capsys.readouterr().out
+    s = json.loads(out[:out.index("\nCommand:")])
+    assert s["datasets"] == 2 and s["skipped"] == 1
+    assert s["model_prior"]["all"]["coverage"] == 12 / 14 == s["stand_in"]["all"]["coverage"]
+    assert s["model_prior"]["slope"]["coverage"] == 0.5 and s["model_prior"]["mu"]["coverage"] == 1.0
+    rec = B.interval_records(rows[0]["release"], centre)
+    assert rec["model_prior"]["cover"] == [True] * 7 and rec["model_prior"]["flags"] == [""] * 7
+    np.testing.assert_allclose(rec["stand_in"]["sd"], np.sqrt(1 / (1 / (2 / 1000 + 4e-6) + 1)), rtol=1e-6)
+    with pytest.raises(SystemExit, match="--rescore needs --json"):
+        B.main(["--json", str(tmp_path / "none.jsonl"), "--rescore"])
+
+
 def test_the_diagnostics_hand_written_scores_match_autodiff_of_the_models_likelihood():
     import jax
     import jax.numpy as jnp
