@@ -92,6 +92,14 @@ UNRESOLVED_SCORE = 3.0
 #: between the direction and the coordinate's axis in the release's metric ``C``), is at least this
 UNRESOLVED_LOADING = 0.3
 
+#: what each flag but "prior" (spelled out in the table's own summary line) means, one line each
+FLAG_MEANINGS = {
+    "long step": "the last Newton step was over 3 of its sds, so the point may not have converged",
+    "unresolved": "the coordinate rests on a direction the release could not resolve while its last gradient "
+                  "there is far from 0, so the interval may miss",
+    "mixing": "the draws under the model's own prior did not mix, so the interval is not reliable",
+}
+
 INTERVAL_ASSUMPTIONS = (
     "large n: the weighted loss is close to quadratic over the last Newton step",
     "the estimand is the weighted loss's population minimiser: the true parameter of a correctly specified GLM "
@@ -525,6 +533,9 @@ def format_intervals(iv: ParameterIntervals, names=None, *, rows: int | None = N
     lines.append(f"{s['determined']} of {d} coefficients determined (interval excludes 0); "
                  f"{s['prior_dominated']} mostly the prior's; median width {s['median_width_ratio']:.2f}x the "
                  "non-private posterior's (estimated)")
+    kinds = sorted({f.split(":")[0] for f in iv.flags if f} - {"prior"})
+    if kinds:
+        lines.append("flags: " + "; ".join(f"{k}: {FLAG_MEANINGS.get(k, 'see the intervals flags')}" for k in kinds))
     lines.append(f"estimand: {iv.estimand}")
     return "\n".join(lines)
 

@@ -106,8 +106,11 @@ def test_a_coordinate_resting_on_an_unresolved_direction_is_flagged(loading, z, 
                                "elsewhere along it, how far the release cannot say; the interval may miss (a larger "
                                "eps or n resolves it)")
         assert not iv.determined[0]
+        assert ("\nflags: unresolved: the coordinate rests on a direction the release could not resolve"
+                in format_intervals(iv))
     else:
         assert iv.flags[0] == "", iv.flags
+        assert "\nflags:" not in format_intervals(iv)  # the "prior" flag is counted on the summary line
     assert iv.to_dict()["unresolved_score"] == list(iv.unresolved_score)
 
 
