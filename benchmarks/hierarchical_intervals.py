@@ -108,7 +108,7 @@ def interval_records(rel: dict, truth) -> dict:
     reads from the release) and the Gaussian stand-in's, against ``truth``: coverage, sd, flags. Post-processing
     of the stored release only, so a row log's intervals can be read again after a change to the interval code
     (``--rescore``)."""
-    from dp_infer.diagnostics.released_interval import model_released_interval
+    from dp_infer.diagnostics.model_prior import model_released_interval
 
     truth = np.asarray(truth, dtype=np.float64)
     iv = model_released_interval(rel, prob=0.9)

@@ -312,7 +312,7 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
         click.echo("")
     z = (tab["mean"].abs() / tab["sd"]).sort_values(ascending=False)
     shown = tab.loc[z.index[:TABLE_ROWS]]
-    from ..diagnostics.released_interval import run_intervals_text
+    from ..diagnostics.intervals import run_intervals_text
 
     click.echo(run_intervals_text(
         run, f"coefficients (logistic, on the schema's scaled features): 90% intervals for theta, what the data say "

@@ -18,7 +18,7 @@ def report(run_file, plots):
     from pathlib import Path
 
     from ..diagnostics.plots import report_from_file
-    from ..diagnostics.released_interval import run_intervals_text
+    from ..diagnostics.intervals import run_intervals_text
     from ..infer.fallback import is_fallback_file
     from ..infer.run import PrivateRun
 

@@ -178,7 +178,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
         mixing_block(dt, report)
         keeper.step = "the intervals"
         click.echo("")
-        from ..diagnostics.released_interval import run_intervals_text
+        from ..diagnostics.intervals import run_intervals_text
 
         click.echo(run_intervals_text(
             run, "coefficients: 90% intervals for theta, what the data say (the run's interval release; the tempered "

@@ -5,8 +5,8 @@ unconstrained latent vector theta in the directions the data inform:
 ``exp(-(theta - theta_D)^T P (theta - theta_D) / 2)``
 (:func:`dp_infer.diagnostics.released_interval.release_likelihood`: the one-step scoring centre, the
 sampling error and the release's noise; ``P`` singular where the release carries no information).
-:func:`dp_infer.diagnostics.released_interval.model_released_interval` combines it with a Gaussian
-stand-in of the prior, per coordinate. That is exact for independent Gaussian priors and loses what a
+:func:`model_released_interval` (below) combines it with a Gaussian stand-in of the prior, per
+coordinate, where no posterior under the model's prior is stored. That is exact for independent Gaussian priors and loses what a
 hierarchy says: in ``a_g ~ N(mu, tau)``, the likelihood has no score for ``mu`` or ``tau``, so the
 stand-in leaves both at their prior although the released ``a_g`` inform them.
 
@@ -24,7 +24,10 @@ numbers.
 
 Stored on the release (``release["model_prior_posterior"]``, saved with the run) as per-coordinate
 quantiles on :data:`QUANTILE_LEVELS`, means, sds and NUTS's own diagnostics (split R-hat, bulk ESS,
-divergences), so a loaded run reads the same intervals without the model.
+divergences), so a loaded run reads the same intervals without the model:
+:func:`model_released_interval` reads them (a model run's intervals; its flags: the stand-in's "prior"
+recomputed from the prior's mass, "long step" and "unresolved" kept and inherited by what only the prior's
+structure informs, "mixing" where NUTS did not mix).
 
 Assumptions: those of the score release's likelihood (large n: the mean negative log-likelihood close
 to quadratic over the last scoring step; a correctly specified model, ``J`` for the information), and
@@ -39,9 +42,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .released_interval import model_release_parts, release_likelihood
+import dataclasses
 
-__all__ = ["run_order", "QUANTILE_LEVELS", "MODEL_PRIOR_METHOD", "NUTS_SETTINGS", "REFERENCE_SAMPLES", "model_prior_posterior"]
+from scipy.stats import norm
+
+from ..model.score_release import MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, solve_floored
+from ..routes.newton_release import noise_floor
+from .released_interval import PRIOR_DOMINATED_SHARE, ParameterIntervals, release_likelihood, released_interval
+
+__all__ = ["run_order", "QUANTILE_LEVELS", "MODEL_PRIOR_METHOD", "NUTS_SETTINGS", "REFERENCE_SAMPLES", "model_prior_posterior",
+           "model_release_parts", "model_released_interval"]
 
 #: the quantile levels stored per coordinate (0.5% steps): intervals of any prob up to 0.99 interpolate them
 QUANTILE_LEVELS = tuple(round(0.005 * k, 3) for k in range(1, 200))
@@ -159,3 +169,120 @@ def _nuts(potential, init, to_theta, key, cfg: dict) -> dict:
     ess = np.atleast_1d(effective_sample_size(draws)) if finite else np.array([0.0])
     return {"draws": draws, "max_rhat": float(np.max(rhat)), "min_ess": float(np.min(ess)),
             "divergences": int(np.sum(np.asarray(mcmc.get_extra_fields()["diverging"])))}
+
+
+def model_release_parts(release: dict) -> tuple[dict, np.ndarray, np.ndarray]:
+    """``(rel, extra_variance, prior_mean)``: a model run's score release read as a loss release for
+    :func:`released_interval` / :func:`release_likelihood`: theta shifted by the prior stand-in's centre
+    ``prior_mean`` (their prior has mean 0; the gradient is unchanged), the released ``J`` as the
+    curvature, and ``J``'s noise through the last step as an extra gradient variance (delta method: for
+    a symmetric noise ``E`` of entry sd ``s_J`` and ``v = J^-1 g``, ``E[(E v)(E v)^T] = s_J^2 (|v|^2 I +
+    v v^T)``)."""
+    rel = dict(release)
+    m = np.asarray(rel["prior_mean"], dtype=np.float64)
+    rel["path"] = [list(np.asarray(p, dtype=np.float64) - m) for p in rel["path"]]
+    rel["curvature"], rel["curvature_sd"] = rel["score"], rel["score_sd"]
+    J = np.asarray(rel["score"], dtype=np.float64)
+    d = J.shape[0]
+    v = solve_floored(J, np.asarray(rel["gradient"], dtype=np.float64), noise_floor(d, float(rel["score_sd"])))
+    extra = float(rel["score_sd"]) ** 2 * (float(v @ v) * np.eye(d) + np.outer(v, v))
+    return rel, extra, m
+
+
+def model_released_interval(release: dict, *, prob: float = 0.9):
+    """``prob`` intervals for the unconstrained theta of a NumPyro model's run from its score release
+    (:mod:`dp_infer.model.score_release`): the released ``J`` stands in for the curvature, its noise
+    through the last step is added to the variance (delta method, :func:`model_release_parts`). Where
+    the run stored the noise-aware posterior under the model's own prior
+    (``release["model_prior_posterior"]``, :mod:`dp_infer.diagnostics.model_prior`), the intervals are its
+    quantiles; else the prior's Gaussian stand-in (``prior_mean``, ``prior_sd``) is combined as
+    :func:`released_interval` does for a loss's Gaussian prior. Coordinates the data do not determine
+    are flagged ``"prior"`` one by one. Pure post-processing: free."""
+    rel, extra, m = model_release_parts(release)
+    names = rel.get("names")
+    psd = np.asarray(rel["prior_sd"], dtype=np.float64)
+    iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
+    notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
+             f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
+             f"clipped to {float(rel['clip_norm']):g} (where the clip binds on more than a few percent of the rows at "
+             "the estimate, the estimate is biased: choose clip_norm a few times the typical score)",
+             "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
+    iv = dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
+                             data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
+                             method="noise-aware scoring-step interval of a model run, the prior's Gaussian "
+                                    "stand-in (dp_infer.model.score_release)",
+                             assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)
+    post = release.get("model_prior_posterior")
+    if post is None and release.get("model_prior_posterior_skipped"):
+        iv = dataclasses.replace(iv, notes=iv.notes + (
+            f"the model's own prior could not be combined ({release['model_prior_posterior_skipped']})",))
+    return iv if post is None else _under_model_prior(iv, post, prob)
+
+
+def _prior_mass(post: dict, lower: np.ndarray, upper: np.ndarray) -> np.ndarray | None:
+    """The prior's mass inside each interval, from the stored prior quantiles (None where none are stored;
+    clamped to the stored levels' range, 0.005-0.995, so a mass is read to within 1%)."""
+    if post.get("prior_quantiles") is None:
+        return None
+    levels = np.asarray(post["levels"], dtype=np.float64)
+    pq = np.asarray(post["prior_quantiles"], dtype=np.float64)
+    cdf = [np.interp([lo, hi], pq[:, j], levels, left=0.0, right=1.0) for j, (lo, hi) in enumerate(zip(lower, upper))]
+    return np.array([c[1] - c[0] for c in cdf])
+
+
+def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> ParameterIntervals:
+    """``iv`` with its centre, sd and ends from the stored NUTS draws under the model's own prior, the
+    data share and the "prior" flags recomputed from them, and the non-private reference sd
+    (``untempered_sd``, the denominator of ``width_ratio``) from the noise-free likelihood under the same
+    prior where stored (the long-step flags are the release's, unchanged)."""
+    levels = np.asarray(post["levels"], dtype=np.float64)
+    q = np.asarray(post["quantiles"], dtype=np.float64)
+    lo_p, hi_p = 0.5 * (1.0 - prob), 0.5 * (1.0 + prob)
+    if lo_p < levels[0] - 1e-12:
+        raise ValueError(f"prob must lie in (0, {1.0 - 2.0 * levels[0]:g}] for a model run's intervals (its stored "
+                         f"quantiles of the noise-aware posterior run from {levels[0]:g} to {levels[-1]:g}), got {prob!r}")
+    lower = np.array([np.interp(lo_p, levels, q[:, j]) for j in range(q.shape[1])])
+    upper = np.array([np.interp(hi_p, levels, q[:, j]) for j in range(q.shape[1])])
+    sd = np.asarray(post["sd"], dtype=np.float64)
+    share = 1.0 - (sd / iv.prior_sd) ** 2
+    mass = _prior_mass(post, lower, upper)
+    # a Gaussian coordinate at the sd rule's boundary (data share PRIOR_DOMINATED_SHARE) holds this prior mass
+    z = float(norm.ppf(hi_p))
+    mass_limit = 2.0 * float(norm.cdf(z * np.sqrt(PRIOR_DOMINATED_SHARE))) - 1.0  # 0.755 at prob 0.9
+    # a coordinate the likelihood does not inform (the stand-in's "prior") is informed here through the prior's
+    # structure, i.e. through the others: where one of those has a long last step or is unresolved, it inherits the
+    # doubt
+    long = [j for j, f in enumerate(iv.flags) if f.startswith("long step")]
+    unresolved = [j for j, f in enumerate(iv.flags) if f.startswith("unresolved")]
+    flags = []
+    for j, f in enumerate(iv.flags):
+        if mass is not None and mass[j] > mass_limit:
+            flags.append(f"prior: the interval holds {mass[j]:.0%} of the prior's mass; it is mostly the prior's")
+        elif mass is None and share[j] < 1.0 - PRIOR_DOMINATED_SHARE:
+            flags.append(f"prior: the data give {max(share[j], 0.0):.0%} of this coordinate's precision; its interval "
+                         "is mostly the prior's")
+        elif f.startswith("prior") and long:
+            flags.append("long step: informed through the prior's structure by coordinates whose last step was long "
+                         f"({', '.join(str(k) for k in long)}); it may not have converged")
+        elif f.startswith("prior") and unresolved:
+            flags.append("unresolved: informed through the prior's structure by coordinates that rest on a direction "
+                         f"the release could not resolve ({', '.join(str(k) for k in unresolved)}); the interval may "
+                         "miss")
+        else:
+            flags.append("" if f.startswith("prior") else f)
+    mixing = (f"the model's prior combined exactly: NUTS ({post.get('parametrisation', 'centred')}) over the "
+              f"release's likelihood times the prior, {post['num_draws']} draws, max split R-hat "
+              f"{post['max_rhat']:.3f}, min bulk ESS {post['min_ess']:.0f}, {post['divergences']} divergences")
+    unreliable = not post["max_rhat"] <= 1.05 or post["divergences"] > 0.01 * post["num_draws"]
+    if unreliable:
+        mixing += " (NOT reliable: R-hat above 1.05 or over 1% divergent; the interval ends carry that error)"
+        # every coordinate's interval comes from these draws: each says so (none counts as determined)
+        flags = [f or (f"mixing: the NUTS draws under the model's prior did not mix (max R-hat {post['max_rhat']:.3g}, "
+                       f"{post['divergences']} divergences); this interval is not reliable") for f in flags]
+    elif post["divergences"] > 0:
+        mixing += " (a few divergences: the far tails may be slightly off)"
+    ref = post.get("reference_sd")  # the non-private posterior's sd under the same exact prior, as estimated
+    return dataclasses.replace(iv, lower=lower, upper=upper, centre=np.asarray(post["mean"], dtype=np.float64), sd=sd,
+                               untempered_sd=iv.untempered_sd if ref is None else np.asarray(ref, dtype=np.float64),
+                               data_share=share, flags=tuple(flags), method=str(post["method"]),
+                               notes=iv.notes + (mixing,))

@@ -61,18 +61,17 @@ this module reads both from the release as it does the run's metric.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import norm
 
 from .._validation import check_positive
-from ..model.score_release import MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, solve_floored
 from ..routes.newton_release import noise_floor
 
-__all__ = ["model_release_parts", "release_likelihood", "PUBLIC_CURVATURE_ASSUMPTIONS", "run_intervals_text", "interval_names", "ParameterIntervals", "released_interval", "run_intervals", "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS",
-           "PRIOR_DOMINATED_SHARE", "LONG_NEWTON_STEP", "UNRESOLVED_SCORE", "UNRESOLVED_LOADING"]
+__all__ = ["release_likelihood", "PUBLIC_CURVATURE_ASSUMPTIONS", "ParameterIntervals", "released_interval",
+           "format_intervals", "ESTIMANDS", "INTERVAL_ASSUMPTIONS", "PRIOR_DOMINATED_SHARE", "LONG_NEWTON_STEP",
+           "UNRESOLVED_SCORE", "UNRESOLVED_LOADING", "FLAG_MEANINGS"]
 
 #: a coordinate whose posterior variance is above this share of the prior's is flagged: the prior decides it
 PRIOR_DOMINATED_SHARE = 0.5
@@ -376,145 +375,6 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
                               prob=float(prob), estimand=estimand, notes=notes, unresolved_score=unresolved, **extra)
 
 
-def model_release_parts(release: dict) -> tuple[dict, np.ndarray, np.ndarray]:
-    """``(rel, extra_variance, prior_mean)``: a model run's score release read as a loss release for
-    :func:`released_interval` / :func:`release_likelihood`: theta shifted by the prior stand-in's centre
-    ``prior_mean`` (their prior has mean 0; the gradient is unchanged), the released ``J`` as the
-    curvature, and ``J``'s noise through the last step as an extra gradient variance (delta method: for
-    a symmetric noise ``E`` of entry sd ``s_J`` and ``v = J^-1 g``, ``E[(E v)(E v)^T] = s_J^2 (|v|^2 I +
-    v v^T)``)."""
-    rel = dict(release)
-    m = np.asarray(rel["prior_mean"], dtype=np.float64)
-    rel["path"] = [list(np.asarray(p, dtype=np.float64) - m) for p in rel["path"]]
-    rel["curvature"], rel["curvature_sd"] = rel["score"], rel["score_sd"]
-    J = np.asarray(rel["score"], dtype=np.float64)
-    d = J.shape[0]
-    v = solve_floored(J, np.asarray(rel["gradient"], dtype=np.float64), noise_floor(d, float(rel["score_sd"])))
-    extra = float(rel["score_sd"]) ** 2 * (float(v @ v) * np.eye(d) + np.outer(v, v))
-    return rel, extra, m
-
-
-def model_released_interval(release: dict, *, prob: float = 0.9):
-    """``prob`` intervals for the unconstrained theta of a NumPyro model's run from its score release
-    (:mod:`dp_infer.model.score_release`): the released ``J`` stands in for the curvature, its noise
-    through the last step is added to the variance (delta method, :func:`model_release_parts`). Where
-    the run stored the noise-aware posterior under the model's own prior
-    (``release["model_prior_posterior"]``, :mod:`dp_infer.diagnostics.model_prior`), the intervals are its
-    quantiles; else the prior's Gaussian stand-in (``prior_mean``, ``prior_sd``) is combined as
-    :func:`released_interval` does for a loss's Gaussian prior. Coordinates the data do not determine
-    are flagged ``"prior"`` one by one. Pure post-processing: free."""
-    rel, extra, m = model_release_parts(release)
-    names = rel.get("names")
-    psd = np.asarray(rel["prior_sd"], dtype=np.float64)
-    iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
-    notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
-             f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
-             f"clipped to {float(rel['clip_norm']):g} (where the clip binds on more than a few percent of the rows at "
-             "the estimate, the estimate is biased: choose clip_norm a few times the typical score)",
-             "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
-    iv = dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
-                             data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
-                             method="noise-aware scoring-step interval of a model run, the prior's Gaussian "
-                                    "stand-in (dp_infer.model.score_release)",
-                             assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)
-    post = release.get("model_prior_posterior")
-    if post is None and release.get("model_prior_posterior_skipped"):
-        iv = dataclasses.replace(iv, notes=iv.notes + (
-            f"the model's own prior could not be combined ({release['model_prior_posterior_skipped']})",))
-    return iv if post is None else _under_model_prior(iv, post, prob)
-
-
-def _prior_mass(post: dict, lower: np.ndarray, upper: np.ndarray) -> np.ndarray | None:
-    """The prior's mass inside each interval, from the stored prior quantiles (None where none are stored;
-    clamped to the stored levels' range, 0.005-0.995, so a mass is read to within 1%)."""
-    if post.get("prior_quantiles") is None:
-        return None
-    levels = np.asarray(post["levels"], dtype=np.float64)
-    pq = np.asarray(post["prior_quantiles"], dtype=np.float64)
-    cdf = [np.interp([lo, hi], pq[:, j], levels, left=0.0, right=1.0) for j, (lo, hi) in enumerate(zip(lower, upper))]
-    return np.array([c[1] - c[0] for c in cdf])
-
-
-def _under_model_prior(iv: ParameterIntervals, post: dict, prob: float) -> ParameterIntervals:
-    """``iv`` with its centre, sd and ends from the stored NUTS draws under the model's own prior, the
-    data share and the "prior" flags recomputed from them, and the non-private reference sd
-    (``untempered_sd``, the denominator of ``width_ratio``) from the noise-free likelihood under the same
-    prior where stored (the long-step flags are the release's, unchanged)."""
-    levels = np.asarray(post["levels"], dtype=np.float64)
-    q = np.asarray(post["quantiles"], dtype=np.float64)
-    lo_p, hi_p = 0.5 * (1.0 - prob), 0.5 * (1.0 + prob)
-    if lo_p < levels[0] - 1e-12:
-        raise ValueError(f"prob must lie in (0, {1.0 - 2.0 * levels[0]:g}] for a model run's intervals (its stored "
-                         f"quantiles of the noise-aware posterior run from {levels[0]:g} to {levels[-1]:g}), got {prob!r}")
-    lower = np.array([np.interp(lo_p, levels, q[:, j]) for j in range(q.shape[1])])
-    upper = np.array([np.interp(hi_p, levels, q[:, j]) for j in range(q.shape[1])])
-    sd = np.asarray(post["sd"], dtype=np.float64)
-    share = 1.0 - (sd / iv.prior_sd) ** 2
-    mass = _prior_mass(post, lower, upper)
-    # a Gaussian coordinate at the sd rule's boundary (data share PRIOR_DOMINATED_SHARE) holds this prior mass
-    z = float(norm.ppf(hi_p))
-    mass_limit = 2.0 * float(norm.cdf(z * np.sqrt(PRIOR_DOMINATED_SHARE))) - 1.0  # 0.755 at prob 0.9
-    # a coordinate the likelihood does not inform (the stand-in's "prior") is informed here through the prior's
-    # structure, i.e. through the others: where one of those has a long last step or is unresolved, it inherits the
-    # doubt
-    long = [j for j, f in enumerate(iv.flags) if f.startswith("long step")]
-    unresolved = [j for j, f in enumerate(iv.flags) if f.startswith("unresolved")]
-    flags = []
-    for j, f in enumerate(iv.flags):
-        if mass is not None and mass[j] > mass_limit:
-            flags.append(f"prior: the interval holds {mass[j]:.0%} of the prior's mass; it is mostly the prior's")
-        elif mass is None and share[j] < 1.0 - PRIOR_DOMINATED_SHARE:
-            flags.append(f"prior: the data give {max(share[j], 0.0):.0%} of this coordinate's precision; its interval "
-                         "is mostly the prior's")
-        elif f.startswith("prior") and long:
-            flags.append("long step: informed through the prior's structure by coordinates whose last step was long "
-                         f"({', '.join(str(k) for k in long)}); it may not have converged")
-        elif f.startswith("prior") and unresolved:
-            flags.append("unresolved: informed through the prior's structure by coordinates that rest on a direction "
-                         f"the release could not resolve ({', '.join(str(k) for k in unresolved)}); the interval may "
-                         "miss")
-        else:
-            flags.append("" if f.startswith("prior") else f)
-    mixing = (f"the model's prior combined exactly: NUTS ({post.get('parametrisation', 'centred')}) over the "
-              f"release's likelihood times the prior, {post['num_draws']} draws, max split R-hat "
-              f"{post['max_rhat']:.3f}, min bulk ESS {post['min_ess']:.0f}, {post['divergences']} divergences")
-    unreliable = not post["max_rhat"] <= 1.05 or post["divergences"] > 0.01 * post["num_draws"]
-    if unreliable:
-        mixing += " (NOT reliable: R-hat above 1.05 or over 1% divergent; the interval ends carry that error)"
-        # every coordinate's interval comes from these draws: each says so (none counts as determined)
-        flags = [f or (f"mixing: the NUTS draws under the model's prior did not mix (max R-hat {post['max_rhat']:.3g}, "
-                       f"{post['divergences']} divergences); this interval is not reliable") for f in flags]
-    elif post["divergences"] > 0:
-        mixing += " (a few divergences: the far tails may be slightly off)"
-    ref = post.get("reference_sd")  # the non-private posterior's sd under the same exact prior, as estimated
-    return dataclasses.replace(iv, lower=lower, upper=upper, centre=np.asarray(post["mean"], dtype=np.float64), sd=sd,
-                               untempered_sd=iv.untempered_sd if ref is None else np.asarray(ref, dtype=np.float64),
-                               data_share=share, flags=tuple(flags), method=str(post["method"]),
-                               notes=iv.notes + (mixing,))
-
-
-def run_intervals(run, prob: float = 0.9) -> ParameterIntervals:
-    """:func:`released_interval` for a finished posterior-mode run (live or loaded): its draws after
-    burn-in, its plan's public beta, n, prior and kernel step, and its charged interval release.
-    Raises ``ValueError`` with the reason for a run that has none (an estimate-mode run, a run on a
-    mesh, a loss that is not generalised linear, or a run made with ``interval_share=0``). A NumPyro
-    model's run carries its own release (:mod:`dp_infer.model.score_release`: intervals for the
-    unconstrained coordinates)."""
-    plan = run.plan
-    if getattr(plan, "target", "estimate") != "posterior":
-        raise ValueError(f"intervals need a posterior-mode run (target='posterior'); this run's target is "
-                         f"{plan.target!r}: its draws are an estimate path, not a posterior")
-    release = (run.report_extras or {}).get("interval_release")
-    if release is None:
-        why = (run.report_extras or {}).get("interval_release_skipped")
-        raise ValueError("this run has no interval release" + (f": {why}" if why else " (made by fit(target='posterior') "
-                         "on one device for a generalised linear loss, with interval_share > 0)")
-                         + "; its tempered draws are all it released")
-    if release.get("kind") == "model_score":  # a NumPyro model's run: its own release (dp_infer.model.score_release)
-        return model_released_interval(release, prob=prob)
-    return released_interval(release, n=plan.n, prior_precision=plan.prior_precision, prob=prob)
-
-
 def format_intervals(iv: ParameterIntervals, names=None, *, rows: int | None = None) -> str:
     """A text table of ``iv`` (one row per coordinate, the ``rows`` with the largest |centre| / sd first
     when given), with the flags spelled out under it."""
@@ -539,27 +399,3 @@ def format_intervals(iv: ParameterIntervals, names=None, *, rows: int | None = N
         lines.append("flags: " + "; ".join(f"{k}: {FLAG_MEANINGS.get(k, 'see the intervals flags')}" for k in kinds))
     lines.append(f"estimand: {iv.estimand}")
     return "\n".join(lines)
-
-
-def interval_names(run) -> list[str] | None:
-    """The names of a run's interval coordinates: a model run's release names its unconstrained
-    coordinates (``w[age]``, ``tau (log)``); a loss run's are its feature names when they name every
-    coordinate; else None."""
-    rel = (getattr(run, "report_extras", None) or {}).get("interval_release") or {}
-    fn = rel.get("names") if rel.get("kind") == "model_score" else None
-    fn = fn or getattr(run, "feature_names", None)
-    return [str(v) for v in fn] if fn and len(fn) == run.plan.dim else None
-
-
-def run_intervals_text(run, heading: str, *, prob: float = 0.9, names=None, rows: int | None = None) -> str:
-    """The intervals block every door prints (the summary, ``dp-infer sample`` and ``report``, the
-    demo): ``heading`` then :func:`format_intervals` of :func:`run_intervals`, or one line saying why
-    the run has none. ``names``: the coordinates' names (default: the run's feature names when they
-    name every coordinate)."""
-    try:
-        iv = run_intervals(run, prob)
-    except ValueError as e:
-        return f"intervals for theta: not available ({e})"
-    if names is None:
-        names = interval_names(run)
-    return heading + "\n" + format_intervals(iv, names, rows=rows)

@@ -162,7 +162,7 @@ class PrivateRun:
         mean, its sandwich variance and the release's noise, combined with the prior; coordinates
         the data do not determine are flagged one by one). Post-processing: free. Method,
         estimand and assumptions: :mod:`dp_infer.diagnostics.released_interval`."""
-        from ..diagnostics.released_interval import run_intervals
+        from ..diagnostics.intervals import run_intervals
 
         return run_intervals(self, prob)
 
@@ -270,7 +270,7 @@ class PrivateRun:
         dimension: ``centre``, ``sd``, ``lower``, ``upper``, ``data_share``, ``width_ratio``, ``flag``."""
         import xarray as xr
 
-        from ..diagnostics.released_interval import interval_names
+        from ..diagnostics.intervals import interval_names
 
         try:
             iv = self.intervals(0.9)
@@ -293,7 +293,7 @@ class PrivateRun:
         short = {k: v for k, v in self.report().items() if k not in _LONG_REPORT_KEYS + ("clipped_rows",)}
         text = summary(self.to_datatree(), short)
         if getattr(self.plan, "target", "estimate") == "posterior" and self.theta is not None:
-            from ..diagnostics.released_interval import run_intervals_text
+            from ..diagnostics.intervals import run_intervals_text
 
             text += "\n\n" + run_intervals_text(
                 self, "Intervals for theta (what the data say; the table above is the tempered draws', "

@@ -16,7 +16,7 @@ before any row is read). After sampling, in the prior-whitened unconstrained coo
 * at the new point, the mean clipped score again (the largest share: its noise is what privacy
   adds to the intervals' width).
 
-The interval (:func:`dp_infer.diagnostics.released_interval.model_released_interval`): one more
+The interval (:func:`dp_infer.diagnostics.model_prior.model_released_interval`): one more
 scoring step ``phi_c = phi_p - J^-1 g`` with variance
 ``J^-1 (J / n + sd_g^2 I + s_J^2 (|v|^2 I + v v^T)) J^-1`` (``v = J^-1 g``: the sampling error,
 the gradient's noise and ``J``'s noise through the last step), combined with a

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from dp_infer.diagnostics.model_prior import QUANTILE_LEVELS, model_prior_posterior, run_order
-from dp_infer.diagnostics.released_interval import model_released_interval, release_likelihood, released_interval
+from dp_infer.diagnostics.model_prior import QUANTILE_LEVELS, model_prior_posterior, model_released_interval, run_order
+from dp_infer.diagnostics.released_interval import release_likelihood, released_interval
 from dp_infer.model import score_release as sr
 from benchmarks.model_posterior import hier_centred as hier
 from dp_infer.model.bridge import loss_from_model, noncentred_prior

@@ -119,7 +119,7 @@ def test_an_unresolved_direction_is_inherited_by_what_the_model_prior_informs():
     coordinate 1 is the stand-in's "prior". Under the model's own prior (stored draws' summary, built by hand:
     coordinate 1 informed through the prior's structure, sd 0.3 of a prior sd 1) it inherits the doubt; the
     orthogonal coordinate 2 keeps none."""
-    from dp_infer.diagnostics.released_interval import model_released_interval
+    from dp_infer.diagnostics.model_prior import model_released_interval
     from dp_infer.model.score_release import RELEASE_KIND
     from dp_infer.routes.newton_release import noise_floor
 

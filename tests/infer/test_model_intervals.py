@@ -20,7 +20,7 @@ import pytest
 
 import dp_infer
 from dp_infer.infer.model_posterior import plan_model_posterior
-from dp_infer.diagnostics.released_interval import model_released_interval
+from dp_infer.diagnostics.model_prior import model_released_interval
 from dp_infer.model.clipping import DEFAULT_COUNT_SHARE
 from dp_infer.model.score_release import release_score_statistics
 from dp_infer.privacy.conversions import gdp_mu
