@@ -36,14 +36,12 @@ NUTS's convergence, which the stored diagnostics report.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-import dataclasses
-
 from scipy.stats import norm
 
 from ..model.score_release import MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, solve_floored
