@@ -139,7 +139,7 @@ class ParameterIntervals:
     ``flags``: one reason per coordinate (``""`` where none); ``determined``: the interval
     excludes 0 and the coordinate is not flagged; ``unresolved_score``: per coordinate, how far from 0, in
     its sds, the last released gradient lies along the directions without information the coordinate rests
-    on (the largest; 0 where none: module doc, item 3; None for intervals made before it was added)."""
+    on (the largest; 0 where none: module doc, item 3)."""
 
     lower: np.ndarray
     upper: np.ndarray
@@ -265,8 +265,9 @@ def _unresolved(part: _DataPart, g: np.ndarray, sd_g: float, n: float, sd_h: flo
     V = part.U[:, ~part.informative]
     if V.shape[1] == 0:
         return np.zeros(part.C.shape[0])
-    step = part.UI @ ((part.UI.T @ g) / part.hs[part.I])
-    sd = np.sqrt(sd_g ** 2 + np.einsum("ik,ij,jk->k", V, part.Jf, V) / n + sd_h ** 2 * float(step @ step))
+    # |v|^2: the last step in H's informative eigen-directions (orthonormal), as _data_part took it (sd_h is 0 where
+    # the curvature is public and the step is the surrogate's)
+    sd = np.sqrt(sd_g ** 2 + np.einsum("ik,ij,jk->k", V, part.Jf, V) / n + sd_h ** 2 * float(part.stepI @ part.stepI))
     z = np.abs(V.T @ g) / sd
     CV = part.C @ V
     loading = np.abs(CV) / np.maximum(np.linalg.norm(part.C, axis=1), 1e-300)[:, None]
