@@ -75,6 +75,7 @@ from ..model.clipping import (DEFAULT_COUNT_SHARE, check_count_share, count_part
                               private_example_clip_count, split_budget)
 from ..model.fisher import FISHER_POINT, score_gram
 from ..model import score_release as _sr
+from ..model.public_information import check_public_model_rows, public_second_moment
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment
@@ -135,6 +136,7 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
                          mixing_rate: float = DEFAULT_MIXING_RATE, num_draws: int = 1000,
                          second_moment: SecondMoment | None = None, fisher_curvature: float = 1.0,
                          interval_share: float = 0.0, clip_count_share: float = 0.0,
+                         interval_curvature: str = "private",
                          **plan_kwargs) -> tuple[SamplingPlan, np.ndarray, PerExampleLoss]:
     """The data-independent posterior-mode plan for a model: ``(plan, scales, whitened loss)``.
 
@@ -158,8 +160,13 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     (:func:`fit_model_posterior`): the run, its releases included, is planned at the rest, and the
     count's Gaussian part is appended to the plan's event, so ``plan.eps`` and the event are the
     whole target's. 0 (the default here): no count, the plan exactly as before.
+
+    ``interval_curvature``: where the interval release's ``J`` comes from (``"private"``: released; ``"public"``:
+    from public feature rows, the release's event then holds its mean scores only,
+    :data:`~dp_infer.model.score_release.PUBLIC_SCHEDULE`).
     """
     C = check_positive("clip_norm", clip_norm)
+    _sr.schedule(interval_curvature)  # refuses an unknown source by name
     count_share = check_count_share(clip_count_share)
     eps_run, mu_count = split_budget(eps, delta, count_share) if count_share > 0 else (eps, 0.0)
     kappa = C if smoothness is None else check_positive("smoothness", smoothness)
@@ -239,18 +246,22 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     if interval_share > 0:
         # the reserved part is the model's score release, not the loss route's Newton release: same mu,
         # its own sensitivities (2 C / n, sqrt(2) C^2 / n) and assumptions
-        score_ev = _sr.score_release_event(post.mu_interval, n=n, clip_norm=C)
+        score_ev = _sr.score_release_event(post.mu_interval, n=n, clip_norm=C, curvature=interval_curvature)
         parts = [p for p in event.metadata["parts"] if not str(p.get("label", "")).startswith("newton_release")]
         newton_assumptions = set(a for p in event.metadata["parts"] if str(p.get("label", "")).startswith(
             "newton_release") for a in p.get("assumptions", ()))
         event = GdpEvent(mu=event.mu, label=event.label,
                          assumptions=tuple(a for a in event.assumptions if a not in newton_assumptions)
                          + score_ev.assumptions, metadata={**event.metadata, "parts": parts + [score_ev.to_dict()]})
+        public_j = interval_curvature == "public"
         model_prior = dataclasses.replace(model_prior, interval_release=(
-            "mean clipped scores and their second moment in scoring steps from the draws' mean "
-            "(dp_infer.model.score_release)"))
+            "mean clipped scores in scoring steps from the draws' mean, their second moment from public feature "
+            "rows with labels drawn from the model (dp_infer.model.score_release, dp_infer.model.public_information)"
+            if public_j else "mean clipped scores and their second moment in scoring steps from the draws' mean "
+                             "(dp_infer.model.score_release)"))
         assumptions = assumptions + (f"interval release: {post.interval_share:g} of the target's mu^2 "
-                                     f"(mu = {post.mu_interval:.4g}), scores clipped to {C:g}",)
+                                     f"(mu = {post.mu_interval:.4g}), scores clipped to {C:g}"
+                                     + ("; J from public feature rows (X_public), not released" if public_j else ""),)
     if mu_count > 0:
         # the private count of the clipped rows (released after the draws, at their mean): one more GDP part
         event = count_part_appended(event, mu_count)
@@ -278,7 +289,9 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
                         key_impl: str = "threefry2x32", ledger=None, dataset_id: str = "default",
                         progress_bar: bool = True, chain_method: str = "vectorized",
                         interval_share: float | None = None, feature_names=None,
-                        clip_count_share: float = DEFAULT_COUNT_SHARE, **plan_kwargs: Any) -> PosteriorRun:
+                        clip_count_share: float = DEFAULT_COUNT_SHARE, interval_curvature: str = "private",
+                        X_public=None, public_model_kwargs: dict | None = None,
+                        **plan_kwargs: Any) -> PosteriorRun:
     """Private draws of a NumPyro model's tempered posterior, planned for ``ess`` effective draws
     over ``num_chains`` chains at (eps, delta) (see the module docstring).
 
@@ -326,6 +339,15 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     shares of the rest) and composed into the plan's event, so the charge and the report stay the
     (eps, delta) asked for; 0 turns it off (the reason in ``report()["clipped_rows_skipped"]``).
     Allowed: [0, 1), refused before anything is charged.
+
+    ``interval_curvature``: ``"private"`` (default: the release's ``J`` released from the rows) or
+    ``"public"``: ``J`` computed from ``X_public``, feature rows you declare public (drawn from X's population;
+    their labels are not needed), with labels drawn from the model at each point of the release's path
+    (:mod:`dp_infer.model.public_information`; free), so the release is its mean clipped scores only and
+    needs no signal-to-noise rule (default share then
+    :data:`~dp_infer.model.score_release.PUBLIC_INTERVAL_SHARE`). ``public_model_kwargs``: the public rows'
+    per-row model arguments (the same names and ranges as ``model_kwargs``'), needed when the model has any.
+    The model must have one observed site (the labels it draws).
     """
     eps = check_target_epsilon(eps)
     delta = check_delta(delta)
@@ -342,6 +364,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     names = check_feature_names(feature_names, X)
     ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims,
                                            x_name, y_name, model_kwargs, index_ranges)
+    public_rows = check_public_model_rows(ml, interval_curvature, X_public, public_model_kwargs, index_ranges)
     y = check_finite_array("y", y, ndim=1)
     n = int(rows.shape[0])
     plan_kw = dict(eps=eps, delta=delta, clip_norm=clip_norm, smoothness=smoothness, prior_scales_=prior_scales,
@@ -355,15 +378,16 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     mu = gdp_mu(eps_run, delta)
     skipped = None
     if interval_share is None:
-        interval_share, skipped = _sr.default_interval_share(n, ml.dim, mu)
-    plan_kw["interval_share"] = interval_share
+        interval_share, skipped = _sr.default_interval_share(n, ml.dim, mu, interval_curvature)
+    plan_kw.update(interval_share=interval_share, interval_curvature=interval_curvature)
     mu_sm = math.sqrt(precond_share) * mu
     # the release is not made yet: plan with a stand-in that carries its event (no data), so the whole
     # run is validated and its composed event charged before any private computation
     public = {"ml": ml, "n": n, "mu": mu, "plan": plan_kw, "fisher": fisher, "clip_norm": clip_norm,
               "second_moment": pending_second_moment(n, ml.dim, max_sq_norm=clip_norm ** 2, mu=mu_sm) if fisher else None,
               "seed": seed, "key_impl": key_impl, "chain_method": chain_method, "progress_bar": progress_bar,
-              "init_strategy": init_strategy, "interval_share": interval_share, "mu_count": mu_count}
+              "init_strategy": init_strategy, "interval_share": interval_share, "mu_count": mu_count,
+              "public_rows": public_rows}
     mpp = MODEL_POSTERIOR_ROUTE.plan(public)  # planned once, here: the rows are checked with its loss
     rows, y = mpp.loss.check_data(rows, y)
     # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
@@ -459,8 +483,10 @@ def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> Posteri
     run = PosteriorRun(plan, *released_draws(mcmc, plan), source, potential.describe(), _mcmc=mcmc,
                        _potential=potential)
     if public["interval_share"] > 0:
+        public_j = None if public["public_rows"] is None else public_second_moment(
+            loss.fn, ml.observation_sampler(), public["public_rows"], scales, clip_norm=clip_norm)
         why = _release_for_intervals(run, loss, rows, y, scales, clip_norm, public["prior_gauss"],
-                                     jax.random.fold_in(key, 2))
+                                     jax.random.fold_in(key, 2), public_j)
         if why is not None:
             run.report_extras["interval_release_skipped"] = why
     warn_if_unmixed(run)
@@ -494,10 +520,11 @@ def _preflight_model_posterior(mpp: ModelPosteriorPlan, prefix: str = "") -> Non
 
 
 def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, scales, clip_norm: float,
-                           prior_gauss, key) -> str | None:
+                           prior_gauss, key, public_j=None) -> str | None:
     """The score release the plan reserved (``posterior.mu_interval``, charged with the run), at the
     draws' mean in the whitened coordinates, kept in ``run.report_extras["interval_release"]``. Skipped
-    (spending less than charged; the reason returned) when the draws are not finite."""
+    (spending less than charged; the reason returned) when the draws are not finite. ``public_j``: ``J``
+    from public rows (:mod:`dp_infer.model.public_information`) for a public-curvature release."""
     mu = 0.0 if run.plan.posterior is None else run.plan.posterior.mu_interval
     theta = run.draws().reshape(-1, run.plan.dim)
     if mu <= 0:
@@ -509,7 +536,8 @@ def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, sca
     cov = np.atleast_2d(np.cov(phi.T)) + 1e-12 * np.eye(run.plan.dim)
     run.report_extras["interval_release"] = _sr.release_score_statistics(
         loss.fn, rows, y, point=phi.mean(axis=0), scales=s, clip_norm=clip_norm, mu=mu, key=key,
-        trust_covariance=cov, prior_mean=prior_gauss[0], prior_sd=prior_gauss[1], names=prior_gauss[2])
+        trust_covariance=cov, prior_mean=prior_gauss[0], prior_sd=prior_gauss[1], names=prior_gauss[2],
+        public_second_moment=public_j)
     return None
 
 

@@ -146,6 +146,27 @@ class ModelLoss:
         out.update(self.static_kwargs)
         return out
 
+    def observation_sampler(self) -> Callable:
+        """``(theta_flat, x, key) -> y``: one row's observation drawn from the model's likelihood at the flat
+        unconstrained ``theta_flat``, for a packed row ``x`` (:meth:`pack_rows`), as float. The model runs
+        with ``y=None``, so its observed site is sampled. Used on public rows only (a model-based second
+        moment of the scores, :mod:`dp_infer.model.public_information`). Needs exactly one observed site."""
+        if len(self.observed_sites) != 1 or self.model is None:
+            raise ValueError(f"the model has observed sites {list(self.observed_sites)}: drawing labels for public "
+                             "rows needs exactly one (the data argument "
+                             f"{self.y_name!r})")
+        obs, model, unravel = self.observed_sites[0], self.model, self.unravel
+        args = (self.num_features, self.row_args, self.x_name, self.static_kwargs)
+
+        def sample_one(theta_flat, x, key):
+            kw = _row_kwargs(x, *args)
+            params = constrain_fn(model, (), {**kw, self.y_name: jnp.zeros((1,))}, unravel(theta_flat))
+            t = handlers.trace(handlers.substitute(handlers.seed(model, key), params)).get_trace(
+                **{**kw, self.y_name: None})
+            return jnp.reshape(t[obs]["value"], ()).astype(jnp.result_type(float))
+
+        return sample_one
+
     def init_flat(self) -> jax.Array:
         """Data-independent initial point: 0 in unconstrained space (the centre NumPyro's
         ``init_to_uniform`` draws around)."""
@@ -268,13 +289,10 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
     def _constrain(z):
         return constrain_fn(model, (), kw1, z)
 
-    offsets = np.cumsum([d] + [r.width for r in row_args])
-
     def nll_one(theta_flat, x, yy):
         z = unravel(theta_flat)
-        kw = {x_name: x[None, :d], y_name: jnp.reshape(yy, (1,))}
-        kw.update({r.name: r.unpack(x[int(lo):int(hi)]) for r, lo, hi in zip(row_args, offsets[:-1], offsets[1:])})
-        kw.update(static)
+        kw = _row_kwargs(x, d, row_args, x_name, static)
+        kw[y_name] = jnp.reshape(yy, (1,))
         params = constrain_fn(model, (), kw, z)
         t = handlers.trace(handlers.substitute(handlers.seed(model, jax.random.key(1)), params)).get_trace(**kw)
         total = 0.0
@@ -299,6 +317,16 @@ def loss_from_model(model: Callable, X, y, *, clip_norm: float, x_name: str = "X
     return ModelLoss(loss, prior_potential, unravel, tuple(latent), dim, _constrain, model,
                      tuple(layouts), tuple(observed), x_name, y_name, int(X.shape[1]), plates, unc,
                      row_args, dict(static))
+
+
+def _row_kwargs(x, num_features: int, row_args, x_name: str, static: dict) -> dict:
+    """The model's keyword arguments for one packed row ``x`` (X's columns, then the per-row arguments'
+    columns, :meth:`ModelLoss.pack_rows`), without the observation."""
+    offsets = np.cumsum([num_features] + [r.width for r in row_args])
+    kw = {x_name: x[None, :num_features]}
+    kw.update({r.name: r.unpack(x[int(lo):int(hi)]) for r, lo, hi in zip(row_args, offsets[:-1], offsets[1:])})
+    kw.update(static)
+    return kw
 
 
 def _check_observations(tr, observed, y, y_name: str) -> None:

@@ -63,10 +63,11 @@ from ..privacy.events import GdpEvent
 from ..randomness import gaussian_noise
 from ..routes.preconditioning import GRAM_SENSITIVITY_FACTOR
 
-__all__ = ["SCHEDULE", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND", "score_snr",
-           "default_interval_share", "check_interval_share", "solve_floored", "score_release_event", "clipped_scores",
-           "score_function", "release_score_statistics", "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND",
-           "MODEL_INTERVAL_ASSUMPTIONS"]
+__all__ = ["SCHEDULE", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES", "schedule", "PUBLIC_INTERVAL_SHARE",
+           "PUBLIC_TRUST_RADIUS", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND",
+           "score_snr", "default_interval_share", "check_interval_share", "solve_floored", "noise_aware_step",
+           "score_release_event", "clipped_scores", "score_function", "release_score_statistics",
+           "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND", "MODEL_INTERVAL_ASSUMPTIONS"]
 
 #: the release's kind, stored in the release dict (run_intervals dispatches on it)
 RELEASE_KIND = "model_score"
@@ -79,8 +80,24 @@ RELEASE_KIND = "model_score"
 SCHEDULE = ((("score", 0.45), ("gradient", 0.15)),
             (("gradient", 0.40),))
 
+#: the stages with ``interval_curvature="public"``: ``J`` comes from public feature rows with labels drawn from
+#: the model (:mod:`dp_infer.model.public_information`; free), taken again at every point, so each stage releases
+#: its mean clipped score only. The last gets most of the share (its noise is the intervals' privacy part); the
+#: earlier ones walk the point from the draws' mean to the estimate (the loss route's public shares)
+PUBLIC_SCHEDULE = ((("gradient", 0.04),),
+                   (("gradient", 0.06),),
+                   (("gradient", 0.15),),
+                   (("gradient", 0.75),))
+
+#: where the release's ``J`` comes from: released from the rows, or computed from public feature rows
+INTERVAL_CURVATURES = ("private", "public")
+
 #: the default share of the run's mu^2 for the release where it is informative (:func:`default_interval_share`)
 DEFAULT_INTERVAL_SHARE = 0.7
+
+#: the default share with ``interval_curvature="public"``: no ``J`` to release, so no signal-to-noise rule, and
+#: the release gets the loss route's public share (the chains need only put the start inside their bulk)
+PUBLIC_INTERVAL_SHARE = 0.85
 
 #: below this forecast signal to noise of ``J`` (:func:`score_snr`) no release is reserved by default.
 #: Lower than the loss route's 4 (a calibrated typical eigenvalue there, a clip-based guess here), and
@@ -91,6 +108,9 @@ MIN_SCORE_SNR = 2.0
 
 #: a scoring step before the last is shortened to this Mahalanobis radius in the draws' covariance
 TRUST_RADIUS = 1.0
+
+#: the same with a public ``J`` (exact: only the gradient's noise, not ``J``'s, can throw a step)
+PUBLIC_TRUST_RADIUS = 3.0
 
 MODEL_ESTIMAND = ("the zero of the population's mean clipped score in the model's unconstrained coordinates: the "
                   "true parameter of a correctly specified model where the clip rarely binds at it")
@@ -109,8 +129,16 @@ MODEL_INTERVAL_ASSUMPTIONS = (
 )
 
 
-def _parts(mu: float) -> list:
-    return [(kind, math.sqrt(share) * mu, stage) for stage, parts in enumerate(SCHEDULE) for kind, share in parts]
+def schedule(curvature: str = "private") -> tuple:
+    """The release's stages for ``curvature`` (:data:`SCHEDULE` or :data:`PUBLIC_SCHEDULE`)."""
+    if curvature not in INTERVAL_CURVATURES:
+        raise ValueError(f"interval_curvature must be one of {INTERVAL_CURVATURES}, got {curvature!r}")
+    return PUBLIC_SCHEDULE if curvature == "public" else SCHEDULE
+
+
+def _parts(mu: float, curvature: str = "private") -> list:
+    return [(kind, math.sqrt(share) * mu, stage) for stage, parts in enumerate(schedule(curvature))
+            for kind, share in parts]
 
 
 def check_interval_share(interval_share, precond_share: float | None = None) -> float:
@@ -136,36 +164,45 @@ def score_snr(n: int, d: int, mu: float, share: float | None = None) -> float:
     return n * mu_j / (8.0 * GRAM_SENSITIVITY_FACTOR * 2.0 * d ** 1.5)
 
 
-def default_interval_share(n: int, d: int, mu: float) -> tuple[float, str | None]:
+def default_interval_share(n: int, d: int, mu: float, curvature: str = "private") -> tuple[float, str | None]:
     """``(share, reason)``: :data:`DEFAULT_INTERVAL_SHARE` where the forecast signal to noise of the
     released ``J`` (:func:`score_snr`) is at least :data:`MIN_SCORE_SNR`, else 0 and the reason in one
-    line. Public inputs only."""
+    line; with ``curvature="public"`` (``J`` from public rows, not released) :data:`PUBLIC_INTERVAL_SHARE`.
+    Public inputs only."""
+    if schedule(curvature) is PUBLIC_SCHEDULE:
+        return PUBLIC_INTERVAL_SHARE, None
     snr = score_snr(n, d, mu)
     if snr < MIN_SCORE_SNR:
         return 0.0, (f"at n = {n}, d = {d} and this eps the released scores' second moment would be mostly noise "
                      f"(forecast signal to noise {snr:.2f} < {MIN_SCORE_SNR:g}; it grows like n mu / d^1.5), so the "
                      f"run reserves no budget for intervals; about {MIN_SCORE_SNR / snr:.1f}x the rows or the GDP mu "
-                     "would do (or pass interval_share= explicitly)")
+                     "would do (or pass interval_share= explicitly, or X_public= with interval_curvature='public')")
     return DEFAULT_INTERVAL_SHARE, None
 
 
-def score_release_event(mu: float, *, n: int, clip_norm: float) -> GdpEvent:
+def score_release_event(mu: float, *, n: int, clip_norm: float, curvature: str = "private") -> GdpEvent:
     """The release's event, planned before any data is read (its noise scales follow from ``n``,
-    ``clip_norm`` and ``mu``)."""
+    ``clip_norm`` and ``mu``). ``curvature="public"``: mean clipped scores only (:data:`PUBLIC_SCHEDULE`;
+    ``J`` comes from public rows, free)."""
     mu = check_positive("mu", mu)
     n = check_positive_int("n", n)
     C = check_positive("clip_norm", clip_norm)
     parts = [{"statistic": k, "mu": v, "stage": st,
               "sensitivity": (2.0 * C / n if k == "gradient" else GRAM_SENSITIVITY_FACTOR * C * C / n)}
-             for k, v, st in _parts(mu)]
-    return GdpEvent(mu=mu, label="model_score_release (mean clipped scores and their second moment near the estimate, "
-                                 "for the intervals)",
-                    assumptions=(f"replace-one neighbours, n = {n} public; every per-example score (w.r.t. the "
-                                 f"prior-whitened latents) clipped to norm {C:g}: the mean score has L2 sensitivity "
-                                 "2 C / n, the scores' second moment (upper triangle) sensitivity sqrt(2) C^2 / n",
+             for k, v, st in _parts(mu, curvature)]
+    public = curvature == "public"
+    what = ("mean clipped scores near the estimate, their second moment from public feature rows" if public else
+            "mean clipped scores and their second moment near the estimate")
+    sensitivity = ("every per-example score (w.r.t. the prior-whitened latents) clipped to norm "
+                   f"{C:g}: the mean score has L2 sensitivity 2 C / n"
+                   + ("" if public else ", the scores' second moment (upper triangle) sensitivity sqrt(2) C^2 / n"))
+    return GdpEvent(mu=mu, label=f"model_score_release ({what}, for the intervals)",
+                    assumptions=(f"replace-one neighbours, n = {n} public; {sensitivity}",
                                  "the points are post-processing of released draws and of this release's earlier "
-                                 "stages"),
-                    metadata={"parts": parts, "n": n, "clip_norm": C})
+                                 "stages") + (("the scores' second moment is computed from feature rows declared "
+                                               "public with labels drawn from the model at those points: no private "
+                                               "row enters it",) if public else ()),
+                    metadata={"parts": parts, "n": n, "clip_norm": C, "curvature": curvature})
 
 
 def score_function(example_fn):
@@ -201,6 +238,25 @@ def solve_floored(J: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
     w, U = np.linalg.eigh(0.5 * (J + J.T))
     w = np.maximum(w, max(floor, 1e-6 * max(float(w[-1]), 1e-300)))
     return U @ ((U.T @ g) / w)
+
+
+def noise_aware_step(J: np.ndarray, g: np.ndarray, sd_g: float, phi: np.ndarray, prior_mean: np.ndarray,
+                     prior_precision: np.ndarray) -> np.ndarray:
+    """The step from ``phi`` to the mean of the Gaussian posterior given one noisy mean score ``g`` (noise sd
+    ``sd_g`` per coordinate) with an exact ``J``, under the prior ``N(prior_mean, diag(1 / prior_precision))``
+    (all in the whitened coordinates). In J's eigen-direction ``u`` (eigenvalue ``w``) the score says the
+    estimate lies ``u^T g / w`` away, with precision ``w^2 / sd_g^2``; the prior adds its own. Where ``w`` is
+    large against ``sd_g`` this is the scoring step ``J^-1 g``; where the noise swamps ``w`` the step goes to
+    the prior instead of ``sd_g / w`` (thousands of prior sds for a rare one-hot level on Adult). Used for the
+    path of a public-J release; the last point's interval reads the release as before."""
+    w, U = np.linalg.eigh(0.5 * (J + J.T))
+    w = np.maximum(w, 0.0)
+    omega = w ** 2 / max(sd_g, 1e-300) ** 2
+    ratio = np.divide(w, sd_g ** 2, out=np.zeros_like(w), where=w > 0)  # omega / w
+    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), phi.shape)
+    Q = (U * omega) @ U.T + np.diag(lam)
+    rhs = U @ (ratio * (U.T @ g)) + lam * (phi - np.asarray(prior_mean, dtype=np.float64))
+    return np.linalg.solve(0.5 * (Q + Q.T), rhs)
 
 
 def prior_gaussian(ml, num_draws: int = 4000, *, draws=None) -> tuple[np.ndarray, np.ndarray]:
@@ -242,13 +298,17 @@ def unconstrained_names(ml, coords: dict | None = None, dims: dict | None = None
 
 
 def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: float, mu: float, key,
-                             trust_covariance, prior_mean, prior_sd, names=None) -> dict:
+                             trust_covariance, prior_mean, prior_sd, names=None, public_second_moment=None) -> dict:
     """Release the module doc's statistics at GDP ``mu``; returns the release as a dict (public).
 
     ``example_fn(phi, x, y)``: the per-example nll in the whitened coordinates; ``X``, ``y``: the run's
     checked rows; ``point``: the draws' mean in phi (public); ``scales``: ``s`` (theta = s phi);
     ``trust_covariance``: the draws' covariance in phi (public); ``prior_mean`` / ``prior_sd``: the
-    prior's Gaussian stand-in in theta (public); ``key``: a JAX key (secret unless seeded)."""
+    prior's Gaussian stand-in in theta (public); ``key``: a JAX key (secret unless seeded).
+    ``public_second_moment``: a :class:`~dp_infer.model.public_information.PublicSecondMoment` (``J`` at
+    any point from public feature rows, free): the release is then :data:`PUBLIC_SCHEDULE`'s mean scores
+    only, ``J`` taken again at each point, the steps held within :data:`PUBLIC_TRUST_RADIUS`, and the
+    release's ``J`` is the one at its last point (exact: ``score_sd`` 0, ``curvature_source`` "public")."""
     from ..routes.newton_release import noise_floor
     from ..releases.second_moment import private_second_moment_of_gram
 
@@ -260,14 +320,18 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
     S = check_finite_array("trust_covariance", trust_covariance, ndim=2)
     if s.shape != (d,) or S.shape != (d, d):
         raise ValueError(f"scales must have {d} entries and trust_covariance be {d} x {d}")
-    parts = score_release_event(mu, n=n, clip_norm=C).metadata["parts"]
+    public = public_second_moment is not None
+    parts = score_release_event(mu, n=n, clip_norm=C, curvature="public" if public else "private").metadata["parts"]
     keys = jax.random.split(key, len(parts))
     Si = np.linalg.inv(0.5 * (S + S.T))
-    path, out = [phi], {}
+    path, out, gradient_sds = [phi], {}, []
     grads, scores = None, score_function(example_fn)
     for k, (part, kk) in enumerate(zip(parts, keys)):
         if grads is None:
-            grads = clipped_scores(example_fn, X, y, phi, clip_norm=C, scores=scores)  # private: only their noisy means leave
+            # private: only their noisy means leave
+            grads = clipped_scores(example_fn, X, y, phi, clip_norm=C, scores=scores)
+            if public:  # J at this point from the public rows (exact up to a relative floor)
+                out.update(score=public_second_moment(phi), score_sd=0.0)
         if part["statistic"] == "score":
             rel = private_second_moment_of_gram(grads.T @ grads, n, max_sq_norm=C * C, mu=part["mu"], key=kk)
             out.update(score=rel.matrix, score_sd=float(rel.event.metadata["noise_sd"]))
@@ -277,20 +341,29 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
                 z = np.asarray(gaussian_noise(kk, (d,), jnp.float64), dtype=np.float64)
             g = grads.mean(axis=0) + z * sd
             out.update(gradient=g, gradient_sd=sd)
+            gradient_sds.append(sd)
             if k < len(parts) - 1:  # the stage's end: a scoring step held inside the draws' bulk
-                step = solve_floored(out["score"], g, noise_floor(d, out["score_sd"]))
+                J = np.asarray(out["score"], dtype=np.float64)
+                step = (noise_aware_step(J, g, sd, phi, np.asarray(prior_mean) / s, (s / np.asarray(prior_sd)) ** 2)
+                        if public else solve_floored(J, g, noise_floor(d, out["score_sd"])))
                 r = float(np.sqrt(step @ Si @ step))
-                phi = phi - step * min(1.0, TRUST_RADIUS / r if r > 0 else 1.0)
+                radius = PUBLIC_TRUST_RADIUS if public else TRUST_RADIUS
+                phi = phi - step * min(1.0, radius / r if r > 0 else 1.0)
                 path.append(phi)
                 grads = None
 
     def tup(a):
         return [float(v) for v in a] if np.ndim(a) == 1 else [[float(v) for v in r] for r in a]
 
+    extra = {} if not public else {
+        "curvature_source": "public", "public_rows": int(public_second_moment.rows),
+        "public_rows_sha256": public_second_moment.sha256, "label_draws": int(public_second_moment.label_draws),
+        "previous_gradient_sd": float(gradient_sds[-2]) if len(gradient_sds) > 1 else None}
     return {"kind": RELEASE_KIND, "path": [tup(s * p) for p in path], "chol": tup(np.diag(s)),
             "gradient": tup(out["gradient"]), "gradient_sd": float(out["gradient_sd"]),
             "curvature": tup(out["score"]), "curvature_sd": float(out["score_sd"]),
             "score": tup(out["score"]), "score_sd": float(out["score_sd"]), "clip_norm": C, "rho": C,
             "mu": float(mu), "n": n, "loss": "model_nll",
             "prior_mean": tup(np.asarray(prior_mean, dtype=np.float64)),
-            "prior_sd": tup(np.asarray(prior_sd, dtype=np.float64)), "names": None if names is None else list(names)}
+            "prior_sd": tup(np.asarray(prior_sd, dtype=np.float64)), "names": None if names is None else list(names),
+            **extra}

@@ -80,7 +80,8 @@ from .preconditioning import GRAM_SENSITIVITY_FACTOR
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
            "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds",
            "noise_floor", "newton_releasable", "newton_event", "weight_radius", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES",
-           "schedule", "check_interval_curvature", "public_curvature_refusal", "PUBLIC_STEP_BOX", "PUBLIC_INTERVAL_SHARE", "RHO_GRID"]
+           "schedule", "check_interval_curvature", "public_curvature_refusal", "PUBLIC_STEP_BOX", "PUBLIC_INTERVAL_SHARE",
+           "RHO_GRID", "check_public_rows"]
 
 #: share of the target's mu^2 a posterior run reserves for the interval release by default: the
 #: intervals' width is set by the last stage's gradient noise (its variance over the sampling
@@ -236,6 +237,12 @@ def check_interval_curvature(interval_curvature, loss, num_features: int, X_publ
     if sharded:
         raise ValueError("interval_curvature='public': the interval release runs on one device; this run's rows are "
                          "on a mesh")
+    return check_public_rows(X_public, num_features)
+
+
+def check_public_rows(X_public, num_features: int) -> np.ndarray:
+    """``X_public`` as a finite float64 array with X's ``num_features`` columns and at least that many rows (and
+    2), or a one-line ``ValueError`` naming it (checked before anything is charged; a loss's or a model's)."""
     if X_public is None:
         raise ValueError("interval_curvature='public' needs X_public (feature rows you declare public, drawn from the "
                          "private rows' distribution)")
@@ -243,9 +250,9 @@ def check_interval_curvature(interval_curvature, loss, num_features: int, X_publ
     if Xp.ndim != 2 or Xp.shape[1] != num_features:
         raise ValueError(f"interval_curvature='public': X_public must have X's {num_features} columns, got shape "
                          f"{Xp.shape}")
-    if Xp.shape[0] < num_features or not np.all(np.isfinite(Xp)):
-        raise ValueError(f"interval_curvature='public': X_public must be finite with at least {num_features} rows "
-                         f"(one per column), got {Xp.shape[0]}")
+    if Xp.shape[0] < max(num_features, 2) or not np.all(np.isfinite(Xp)):
+        raise ValueError(f"interval_curvature='public': X_public must be finite with at least "
+                         f"{max(num_features, 2)} rows (one per column), got {Xp.shape[0]}")
     return Xp
 
 
