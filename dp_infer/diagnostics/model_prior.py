@@ -44,7 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.stats import norm
 
-from ..model.score_release import MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, solve_floored
+from ..model.score_release import (MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, MODEL_PUBLIC_J_ASSUMPTIONS,
+                                   solve_floored)
 from ..routes.newton_release import noise_floor
 from .released_interval import PRIOR_DOMINATED_SHARE, ParameterIntervals, release_likelihood, released_interval
 
@@ -210,16 +211,23 @@ def model_released_interval(release: dict, *, prob: float = 0.9):
     names = rel.get("names")
     psd = np.asarray(rel["prior_sd"], dtype=np.float64)
     iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
+    public = rel.get("curvature_source") == "public"
     notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
              f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
              f"clipped to {float(rel['clip_norm']):g} (where the clip binds on more than a few percent of the rows at "
              "the estimate, the estimate is biased: choose clip_norm a few times the typical score)",
              "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
+    if public:
+        notes += (f"J computed from {rel.get('public_rows')} public feature rows (X_public, sha256 "
+                  f"{str(rel.get('public_rows_sha256'))[:12]}...) with {rel.get('label_draws')} labels a row drawn from "
+                  "the model at each point, not released: the mean scores alone were charged",)
     iv = dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
                              data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
                              method="noise-aware scoring-step interval of a model run, the prior's Gaussian "
-                                    "stand-in (dp_infer.model.score_release)",
-                             assumptions=MODEL_INTERVAL_ASSUMPTIONS, notes=notes)
+                                    "stand-in (dp_infer.model.score_release"
+                                    + (", J from public rows: dp_infer.model.public_information)" if public else ")"),
+                             assumptions=MODEL_INTERVAL_ASSUMPTIONS + (MODEL_PUBLIC_J_ASSUMPTIONS if public else ()),
+                             notes=notes)
     post = release.get("model_prior_posterior")
     if post is None and release.get("model_prior_posterior_skipped"):
         iv = dataclasses.replace(iv, notes=iv.notes + (

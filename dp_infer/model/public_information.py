@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import jax
@@ -69,12 +70,17 @@ class PublicSecondMoment:
     def rows(self) -> int:
         return int(self.rows_packed.shape[0])
 
+    @cached_property
+    def _programs(self):
+        """The label draw and the per-example scores, compiled once per instance (a release calls it at each
+        point of its path)."""
+        return jax.jit(jax.vmap(self.sampler, in_axes=(None, 0, 0))), score_function(self.example_fn)
+
     def __call__(self, phi) -> np.ndarray:
         phi = np.asarray(phi, dtype=np.float64)
         theta = jnp.asarray(self.scales * phi, dtype=jnp.result_type(float))
         X = jnp.asarray(self.rows_packed, dtype=jnp.result_type(float))
-        draw = jax.jit(jax.vmap(self.sampler, in_axes=(None, 0, 0)))
-        scores = score_function(self.example_fn)
+        draw, scores = self._programs
         d = phi.shape[0]
         total = np.zeros((d, d))
         for r in range(self.label_draws):

@@ -67,7 +67,8 @@ __all__ = ["SCHEDULE", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES", "schedule", "PU
            "PUBLIC_TRUST_RADIUS", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND",
            "score_snr", "default_interval_share", "check_interval_share", "solve_floored", "noise_aware_step",
            "score_release_event", "clipped_scores", "score_function", "release_score_statistics",
-           "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND", "MODEL_INTERVAL_ASSUMPTIONS"]
+           "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND", "MODEL_INTERVAL_ASSUMPTIONS",
+           "MODEL_PUBLIC_J_ASSUMPTIONS"]
 
 #: the release's kind, stored in the release dict (run_intervals dispatches on it)
 RELEASE_KIND = "model_score"
@@ -114,6 +115,14 @@ PUBLIC_TRUST_RADIUS = 3.0
 
 MODEL_ESTIMAND = ("the zero of the population's mean clipped score in the model's unconstrained coordinates: the "
                   "true parameter of a correctly specified model where the clip rarely binds at it")
+
+#: what intervals from a public-J release (``interval_curvature="public"``) assume besides
+#: :data:`MODEL_INTERVAL_ASSUMPTIONS`
+MODEL_PUBLIC_J_ASSUMPTIONS = (
+    "J is computed from feature rows declared public (X_public, with their per-row model arguments), assumed drawn "
+    "from the private rows' distribution, with labels drawn from the model at each point (a fixed public key): the "
+    "model's expected information, not the rows' own second moment",
+)
 
 MODEL_INTERVAL_ASSUMPTIONS = (
     "the model is correctly specified: the scores' second moment J stands in for the Hessian (information identity), "

@@ -188,6 +188,8 @@ def test_neighbouring_datasets_get_identical_charges_and_the_release_uses_the_pu
     assert rel["curvature_source"] == "public" and rel["public_rows"] == 500
     iv = run.intervals(0.9)
     assert iv.sd.shape == (2,) and np.all(np.isfinite(iv.sd))
+    assert any("500 public feature rows" in nt for nt in iv.notes)
+    assert any("X_public" in a for a in iv.assumptions)
 
 
 # -------------------------------------------------------------------- (3) refused before the charge
