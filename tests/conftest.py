@@ -160,6 +160,7 @@ LONG_FIRST = (
     "test_docs_snippets.py::test_the_page_runs",   # all its pages, in page order (getting-started's is the longest)
     "diagnostics/test_noise_aware.py::test_coverage_of_the_posterior_mode_in_simulation",
     "infer/test_model_intervals.py::test_coverage_of_the_truth_on_a_logistic_model",
+    "infer/test_model_public_curvature.py::test_coverage_of_the_truth_with_public_rows",
     "infer/test_model_posterior.py::test_the_kinetic_kernel_on_a_centred_hierarchy_diverges_and_says_so",
     "privacy/test_proximal.py::test_audit_proximal_route_on_linear_worst_case",
     "diagnostics/test_released_interval.py::test_a_default_posterior_run_reports_intervals_near_the_non_private_posterior",

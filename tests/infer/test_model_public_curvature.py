@@ -164,6 +164,7 @@ def test_the_public_plan_holds_gradients_only_at_the_same_total():
         plan_model_posterior(ml, 2000, interval_curvature="pubic", **kw)
 
 
+@pytest.mark.slow
 def test_neighbouring_datasets_get_identical_charges_and_the_release_uses_the_public_rows(tmp_path):
     """Two datasets differing in one row (the same public rows): the ledger records the same event, and the
     default share with public J is PUBLIC_INTERVAL_SHARE with no signal-to-noise rule (n = 300, d = 2 where
@@ -232,6 +233,7 @@ def test_a_model_with_two_observed_sites_or_missing_row_arguments_is_refused(tmp
 
 
 # ------------------------------------------------------------------------ (4) intervals, coverage
+@pytest.mark.slow
 def test_a_hierarchical_model_with_public_rows_and_their_groups_reports_intervals():
     """The public rows carry their own per-row group index (public_model_kwargs); J's labels are drawn by the
     model at each point with those groups. n = 4000, 3 groups, eps 2: every coordinate gets an interval, the
@@ -260,7 +262,7 @@ def test_a_hierarchical_model_with_public_rows_and_their_groups_reports_interval
 
 @pytest.mark.slow
 def test_coverage_of_the_truth_with_public_rows():
-    """8 datasets, n = 5000, d = 3, eps = 1 (where the private J's release is refused by default: its
+    """8 datasets, n = 5000, d = 3, eps = 1, ess 100 (where the private J's release is refused by default: its
     forecast signal to noise is below 2 at clip 4), 2,000 public rows each, 90% intervals: the 24 pooled
     indicators cover within [0.70, 1.0] (binomial sd 0.061 at 0.9; about 3 sds below), and the intervals are
     at most 2x the non-private posterior's (median; the run's own estimate). The 50-dataset measurement is in
@@ -269,7 +271,7 @@ def test_coverage_of_the_truth_with_public_rows():
     for r in range(8):
         X, y, truth = logit_data(r, 5000)
         Xp, _, _ = logit_data(50_000 + r, 2000)
-        run = dp_infer.fit(model=logreg, X=X, y=y, target="posterior", eps=1.0, delta=DELTA, clip_norm=4.0, ess=200,
+        run = dp_infer.fit(model=logreg, X=X, y=y, target="posterior", eps=1.0, delta=DELTA, clip_norm=4.0, ess=100,
                            seed=1000 + r, progress_bar=False, interval_curvature="public", X_public=Xp)
         iv = run.intervals(0.9)
         hits.append((iv.lower <= truth) & (truth <= iv.upper))
