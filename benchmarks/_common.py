@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import sys
 import time
 
 import jax
@@ -109,3 +111,14 @@ def logistic_potential(X, y, beta: float, lam: float = 1.0):
         return beta * (X.T @ (jax.nn.sigmoid(z) - y)) / n + lam * theta
 
     return U, grad_U
+
+
+def report_result(module: str, argv, result, json_path=None) -> None:
+    """A benchmark command's ending: the command line it ran (``python -m benchmarks.<module> ...``), the
+    result as indented JSON on stdout and, with ``json_path``, in that file. ``argv``: the arguments ``main``
+    was given (None: ``sys.argv[1:]``)."""
+    print(f"command: python -m benchmarks.{module} " + " ".join(sys.argv[1:] if argv is None else argv))
+    print(json.dumps(result, indent=1))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(result, f, indent=1)

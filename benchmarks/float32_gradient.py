@@ -20,14 +20,13 @@ Poisson-subsampled SGLD's gradient estimate at sampling probability Q, in units 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dp_infer.losses.metric_clip import clip_levels, clipped_potential_of_rows
+from ._common import report_result
 
 
 def neighbour_excess(loss, X, y, *, beta: float, chol, tau: float, prior_precision, states, pairs) -> dict:
@@ -173,8 +172,7 @@ def main(argv=None):
         r = synthetic_float32_excess(a.synthetic, a.dim, seed=a.seed, pairs=a.pairs, scale=a.scale)
     else:
         r = adult_float32_excess(a.seed, pairs=a.pairs)
-    print("command: python -m benchmarks.float32_gradient " + " ".join(sys.argv[1:] if argv is None else argv))
-    print(json.dumps(r, indent=1))
+    report_result("float32_gradient", argv, r)
 
 
 if __name__ == "__main__":

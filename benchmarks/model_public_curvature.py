@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 from benchmarks.public_curvature import Z90, nonprivate_laplace
+from ._common import report_result
 
 PRIOR = 0.01  # prior precision: N(0, 100 I), the demo's
 
@@ -171,10 +172,7 @@ def main(argv=None):
     else:
         r = model_coverage(range(a.start, a.start + a.coverage), a.design, 10.0 if a.clip_norm is None else a.clip_norm,
                            log=lambda s: print(s, file=sys.stderr, flush=True))
-    print("command: python -m benchmarks.model_public_curvature " + " ".join(sys.argv[1:] if argv is None else argv))
-    print(json.dumps(r, indent=1))
-    if a.json:
-        json.dump(r, open(a.json, "w"), indent=1)
+    report_result("model_public_curvature", argv, r, a.json)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ exclude 0, the flagged coordinates, and the wall time of the private run.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 import numpy as np
+
+from ._common import report_result
 
 Z90 = 1.6448536269514722
 
@@ -336,10 +337,7 @@ def main(argv=None):
          else adult_noise_check(a.seed, a.noise_check) if a.noise_check
          else adult_shortfall(a.seed) if a.shortfall
          else adult_public_curvature(a.eps, a.seed, a.curvature))
-    print("command: python -m benchmarks.public_curvature " + " ".join(sys.argv[1:] if argv is None else argv))
-    print(json.dumps(r, indent=1))
-    if a.json:
-        json.dump(r, open(a.json, "w"), indent=1)
+    report_result("public_curvature", argv, r, a.json)
 
 
 if __name__ == "__main__":

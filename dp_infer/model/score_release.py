@@ -61,6 +61,7 @@ import numpy as np
 from .._validation import check_finite_array, check_positive, check_positive_int
 from ..privacy.events import GdpEvent
 from ..randomness import gaussian_noise
+from ..routes.newton_release import INTERVAL_CURVATURES, PUBLIC_INTERVAL_SHARE, PUBLIC_SCHEDULE, noise_floor
 from ..routes.preconditioning import GRAM_SENSITIVITY_FACTOR
 
 __all__ = ["SCHEDULE", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES", "schedule", "PUBLIC_INTERVAL_SHARE",
@@ -81,24 +82,15 @@ RELEASE_KIND = "model_score"
 SCHEDULE = ((("score", 0.45), ("gradient", 0.15)),
             (("gradient", 0.40),))
 
-#: the stages with ``interval_curvature="public"``: ``J`` comes from public feature rows with labels drawn from
-#: the model (:mod:`dp_infer.model.public_information`; free), taken again at every point, so each stage releases
-#: its mean clipped score only. The last gets most of the share (its noise is the intervals' privacy part); the
-#: earlier ones walk the point from the draws' mean to the estimate (the loss route's public shares)
-PUBLIC_SCHEDULE = ((("gradient", 0.04),),
-                   (("gradient", 0.06),),
-                   (("gradient", 0.15),),
-                   (("gradient", 0.75),))
-
-#: where the release's ``J`` comes from: released from the rows, or computed from public feature rows
-INTERVAL_CURVATURES = ("private", "public")
+# With ``interval_curvature="public"`` (its sources: ``INTERVAL_CURVATURES``) ``J`` comes from public feature
+# rows with labels drawn from the model (:mod:`dp_infer.model.public_information`; free), taken again at every
+# point, so each stage releases its mean clipped score only: the loss route's ``PUBLIC_SCHEDULE`` (the last gets
+# most of the share, its noise being the intervals' privacy part; the earlier ones walk the point from the
+# draws' mean to the estimate) and its default share ``PUBLIC_INTERVAL_SHARE`` (no ``J`` to release, so no
+# signal-to-noise rule), one definition for both routes (:mod:`dp_infer.routes.newton_release`).
 
 #: the default share of the run's mu^2 for the release where it is informative (:func:`default_interval_share`)
 DEFAULT_INTERVAL_SHARE = 0.7
-
-#: the default share with ``interval_curvature="public"``: no ``J`` to release, so no signal-to-noise rule, and
-#: the release gets the loss route's public share (the chains need only put the start inside their bulk)
-PUBLIC_INTERVAL_SHARE = 0.85
 
 #: below this forecast signal to noise of ``J`` (:func:`score_snr`) no release is reserved by default.
 #: Lower than the loss route's 4 (a calibrated typical eigenvalue there, a clip-based guess here), and
@@ -318,7 +310,6 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
     any point from public feature rows, free): the release is then :data:`PUBLIC_SCHEDULE`'s mean scores
     only, ``J`` taken again at each point, the steps held within :data:`PUBLIC_TRUST_RADIUS`, and the
     release's ``J`` is the one at its last point (exact: ``score_sd`` 0, ``curvature_source`` "public")."""
-    from ..routes.newton_release import noise_floor
     from ..releases.second_moment import private_second_moment_of_gram
 
     C = check_positive("clip_norm", clip_norm)
@@ -333,7 +324,7 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
     parts = score_release_event(mu, n=n, clip_norm=C, curvature="public" if public else "private").metadata["parts"]
     keys = jax.random.split(key, len(parts))
     Si = np.linalg.inv(0.5 * (S + S.T))
-    path, out, gradient_sds = [phi], {}, []
+    path, out = [phi], {}
     grads, scores = None, score_function(example_fn)
     for k, (part, kk) in enumerate(zip(parts, keys)):
         if grads is None:
@@ -350,7 +341,6 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
                 z = np.asarray(gaussian_noise(kk, (d,), jnp.float64), dtype=np.float64)
             g = grads.mean(axis=0) + z * sd
             out.update(gradient=g, gradient_sd=sd)
-            gradient_sds.append(sd)
             if k < len(parts) - 1:  # the stage's end: a scoring step held inside the draws' bulk
                 J = np.asarray(out["score"], dtype=np.float64)
                 step = (noise_aware_step(J, g, sd, phi, np.asarray(prior_mean) / s, (s / np.asarray(prior_sd)) ** 2)
@@ -367,7 +357,7 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
     extra = {} if not public else {
         "curvature_source": "public", "public_rows": int(public_second_moment.rows),
         "public_rows_sha256": public_second_moment.sha256, "label_draws": int(public_second_moment.label_draws),
-        "previous_gradient_sd": float(gradient_sds[-2]) if len(gradient_sds) > 1 else None}
+        "previous_gradient_sd": 2.0 * C / (n * parts[-2]["mu"]) if len(parts) > 1 else None}
     return {"kind": RELEASE_KIND, "path": [tup(s * p) for p in path], "chol": tup(np.diag(s)),
             "gradient": tup(out["gradient"]), "gradient_sd": float(out["gradient_sd"]),
             "curvature": tup(out["score"]), "curvature_sd": float(out["score_sd"]),
