@@ -34,7 +34,7 @@ Z90 = 1.6448536269514722
 
 def nonprivate_laplace(X, y, prior, weights=None):
     """The non-private posterior's Laplace approximation: the MAP and its sds (inverse Hessian). ``weights``:
-    per-row weights of the log-likelihood (the interval release's ``min(1, rho^2 / ||C^T x||^2)``: then the
+    per-row weights of the log-likelihood (the interval release's ``min(1, (rho / ||C^T x||)^power)``: then the
     MAP is the intervals' own estimand on these rows, the weighted likelihood's)."""
     from scipy.optimize import minimize
 
@@ -138,17 +138,19 @@ def _accuracy(adult, theta) -> float:
 
 
 def _weighted_map(X, y, lam, rel) -> np.ndarray:
-    """The NON-PRIVATE MAP of the release's own weighted likelihood (its weights ``min(1, rho^2 / ||C^T x||^2)`` in
+    """The NON-PRIVATE MAP of the release's own weighted likelihood (its weights ``min(1, (rho / ||C^T x||)^power)`` in
     the release's metric C): the intervals' estimand on these rows, which differs from the unweighted MAP's by the
     weighting's efficiency loss (and, for a misspecified model, by the weighting's shift of the estimand)."""
     return nonprivate_laplace(X, y, lam, weights=_release_weights(X, rel))[0]
 
 
 def _release_weights(X, rel) -> np.ndarray:
-    """The interval release's row weights ``min(1, rho^2 / ||C^T x||^2)`` in its metric C."""
-    C = np.asarray(rel["chol"], dtype=np.float64)
-    sq = np.sum((X @ C) ** 2, axis=1)
-    return np.minimum(1.0, float(rel["rho"]) ** 2 / np.where(sq > 0, sq, 1.0))
+    """The interval release's row weights ``min(1, (rho / ||C^T x||)^weight_power)`` in its metric C (the power 2
+    for a release made before it was recorded)."""
+    from dp_infer.releases.newton import row_weights
+
+    return row_weights(X @ np.asarray(rel["chol"], dtype=np.float64), float(rel["rho"]),
+                       int(rel.get("weight_power") or 2))
 
 
 def expected_share_determined(estimand, width_sd, noise_sd) -> np.ndarray:

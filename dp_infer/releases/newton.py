@@ -16,31 +16,36 @@ import numpy as np
 from .._validation import check_finite_array, check_positive
 from ..losses.base import PerExampleLoss
 from ..randomness import gaussian_noise
-from ..routes.newton_release import (PUBLIC_STEP_BOX, RHO_FACTOR, RHO_GRID, TRUST_RADIUS, NewtonRelease, link_bounds,
-                                     newton_event, noise_floor, public_curvature_refusal)
+from ..routes.newton_release import (PUBLIC_STEP_BOX, PUBLIC_WEIGHT_POWER, RHO_FACTOR, RHO_GRID, TRUST_RADIUS,
+                                     NewtonRelease, link_bounds, newton_event, noise_floor, public_curvature_refusal)
 from .second_moment import private_second_moment_of_gram
 
 __all__ = ["weighted_rows", "row_weights", "release_newton_statistics", "public_curvature", "public_surrogate_step",
-           "public_release_metric", "predicted_width_ratio"]
+           "public_release_metric", "predicted_width_ratio", "box_newton"]
 
 
-def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float) -> tuple[np.ndarray, np.ndarray]:
+def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float, power: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """``(G, W)``: each row's weighted gradient ``w phi' C^T x`` (norm ``<= G_link rho``) and curvature
-    row ``sqrt(w phi'') C^T x`` (squared norm ``<= kappa rho^2``) at ``theta``, in psi-coordinates,
-    ``w = min(1, rho^2 / ||C^T x||^2)`` (the module doc). Reads the rows: the release's inputs."""
+    row ``sqrt(w phi'') C^T x`` (squared norm ``<= kappa rho^2`` with ``power`` 2) at ``theta``, in
+    psi-coordinates, ``w = min(1, (rho / ||C^T x||)^power)`` (the module doc; a release's ``weight_power``).
+    Reads the rows: the release's inputs."""
     C = np.asarray(chol, dtype=np.float64)
     XC = np.asarray(X, dtype=np.float64) @ C
-    w = row_weights(XC, rho)
+    w = row_weights(XC, rho, power)
     return _rows(loss, XC, w, np.asarray(X, dtype=np.float64) @ np.asarray(theta, dtype=np.float64),
                  np.asarray(y, dtype=np.float64))
 
 
-def row_weights(XC: np.ndarray, rho: float) -> np.ndarray:
-    """The release's weights ``w = min(1, rho^2 / ||C^T x||^2)`` of rows ``XC = X C`` (a zero row weighs 1):
-    a function of the row and public quantities only (the module doc of
+def row_weights(XC: np.ndarray, rho: float, power: int = 2) -> np.ndarray:
+    """The release's weights ``w = min(1, (rho / ||C^T x||)^power)`` of rows ``XC = X C`` (a zero row weighs 1;
+    ``power`` 2 for the private release, :data:`~dp_infer.routes.newton_release.PUBLIC_WEIGHT_POWER` for the
+    public one): a function of the row and public quantities only (the module doc of
     :mod:`dp_infer.routes.newton_release`)."""
+    if power not in (1, 2):
+        raise ValueError(f"power must be 1 or 2, got {power!r}")
     sq = np.sum(XC * XC, axis=1)
-    return np.minimum(1.0, rho * rho / np.where(sq > 0, sq, 1.0))
+    safe = np.where(sq > 0, sq, 1.0)
+    return np.where(sq > 0, np.minimum(1.0, rho * rho / safe if power == 2 else rho / np.sqrt(safe)), 1.0)
 
 
 def _rows(loss: PerExampleLoss, XC: np.ndarray, w: np.ndarray, z: np.ndarray, y: np.ndarray):
@@ -61,13 +66,14 @@ def _solve_floored(H: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
 def public_curvature(loss: PerExampleLoss, X_public: np.ndarray, theta, C: np.ndarray, rho: float):
     """``(H, J)`` at ``theta`` from feature rows declared public (psi-coordinates, the loss's L2 term in H):
     ``H = mean w phi'' C^T x x^T C`` and the model-based ``J = mean w^2 phi'' C^T x x^T C``, with the release's
-    weights ``w = min(1, rho^2 / ||C^T x||^2)`` computed on the public rows. Needs a label-free curvature
+    weights ``w = min(1, rho / ||C^T x||)`` (:data:`~dp_infer.routes.newton_release.PUBLIC_WEIGHT_POWER`) computed on
+    the public rows. Needs a label-free curvature
     (:func:`~dp_infer.routes.newton_release.public_curvature_refusal`): the labels passed to the link are
     zeros, which its curvature ignores. Reads no private row: free."""
     Xp = np.asarray(X_public, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
     XC = Xp @ C
-    w = row_weights(XC, rho)
+    w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER)
     k = _public_curvature_terms(loss, Xp @ np.asarray(theta, dtype=np.float64))
     H = _public_hessian(XC, w * k, l2=float(loss.l2 or 0.0), A=C)
     return H, _public_hessian(XC, w * w * k)
@@ -103,14 +109,14 @@ def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gra
     its gradient's range is its frequency), ``F`` decreases without end along it; the box (``half_width``
     times the draws' sd per coordinate, ``trust_covariance`` the draws' covariance in psi) holds that
     coordinate at its edge while the others reach their minimiser (on Adult at eps = 1, 40-55 of the 100
-    coordinates end on the box's edge). Solved by Newton's method on the box (:func:`_box_newton`) with the
+    coordinates end on the box's edge). Solved by Newton's method on the box (:func:`box_newton`) with the
     surrogate's exact public Hessian, in coordinates scaled by the draws' sds. Post-processing of the released
     gradient and public inputs: free."""
     Xp = np.asarray(X_public, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
     p = np.asarray(point, dtype=np.float64)
     XC = Xp @ C
-    w = row_weights(XC, rho)
+    w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER)
     m = Xp.shape[0]
     l2 = float(loss.l2 or 0.0)
     D = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", C, np.asarray(trust_covariance, dtype=np.float64), C), 1e-300))
@@ -135,11 +141,11 @@ def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gra
         def hessian(v):  # the surrogate's (the anchor's term is linear), in the coordinates v: theta = p + D v
             return _public_hessian(Xs, w * _public_curvature_terms(loss, z0 + Xs @ v), l2=l2, A=np.diag(D))
 
-        v = _box_newton(objective, hessian, p.size, half_width)
+        v = box_newton(objective, hessian, p.size, half_width)
     return p + D * v
 
 
-def _box_newton(objective, hessian, dim: int, half_width: float, max_iter: int = 100) -> np.ndarray:
+def box_newton(objective, hessian, dim: int, half_width: float, max_iter: int = 100) -> np.ndarray:
     """The minimiser of a smooth convex ``objective`` (``v -> (value, gradient)``) over the box
     ``|v_i| <= half_width``, from ``v = 0``, by Newton's method with the box in the subproblem: each step is the
     minimiser of the quadratic model over the box (a bounded least-squares problem, scipy's BVLS, with the
@@ -206,7 +212,7 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
     G = link_bounds(loss)[0]
 
     def ratio(rho: float) -> float:
-        w = row_weights(XC, rho)
+        w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER)
         Hw, Jw = _public_hessian(XC, w * k, l2=l2, A=C), _public_hessian(XC, w * w * k)  # J: scores only
         sd_g = 2.0 * G * rho / (n * mu_last)
         Q = Hw @ np.linalg.solve(Jw / n + sd_g * sd_g * np.eye(d), Hw) + lp
@@ -312,7 +318,8 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
     parts = ev.metadata["parts"]
     keys = jax.random.split(key, len(parts))
     XC = X @ C
-    w = row_weights(XC, rho)
+    power = 2 if Xp is None else PUBLIC_WEIGHT_POWER
+    w = row_weights(XC, rho, power)
     slack = 1.0 + 1e-9  # the bounds hold exactly in real arithmetic; float64 rounding stays far inside this
     sens = {"gradient": 2.0 * G_link * rho * slack / n}
     Si = np.linalg.inv(0.5 * (S + S.T))
@@ -362,4 +369,4 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
                              np.ascontiguousarray(Xp).tobytes()).hexdigest(),
                          previous_gradient_sd=(float(gradient_sds[-2]) if Xp is not None and len(gradient_sds) > 1
                                                else None),
-                         centre=None if centre is None else tup(centre))
+                         centre=None if centre is None else tup(centre), weight_power=power)

@@ -58,12 +58,12 @@ def test_public_curvature_is_the_weighted_model_curvature_and_model_based_score_
     loss = losses.logistic(row_norm=10.0)
     H, J = public_curvature(loss, Xp, theta, C, rho)
     XC = Xp @ C
-    w = np.minimum(1.0, rho ** 2 / np.sum(XC * XC, axis=1))
+    w = np.minimum(1.0, rho / np.linalg.norm(XC, axis=1))  # the public release's first power (PUBLIC_WEIGHT_POWER)
     s = 1 / (1 + np.exp(-Xp @ theta))
     v = s * (1 - s)
     np.testing.assert_allclose(H, (XC * (w * v)[:, None]).T @ XC / 400, rtol=2e-5)
     np.testing.assert_allclose(J, (XC * (w * w * v)[:, None]).T @ XC / 400, rtol=2e-5)
-    assert np.any(w < 1)  # the weights bind on some rows, so the test tells w from w^2
+    assert np.any(w < 1)  # the weights bind on some rows, so the test tells w from w^2 and from the square's weights
 
 
 def test_the_public_event_has_gradient_parts_only_and_composes_to_its_mu():
@@ -170,9 +170,10 @@ def test_the_radius_is_the_grids_best_predicted_width():
 
 
 def _weighted_minimiser(X, y, C, rho, l2=0.0):
-    """The weighted logistic loss's minimiser (weights min(1, rho^2 / ||C^T x||^2)), by scipy: the oracle."""
+    """The weighted logistic loss's minimiser (the public release's weights min(1, rho / ||C^T x||)), by scipy: the
+    oracle."""
     XC = X @ C
-    w = np.minimum(1.0, rho ** 2 / np.sum(XC * XC, axis=1))
+    w = np.minimum(1.0, rho / np.linalg.norm(XC, axis=1))
 
     def f(t):
         z = X @ t

@@ -23,13 +23,20 @@ def _rows(n=300, d=3, seed=0):
     return X, y
 
 
+def _adversarial_rows(loss):
+    """``(C, X, y)``: a metric and rows tiny, aligned with the metric's widest direction, of huge leverage, zero,
+    with both labels (logistic) or large residuals (Huber)."""
+    C = np.diag([30.0, 1.0, 0.05])
+    X = np.array([[1.0, 0, 0], [0.999, 0.0447, 0], [0, 0, 1.0], [1e-6, 0, 0], [0.6, 0.8, 0], [0, 0, 0]])
+    y = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 0.0]) if loss.name == "logistic" else np.array([5, -5, 3, 0, -4, 1.0])
+    return C, X, y
+
+
 @pytest.mark.parametrize("loss", [losses.logistic(row_norm=1.0), losses.huber(1.0, row_norm=1.0)])
 def test_every_row_stays_inside_the_bounds_the_sensitivity_rests_on(loss):
     # adversarial rows: tiny, aligned with the metric's widest direction, huge leverage, both labels / large residuals
     G_link, kappa = link_bounds(loss)
-    C = np.diag([30.0, 1.0, 0.05])
-    X = np.array([[1.0, 0, 0], [0.999, 0.0447, 0], [0, 0, 1.0], [1e-6, 0, 0], [0.6, 0.8, 0], [0, 0, 0]])
-    y = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 0.0]) if loss.name == "logistic" else np.array([5, -5, 3, 0, -4, 1.0])
+    C, X, y = _adversarial_rows(loss)
     for rho in (0.01, 0.7, 5.0):
         for theta in (np.zeros(3), np.array([50.0, -50.0, 50.0])):
             G, W = weighted_rows(loss, X, y, theta, C, rho)
@@ -40,6 +47,29 @@ def test_every_row_stays_inside_the_bounds_the_sensitivity_rests_on(loss):
     assert np.linalg.norm(G, axis=1).max() > 10 * G_link * 0.7
     G, W = weighted_rows(loss, X, np.zeros(6), np.zeros(3), C, 1e9)  # residuals 0: Huber curvature 1
     assert np.sum(W * W, axis=1).max() > 10 * kappa * 0.7 ** 2
+
+
+@pytest.mark.parametrize("loss", [losses.logistic(row_norm=1.0), losses.huber(1.0, row_norm=1.0)])
+def test_the_public_releases_first_power_weights_keep_the_gradient_bound_and_more_of_each_row(loss):
+    # the public-curvature release weighs rows min(1, rho / ||C^T x||) (PUBLIC_WEIGHT_POWER): the gradient bound G rho
+    # that its only released statistic rests on holds for the same adversarial rows, and a row beyond rho keeps
+    # rho / ||C^T x|| of its weight, not the square's (rho / ||C^T x||)^2
+    from dp_infer.releases.newton import row_weights
+    from dp_infer.routes.newton_release import PUBLIC_WEIGHT_POWER, weight_power
+
+    assert PUBLIC_WEIGHT_POWER == 1 and weight_power("public") == 1 and weight_power("private") == 2
+    G_link, _ = link_bounds(loss)
+    C, X, y = _adversarial_rows(loss)
+    for rho in (0.01, 0.7, 5.0):
+        for theta in (np.zeros(3), np.array([50.0, -50.0, 50.0])):
+            G, _ = weighted_rows(loss, X, y, theta, C, rho, power=1)
+            assert np.all(np.linalg.norm(G, axis=1) <= G_link * rho * (1 + 1e-9))
+    w1, w2 = row_weights(X @ C, 0.7, 1), row_weights(X @ C, 0.7, 2)
+    np.testing.assert_allclose(w1[0], 0.7 / 30.0, rtol=1e-12)
+    np.testing.assert_allclose(w2[0], (0.7 / 30.0) ** 2, rtol=1e-12)
+    assert w1[5] == 1.0 and w1[3] == 1.0  # a zero row and a tiny one weigh 1
+    with pytest.raises(ValueError, match="power must be 1 or 2"):
+        row_weights(X @ C, 0.7, 3)
 
 
 def test_the_release_noise_has_the_stated_sd_and_the_event_the_planned_mu():
@@ -151,6 +181,8 @@ def test_the_event_says_what_it_releases_and_what_its_bound_rests_on_in_the_repo
     # the label and the assumptions are what a reviewer reads in the privacy report: pinned whole for both kinds
     rows = ("replace-one neighbours, n = 50 public; rows weighted by min(1, rho^2 / ||C^T x||^2) (label- and "
             "theta-free), so every gradient has ||C^T g|| <= G rho")
+    public_rows = ("replace-one neighbours, n = 50 public; rows weighted by min(1, rho / ||C^T x||) (label- and "
+                   "theta-free), so every gradient has ||C^T g|| <= G rho")
     post = "the points, the weights and the metric are post-processing of released draws and of this release's " \
            "earlier stages"
     private = newton_event(0.3, n=50)
@@ -160,8 +192,8 @@ def test_the_event_says_what_it_releases_and_what_its_bound_rests_on_in_the_repo
     public = newton_event(0.3, n=50, curvature="public")
     assert public.label == ("newton_release (gradients of a weighted data loss near the estimate, for the intervals; "
                             "curvature and scores' second moment from public feature rows)")
-    assert public.assumptions == (rows, post, "the curvature and the scores' second moment are computed from feature "
-                                              "rows the user declares public (X_public): no privacy cost")
+    assert public.assumptions == (public_rows, post, "the curvature and the scores' second moment are computed from "
+                                                     "feature rows the user declares public (X_public): no privacy cost")
     assert public.metadata["curvature"] == "public" and "curvature" not in private.metadata
     # the parts split mu^2 by the schedule's shares, in stage order
     for ev, c in ((private, "private"), (public, "public")):
