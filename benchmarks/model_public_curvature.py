@@ -89,6 +89,8 @@ def adult_model(eps: float = 1.0, seed: int = 0, clip_norm: float = 8.0, curvatu
     unflagged = np.array([not f for f in iv.flags])
     out.update(release_made=True, curvature_source=rel.get("curvature_source", "private"), mu_interval=rel["mu"],
                gradient_sd=rel["gradient_sd"], label_draws=rel.get("label_draws"),
+               release_metric=rel.get("release_metric", "clipped"), rho=rel.get("rho"),
+               predicted_width_ratio=rel.get("predicted_width_ratio"),
                np_exclude_zero=int(np_excl.sum()), determined=int(iv.determined.sum()),
                determined_share_of_np=float(np.sum(iv.determined & np_excl) / max(int(np_excl.sum()), 1)),
                determined_signs_right=float(np.mean(np.sign(iv.centre[iv.determined]) == np.sign(t[iv.determined]))

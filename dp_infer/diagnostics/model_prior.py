@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.stats import norm
 
+from ..model.weighted_release import WEIGHTED_ASSUMPTIONS, WEIGHTED_ESTIMAND
 from ..model.score_release import (MODEL_ESTIMAND, MODEL_INTERVAL_ASSUMPTIONS, MODEL_PUBLIC_J_ASSUMPTIONS,
                                    solve_floored)
 from ..routes.newton_release import noise_floor
@@ -190,8 +191,11 @@ def model_release_parts(release: dict) -> tuple[dict, np.ndarray, np.ndarray]:
     rel = dict(release)
     m = np.asarray(rel["prior_mean"], dtype=np.float64)
     rel["path"] = [list(np.asarray(p, dtype=np.float64) - m) for p in rel["path"]]
-    rel["curvature"], rel["curvature_sd"] = rel["score"], rel["score_sd"]
-    J = np.asarray(rel["score"], dtype=np.float64)
+    if rel.get("centre") is not None:  # the weighted release's surrogate centre (theta), shifted with the path
+        rel["centre"] = list(np.asarray(rel["centre"], dtype=np.float64) - m)
+    if rel.get("release_metric") != "weighted":  # the clipped release's J is its curvature's stand-in
+        rel["curvature"], rel["curvature_sd"] = rel["score"], rel["score_sd"]
+    J = np.asarray(rel["curvature"], dtype=np.float64)
     d = J.shape[0]
     v = solve_floored(J, np.asarray(rel["gradient"], dtype=np.float64), noise_floor(d, float(rel["score_sd"])))
     extra = float(rel["score_sd"]) ** 2 * (float(v @ v) * np.eye(d) + np.outer(v, v))
@@ -212,21 +216,36 @@ def model_released_interval(release: dict, *, prob: float = 0.9):
     psd = np.asarray(rel["prior_sd"], dtype=np.float64)
     iv = released_interval(rel, n=rel["n"], prior_precision=1.0 / psd ** 2, prob=prob, extra_variance=extra)
     public = rel.get("curvature_source") == "public"
-    notes = (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
-             f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
-             f"clipped to {float(rel['clip_norm']):g} (where the clip binds on more than a few percent of the rows at "
-             "the estimate, the estimate is biased: choose clip_norm a few times the typical score)",
-             "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""))
-    if public:
+    weighted = rel.get("release_metric") == "weighted"
+    notes = ((iv.notes[0].replace("curvature directions", "directions of the weighted curvature"),
+              f"last mean weighted score released with noise sd {float(rel['gradient_sd']):.3g} per coordinate of the "
+              f"metric that whitens the public information; rows weighted by min(1, rho / max over the labels "
+              f"{rel.get('labels')} of the score's norm there), rho = {float(rel['rho']):.4g} (label-free: no clip "
+              "binds, the estimating equation is unbiased for a correctly specified model); the curvature and the "
+              f"scores' second moment from {rel.get('public_rows')} public feature rows (X_public, sha256 "
+              f"{str(rel.get('public_rows_sha256'))[:12]}...), every label enumerated, not released")
+             if weighted else
+             (iv.notes[0].replace("curvature directions", "directions of J (the curvature's stand-in)"),
+              f"last mean score released with noise sd {float(rel['gradient_sd']):.3g} per whitened coordinate; scores "
+              f"clipped to {float(rel['clip_norm']):g} (where the clip binds on more than a few percent of the rows "
+              "at the estimate, the estimate is biased: choose clip_norm a few times the typical score)")) + (
+        "intervals for the unconstrained coordinates" + (f" ({', '.join(str(v) for v in names)})" if names else ""),)
+    if public and not weighted:
         notes += (f"J computed from {rel.get('public_rows')} public feature rows (X_public, sha256 "
                   f"{str(rel.get('public_rows_sha256'))[:12]}...) with {rel.get('label_draws')} labels a row drawn from "
                   "the model at each point, not released: the mean scores alone were charged",)
     iv = dataclasses.replace(iv, lower=iv.lower + m, upper=iv.upper + m, centre=iv.centre + m,
-                             data_centre=iv.data_centre + m, estimand=MODEL_ESTIMAND,
-                             method="noise-aware scoring-step interval of a model run, the prior's Gaussian "
-                                    "stand-in (dp_infer.model.score_release"
-                                    + (", J from public rows: dp_infer.model.public_information)" if public else ")"),
-                             assumptions=MODEL_INTERVAL_ASSUMPTIONS + (MODEL_PUBLIC_J_ASSUMPTIONS if public else ()),
+                             data_centre=iv.data_centre + m,
+                             estimand=WEIGHTED_ESTIMAND if weighted else MODEL_ESTIMAND,
+                             method=("noise-aware weighted-score interval of a model run in the metric that whitens "
+                                     "the public information, the prior's Gaussian stand-in "
+                                     "(dp_infer.model.weighted_release)" if weighted else
+                                     "noise-aware scoring-step interval of a model run, the prior's Gaussian "
+                                     "stand-in (dp_infer.model.score_release"
+                                     + (", J from public rows: dp_infer.model.public_information)" if public else ")")),
+                             assumptions=(MODEL_INTERVAL_ASSUMPTIONS[2:] + WEIGHTED_ASSUMPTIONS if weighted else
+                                          MODEL_INTERVAL_ASSUMPTIONS
+                                          + (MODEL_PUBLIC_J_ASSUMPTIONS if public else ())),
                              notes=notes)
     post = release.get("model_prior_posterior")
     if post is None and release.get("model_prior_posterior_skipped"):

@@ -76,6 +76,7 @@ from ..model.clipping import (DEFAULT_COUNT_SHARE, check_count_share, count_part
 from ..model.fisher import FISHER_POINT, score_gram
 from ..model import score_release as _sr
 from ..model.public_information import check_public_model_rows, public_second_moment
+from ..model.weighted_release import release_labels, release_weighted_scores
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment
@@ -136,7 +137,7 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
                          mixing_rate: float = DEFAULT_MIXING_RATE, num_draws: int = 1000,
                          second_moment: SecondMoment | None = None, fisher_curvature: float = 1.0,
                          interval_share: float = 0.0, clip_count_share: float = 0.0,
-                         interval_curvature: str = "private",
+                         interval_curvature: str = "private", interval_weighted: bool = False,
                          **plan_kwargs) -> tuple[SamplingPlan, np.ndarray, PerExampleLoss]:
     """The data-independent posterior-mode plan for a model: ``(plan, scales, whitened loss)``.
 
@@ -163,7 +164,9 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
 
     ``interval_curvature``: where the interval release's ``J`` comes from (``"private"``: released; ``"public"``:
     from public feature rows, the release's event then holds its mean scores only,
-    :data:`~dp_infer.model.score_release.PUBLIC_SCHEDULE`).
+    :data:`~dp_infer.model.score_release.PUBLIC_SCHEDULE`). ``interval_weighted`` (public only): the scores are
+    weighted in the metric that whitens the public information (:mod:`dp_infer.model.weighted_release`; decided
+    from the model's observation support and the public rows, :func:`~dp_infer.model.weighted_release.release_labels`).
     """
     C = check_positive("clip_norm", clip_norm)
     _sr.schedule(interval_curvature)  # refuses an unknown source by name
@@ -246,7 +249,8 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
     if interval_share > 0:
         # the reserved part is the model's score release, not the loss route's Newton release: same mu,
         # its own sensitivities (2 C / n, sqrt(2) C^2 / n) and assumptions
-        score_ev = _sr.score_release_event(post.mu_interval, n=n, clip_norm=C, curvature=interval_curvature)
+        score_ev = _sr.score_release_event(post.mu_interval, n=n, clip_norm=C, curvature=interval_curvature,
+                                           weighted=interval_weighted)
         parts = [p for p in event.metadata["parts"] if not str(p.get("label", "")).startswith("newton_release")]
         newton_assumptions = set(a for p in event.metadata["parts"] if str(p.get("label", "")).startswith(
             "newton_release") for a in p.get("assumptions", ()))
@@ -255,13 +259,21 @@ def plan_model_posterior(ml: ModelLoss, n: int, *, eps: float, delta: float, cli
                          + score_ev.assumptions, metadata={**event.metadata, "parts": parts + [score_ev.to_dict()]})
         public_j = interval_curvature == "public"
         model_prior = dataclasses.replace(model_prior, interval_release=(
+            "mean weighted scores (label-free weights in the metric that whitens the public information) in "
+            "noise-aware steps from the draws' mean, their curvature and second moment from public feature rows, "
+            "every label of the observation's support enumerated (dp_infer.model.weighted_release)"
+            if interval_weighted else
             "mean clipped scores in scoring steps from the draws' mean, their second moment from public feature "
             "rows with labels drawn from the model (dp_infer.model.score_release, dp_infer.model.public_information)"
             if public_j else "mean clipped scores and their second moment in scoring steps from the draws' mean "
                              "(dp_infer.model.score_release)"))
         assumptions = assumptions + (f"interval release: {post.interval_share:g} of the target's mu^2 "
-                                     f"(mu = {post.mu_interval:.4g}), scores clipped to {C:g}"
-                                     + ("; J from public feature rows (X_public), not released" if public_j else ""),)
+                                     f"(mu = {post.mu_interval:.4g}), "
+                                     + ("scores weighted to norm <= rho in the metric that whitens the public "
+                                        "information; H and J from public feature rows (X_public), not released"
+                                        if interval_weighted else f"scores clipped to {C:g}"
+                                        + ("; J from public feature rows (X_public), not released" if public_j
+                                           else "")),)
     if mu_count > 0:
         # the private count of the clipped rows (released after the draws, at their mean): one more GDP part
         event = count_part_appended(event, mu_count)
@@ -365,6 +377,8 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims,
                                            x_name, y_name, model_kwargs, index_ranges)
     public_rows = check_public_model_rows(ml, interval_curvature, X_public, public_model_kwargs, index_ranges)
+    # public, before the charge: a finite observation support makes the release weighted (weighted_release)
+    labels = None if public_rows is None else release_labels(ml, ml.loss.fn, public_rows, np.zeros(ml.dim))
     y = check_finite_array("y", y, ndim=1)
     n = int(rows.shape[0])
     plan_kw = dict(eps=eps, delta=delta, clip_norm=clip_norm, smoothness=smoothness, prior_scales_=prior_scales,
@@ -379,7 +393,8 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     skipped = None
     if interval_share is None:
         interval_share, skipped = _sr.default_interval_share(n, ml.dim, mu, interval_curvature)
-    plan_kw.update(interval_share=interval_share, interval_curvature=interval_curvature)
+    plan_kw.update(interval_share=interval_share, interval_curvature=interval_curvature,
+                   interval_weighted=labels is not None)
     mu_sm = math.sqrt(precond_share) * mu
     # the release is not made yet: plan with a stand-in that carries its event (no data), so the whole
     # run is validated and its composed event charged before any private computation
@@ -387,7 +402,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
               "second_moment": pending_second_moment(n, ml.dim, max_sq_norm=clip_norm ** 2, mu=mu_sm) if fisher else None,
               "seed": seed, "key_impl": key_impl, "chain_method": chain_method, "progress_bar": progress_bar,
               "init_strategy": init_strategy, "interval_share": interval_share, "mu_count": mu_count,
-              "public_rows": public_rows}
+              "public_rows": public_rows, "release_labels": labels}
     mpp = MODEL_POSTERIOR_ROUTE.plan(public)  # planned once, here: the rows are checked with its loss
     rows, y = mpp.loss.check_data(rows, y)
     # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
@@ -486,7 +501,7 @@ def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> Posteri
         public_j = None if public["public_rows"] is None else public_second_moment(
             loss.fn, ml.observation_sampler(), public["public_rows"], scales, clip_norm=clip_norm)
         why = _release_for_intervals(run, loss, rows, y, scales, clip_norm, public["prior_gauss"],
-                                     jax.random.fold_in(key, 2), public_j)
+                                     jax.random.fold_in(key, 2), public_j, public["release_labels"])
         if why is not None:
             run.report_extras["interval_release_skipped"] = why
     warn_if_unmixed(run)
@@ -520,11 +535,12 @@ def _preflight_model_posterior(mpp: ModelPosteriorPlan, prefix: str = "") -> Non
 
 
 def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, scales, clip_norm: float,
-                           prior_gauss, key, public_j=None) -> str | None:
+                           prior_gauss, key, public_j=None, labels=None) -> str | None:
     """The score release the plan reserved (``posterior.mu_interval``, charged with the run), at the
     draws' mean in the whitened coordinates, kept in ``run.report_extras["interval_release"]``. Skipped
     (spending less than charged; the reason returned) when the draws are not finite. ``public_j``: ``J``
-    from public rows (:mod:`dp_infer.model.public_information`) for a public-curvature release."""
+    from public rows (:mod:`dp_infer.model.public_information`) for a public-curvature release; ``labels``: with
+    it, the observation's finite support: the weighted release (:mod:`dp_infer.model.weighted_release`)."""
     mu = 0.0 if run.plan.posterior is None else run.plan.posterior.mu_interval
     theta = run.draws().reshape(-1, run.plan.dim)
     if mu <= 0:
@@ -534,10 +550,11 @@ def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, sca
     s = np.asarray(scales, dtype=np.float64)
     phi = theta / s
     cov = np.atleast_2d(np.cov(phi.T)) + 1e-12 * np.eye(run.plan.dim)
-    run.report_extras["interval_release"] = _sr.release_score_statistics(
-        loss.fn, rows, y, point=phi.mean(axis=0), scales=s, clip_norm=clip_norm, mu=mu, key=key,
-        trust_covariance=cov, prior_mean=prior_gauss[0], prior_sd=prior_gauss[1], names=prior_gauss[2],
-        public_second_moment=public_j)
+    kw = dict(point=phi.mean(axis=0), scales=s, clip_norm=clip_norm, mu=mu, key=key, trust_covariance=cov,
+              prior_mean=prior_gauss[0], prior_sd=prior_gauss[1], names=prior_gauss[2])
+    run.report_extras["interval_release"] = (
+        release_weighted_scores(loss.fn, rows, y, public=public_j, labels=labels, **kw) if labels is not None else
+        _sr.release_score_statistics(loss.fn, rows, y, public_second_moment=public_j, **kw))
     return None
 
 

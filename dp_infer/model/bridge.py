@@ -167,6 +167,29 @@ class ModelLoss:
 
         return sample_one
 
+    def observation_support(self, max_size: int = 64) -> tuple[float, ...] | None:
+        """The values the single observed site can take, where its distribution has a finite support that the
+        model declares (``enumerate_support``: Bernoulli, categorical, a binomial of fixed count) and that is
+        the same on placeholder rows of zeros and of ones (so it does not depend on a row); None otherwise
+        (a continuous observation, several observed sites, a support over ``max_size`` values or one that
+        varies by row). Read on public placeholder rows only."""
+        if len(self.observed_sites) != 1 or self.model is None:
+            return None
+        obs, found = self.observed_sites[0], []
+        for value in (0.0, 1.0):
+            try:
+                t = handlers.trace(handlers.seed(self.model, jax.random.key(1))).get_trace(**self.placeholder(1, value))
+                fn = t[obs]["fn"]
+                if not fn.has_enumerate_support:
+                    return None
+                vals = np.unique(np.asarray(fn.enumerate_support(expand=False), dtype=np.float64).ravel())
+            except Exception:  # noqa: BLE001 - a support the distribution cannot enumerate here: not finite for us
+                return None
+            found.append(tuple(float(v) for v in vals))
+        if found[0] != found[1] or not 2 <= len(found[0]) <= max_size:
+            return None
+        return found[0]
+
     def init_flat(self) -> jax.Array:
         """Data-independent initial point: 0 in unconstrained space (the centre NumPyro's
         ``init_to_uniform`` draws around)."""

@@ -69,7 +69,7 @@ __all__ = ["SCHEDULE", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES", "schedule", "PU
            "score_snr", "default_interval_share", "check_interval_share", "solve_floored", "noise_aware_step",
            "score_release_event", "clipped_scores", "score_function", "release_score_statistics",
            "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND", "MODEL_INTERVAL_ASSUMPTIONS",
-           "MODEL_PUBLIC_J_ASSUMPTIONS"]
+           "MODEL_PUBLIC_J_ASSUMPTIONS", "check_release_point"]
 
 #: the release's kind, stored in the release dict (run_intervals dispatches on it)
 RELEASE_KIND = "model_score"
@@ -181,20 +181,33 @@ def default_interval_share(n: int, d: int, mu: float, curvature: str = "private"
     return DEFAULT_INTERVAL_SHARE, None
 
 
-def score_release_event(mu: float, *, n: int, clip_norm: float, curvature: str = "private") -> GdpEvent:
+def score_release_event(mu: float, *, n: int, clip_norm: float, curvature: str = "private",
+                        weighted: bool = False) -> GdpEvent:
     """The release's event, planned before any data is read (its noise scales follow from ``n``,
     ``clip_norm`` and ``mu``). ``curvature="public"``: mean clipped scores only (:data:`PUBLIC_SCHEDULE`;
-    ``J`` comes from public rows, free)."""
+    ``J`` comes from public rows, free). ``weighted`` (public only): the scores are weighted by label-free
+    weights in the metric that whitens the public information (:mod:`dp_infer.model.weighted_release`),
+    each weighted score of norm ``<= rho``, a radius the release picks from public inputs: sensitivity
+    ``2 rho / n`` (the noise scales with it; GDP ``mu`` is what the plan fixes)."""
     mu = check_positive("mu", mu)
     n = check_positive_int("n", n)
     C = check_positive("clip_norm", clip_norm)
-    parts = [{"statistic": k, "mu": v, "stage": st,
-              "sensitivity": (2.0 * C / n if k == "gradient" else GRAM_SENSITIVITY_FACTOR * C * C / n)}
-             for k, v, st in _parts(mu, curvature)]
     public = curvature == "public"
-    what = ("mean clipped scores near the estimate, their second moment from public feature rows" if public else
+    if weighted and not public:
+        raise ValueError("weighted: the weighted score release needs interval_curvature='public'")
+    parts = [{"statistic": k, "mu": v, "stage": st,
+              "sensitivity": ("2 rho / n" if weighted else
+                              2.0 * C / n if k == "gradient" else GRAM_SENSITIVITY_FACTOR * C * C / n)}
+             for k, v, st in _parts(mu, curvature)]
+    what = ("mean weighted scores near the estimate (label-free weights in the metric that whitens the public "
+            "information), their curvature and second moment from public feature rows" if weighted else
+            "mean clipped scores near the estimate, their second moment from public feature rows" if public else
             "mean clipped scores and their second moment near the estimate")
-    sensitivity = ("every per-example score (w.r.t. the prior-whitened latents) clipped to norm "
+    sensitivity = ("every per-example score, in the metric M that whitens the public rows' information, weighted by "
+                   "min(1, rho / max over the observation's support of ||M^T g||) (features and public quantities "
+                   "only) and clipped to rho: the mean score has L2 sensitivity 2 rho / n, rho chosen from public "
+                   "inputs at release time" if weighted else
+                   "every per-example score (w.r.t. the prior-whitened latents) clipped to norm "
                    f"{C:g}: the mean score has L2 sensitivity 2 C / n"
                    + ("" if public else ", the scores' second moment (upper triangle) sensitivity sqrt(2) C^2 / n"))
     return GdpEvent(mu=mu, label=f"model_score_release ({what}, for the intervals)",
@@ -203,7 +216,8 @@ def score_release_event(mu: float, *, n: int, clip_norm: float, curvature: str =
                                  "stages") + (("the scores' second moment is computed from feature rows declared "
                                                "public with labels drawn from the model at those points: no private "
                                                "row enters it",) if public else ()),
-                    metadata={"parts": parts, "n": n, "clip_norm": C, "curvature": curvature})
+                    metadata={"parts": parts, "n": n, "clip_norm": C, "curvature": curvature,
+                              **({"weighted": True} if weighted else {})})
 
 
 def score_function(example_fn):
@@ -245,18 +259,21 @@ def noise_aware_step(J: np.ndarray, g: np.ndarray, sd_g: float, phi: np.ndarray,
                      prior_precision: np.ndarray) -> np.ndarray:
     """The step from ``phi`` to the mean of the Gaussian posterior given one noisy mean score ``g`` (noise sd
     ``sd_g`` per coordinate) with an exact ``J``, under the prior ``N(prior_mean, diag(1 / prior_precision))``
-    (all in the whitened coordinates). In J's eigen-direction ``u`` (eigenvalue ``w``) the score says the
-    estimate lies ``u^T g / w`` away, with precision ``w^2 / sd_g^2``; the prior adds its own. Where ``w`` is
-    large against ``sd_g`` this is the scoring step ``J^-1 g``; where the noise swamps ``w`` the step goes to
-    the prior instead of ``sd_g / w`` (thousands of prior sds for a rare one-hot level on Adult). Used for the
-    path of a public-J release; the last point's interval reads the release as before."""
+    (all in the whitened coordinates; a 2-D ``prior_precision`` is the prior's precision matrix). In J's eigen-
+    direction ``u`` (eigenvalue ``w``) the score says the estimate lies ``u^T g / w`` away, with precision ``w^2 /
+    sd_g^2``; the prior adds its own. Where ``w`` is large against ``sd_g`` this is the scoring step ``J^-1 g``;
+    where the noise swamps ``w`` the step goes to the prior instead of ``sd_g / w`` (thousands of prior sds for a
+    rare one-hot level on Adult). Used for the path of a public-J release; the last point's interval reads the
+    release as before.
+    """
     w, U = np.linalg.eigh(0.5 * (J + J.T))
     w = np.maximum(w, 0.0)
     omega = w ** 2 / max(sd_g, 1e-300) ** 2
     ratio = np.divide(w, sd_g ** 2, out=np.zeros_like(w), where=w > 0)  # omega / w
-    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), phi.shape)
-    Q = (U * omega) @ U.T + np.diag(lam)
-    rhs = U @ (ratio * (U.T @ g)) + lam * (phi - np.asarray(prior_mean, dtype=np.float64))
+    lam = np.asarray(prior_precision, dtype=np.float64)
+    lam = lam if lam.ndim == 2 else np.diag(np.broadcast_to(lam, phi.shape))
+    Q = (U * omega) @ U.T + lam
+    rhs = U @ (ratio * (U.T @ g)) + lam @ (phi - np.asarray(prior_mean, dtype=np.float64))
     return np.linalg.solve(0.5 * (Q + Q.T), rhs)
 
 
@@ -298,6 +315,18 @@ def unconstrained_names(ml, coords: dict | None = None, dims: dict | None = None
     return names
 
 
+def check_release_point(point, scales, trust_covariance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(point, scales, trust_covariance)`` as finite float arrays of shapes ``(d,)``, ``(d,)``, ``(d, d)``, or a
+    one-line ``ValueError`` naming the one that is not (a release's public inputs)."""
+    phi = check_finite_array("point", point, ndim=1)
+    d = phi.shape[0]
+    s = check_finite_array("scales", scales, ndim=1)
+    S = check_finite_array("trust_covariance", trust_covariance, ndim=2)
+    if s.shape != (d,) or S.shape != (d, d):
+        raise ValueError(f"scales must have {d} entries and trust_covariance be {d} x {d}")
+    return phi, s, S
+
+
 def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: float, mu: float, key,
                              trust_covariance, prior_mean, prior_sd, names=None, public_second_moment=None) -> dict:
     """Release the module doc's statistics at GDP ``mu``; returns the release as a dict (public).
@@ -314,12 +343,8 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
 
     C = check_positive("clip_norm", clip_norm)
     n = int(np.asarray(X).shape[0])
-    phi = check_finite_array("point", point, ndim=1)
+    phi, s, S = check_release_point(point, scales, trust_covariance)
     d = phi.shape[0]
-    s = check_finite_array("scales", scales, ndim=1)
-    S = check_finite_array("trust_covariance", trust_covariance, ndim=2)
-    if s.shape != (d,) or S.shape != (d, d):
-        raise ValueError(f"scales must have {d} entries and trust_covariance be {d} x {d}")
     public = public_second_moment is not None
     parts = score_release_event(mu, n=n, clip_norm=C, curvature="public" if public else "private").metadata["parts"]
     keys = jax.random.split(key, len(parts))
