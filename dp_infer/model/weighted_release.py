@@ -277,8 +277,8 @@ def release_weighted_scores(example_fn, X, y, *, point, scales, clip_norm: float
         with jax.enable_x64(True):  # privacy noise: 53-bit quantiles, tail to 11.4 sds (dp_infer.randomness)
             z = np.asarray(gaussian_noise(kk, (d,), jnp.float64), dtype=np.float64)
         g = own.mean(axis=0) + z * sd
-        out.update(gradient=g, gradient_sd=sd, curvature=H, score=J,
-                   rows_bound_exceeded=int(np.sum(norm[:, 0] > rho * (1.0 + 1e-9))))
+        # (how many rows the backstop clipped is a statistic of the rows: not kept, not released)
+        out.update(gradient=g, gradient_sd=sd, curvature=H, score=J)
         if k < len(parts) - 1:  # the stage's end: the noise-aware step, held inside the draws' bulk
             psi = Mi @ phi
             step = M @ noise_aware_step(H, g, sd, psi, Mi @ pm, lam_psi)
@@ -302,5 +302,5 @@ def release_weighted_scores(example_fn, X, y, *, point, scales, clip_norm: float
             "prior_sd": tup(np.asarray(prior_sd, dtype=np.float64)), "names": None if names is None else list(names),
             "curvature_source": "public", "public_rows": int(public.rows), "public_rows_sha256": public.sha256,
             "label_draws": None, "labels": list(labels), "release_metric": "weighted",
-            "predicted_width_ratio": predicted, "rows_bound_exceeded": out["rows_bound_exceeded"],
+            "predicted_width_ratio": predicted,
             "previous_gradient_sd": 2.0 * rho / (n * parts[-2]["mu"]) if len(parts) > 1 else None}
