@@ -357,7 +357,10 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     their labels are not needed), with labels drawn from the model at each point of the release's path
     (:mod:`dp_infer.model.public_information`; free), so the release is its mean clipped scores only and
     needs no signal-to-noise rule (default share then
-    :data:`~dp_infer.model.score_release.PUBLIC_INTERVAL_SHARE`). ``public_model_kwargs``: the public rows'
+    :data:`~dp_infer.model.score_release.PUBLIC_INTERVAL_SHARE`). Where the observation has a finite support
+    (Bernoulli, categorical: checked on the public rows before the charge) the release is the weighted one
+    instead (:mod:`dp_infer.model.weighted_release`: label-free weights in the metric that whitens the public
+    information, the labels enumerated, no clip). ``public_model_kwargs``: the public rows'
     per-row model arguments (the same names and ranges as ``model_kwargs``'), needed when the model has any.
     The model must have one observed site (the labels it draws).
     """
