@@ -58,11 +58,12 @@ import numpy as np
 
 from .._validation import check_positive
 from ..randomness import gaussian_noise
+from ..releases.newton import box_newton, whitening_metric
 from ..routes.newton_release import PUBLIC_STEP_BOX, RHO_GRID
 from .score_release import (PUBLIC_TRUST_RADIUS, RELEASE_KIND, check_release_point, noise_aware_step, score_function,
                             score_release_event)
 
-__all__ = ["enumerated_scores", "release_labels", "information", "row_bounds", "whitening_metric",
+__all__ = ["enumerated_nll", "label_probabilities", "enumerated_scores", "release_labels", "information", "row_bounds",
            "predicted_width_ratio", "choose_radius", "release_weighted_scores", "surrogate_centre", "SUPPORT_TOLERANCE",
            "WEIGHTED_ESTIMAND", "WEIGHTED_ASSUMPTIONS"]
 
@@ -86,26 +87,41 @@ def _nll_function(example_fn):
     return jax.jit(jax.vmap(example_fn, in_axes=(None, 0, 0)))
 
 
-def enumerated_scores(example_fn, X, phi, labels, *, scores=None, nll=None, block_rows: int = 8192):
-    """``(G, P)``: per-example scores of ``example_fn(phi, x, y)`` at ``phi`` for every label of ``labels``,
+def enumerated_nll(example_fn, X, phi, labels, *, scores=None, nll=None, block_rows: int = 8192):
+    """``(G, L)``: per-example scores of ``example_fn(phi, x, y)`` at ``phi`` for every label of ``labels``,
     ``G[k, i] = grad_phi nll(phi; x_i, labels[k])`` (shape ``(K, m, d)``, float64; a non-finite row is 0),
-    and the labels' probabilities ``P[i, k] = exp(-nll(phi; x_i, labels[k]))`` (shape ``(m, K)``).
-    ``scores`` / ``nll``: the compiled per-example gradient and nll when the caller keeps them."""
+    and the nll itself, ``L[i, k] = nll(phi; x_i, labels[k])`` (shape ``(m, K)``, float64, as computed: +inf
+    where a label has probability 0). ``scores`` / ``nll``: the compiled per-example gradient and nll when the
+    caller keeps them."""
     scores = score_function(example_fn) if scores is None else scores
     nll = _nll_function(example_fn) if nll is None else nll
     X = jnp.asarray(X, dtype=jnp.result_type(float))
     p = jnp.asarray(phi, dtype=jnp.result_type(float))
     m = int(X.shape[0])
     G = np.zeros((len(labels), m, p.shape[0]))
-    P = np.zeros((m, len(labels)))
+    L = np.zeros((m, len(labels)))
     for k, lab in enumerate(labels):
         for lo in range(0, m, block_rows):
             xb = X[lo:lo + block_rows]
             yb = jnp.full((xb.shape[0],), lab, dtype=jnp.result_type(float))
             g = np.asarray(scores(p, xb, yb), dtype=np.float64)
             G[k, lo:lo + xb.shape[0]] = np.where(np.all(np.isfinite(g), axis=1, keepdims=True), g, 0.0)
-            P[lo:lo + xb.shape[0], k] = np.exp(-np.asarray(nll(p, xb, yb), dtype=np.float64))
-    return G, np.where(np.isfinite(P), P, 0.0)
+            L[lo:lo + xb.shape[0], k] = np.asarray(nll(p, xb, yb), dtype=np.float64)
+    return G, L
+
+
+def label_probabilities(L) -> np.ndarray:
+    """``P = exp(-L)`` from :func:`enumerated_nll`'s ``L``, with a non-finite value read as probability 0."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        P = np.exp(-np.asarray(L, dtype=np.float64))
+    return np.where(np.isfinite(P), P, 0.0)
+
+
+def enumerated_scores(example_fn, X, phi, labels, *, scores=None, nll=None, block_rows: int = 8192):
+    """``(G, P)``: :func:`enumerated_nll`'s scores and the labels' probabilities ``P[i, k] = exp(-nll(phi; x_i,
+    labels[k]))`` (shape ``(m, K)``; a non-finite value is 0)."""
+    G, L = enumerated_nll(example_fn, X, phi, labels, scores=scores, nll=nll, block_rows=block_rows)
+    return G, label_probabilities(L)
 
 
 def release_labels(ml, example_fn, public_rows, point) -> tuple[float, ...] | None:
@@ -137,16 +153,6 @@ def information(G, P, A=None, weights=None) -> np.ndarray:
 def row_bounds(G, A) -> np.ndarray:
     """``B_i = max_k ||A^T g_ik||``: each row's largest score norm over the support's labels (label-free)."""
     return np.max(np.stack([np.linalg.norm(G[k] @ A, axis=1) for k in range(G.shape[0])]), axis=0)
-
-
-def whitening_metric(F, prior_precision, n: int) -> np.ndarray:
-    """``M`` with ``M M^T = (F + diag(prior_precision) / n)^-1`` (lower triangular)."""
-    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (F.shape[0],))
-    A = 0.5 * (F + F.T) + np.diag(lam) / n
-    ev, U = np.linalg.eigh(A)
-    if not np.all(ev > 0):
-        raise ValueError("prior_precision must be positive for the weighted release's metric")
-    return np.linalg.cholesky((U / ev) @ U.T)
 
 
 def predicted_width_ratio(G, P, M, prior_precision, n: int, mu_last: float):
@@ -199,33 +205,36 @@ def surrogate_centre(nll, scores, X_public, labels, point, gradient_phi, weights
     linear step, 0.95 with this centre). Solved by :func:`~dp_infer.releases.newton.box_newton` with the weighted
     expected information at each point as the Hessian (exact for a canonical GLM; the minimiser does not depend
     on it). Public rows, the released gradient and public constants: free."""
-    from ..releases.newton import box_newton
-
     p = np.asarray(point, dtype=np.float64)
     D = np.asarray(draws_sd, dtype=np.float64)
     w = np.asarray(weights, dtype=np.float64)
     Xj = jnp.asarray(X_public, dtype=jnp.result_type(float))
     m = int(Xj.shape[0])
-    _, P0 = enumerated_scores(None, Xj, p, labels, scores=scores, nll=nll)
-    coef = w[:, None] * P0 / m  # (m, K): each row-label pair's weight in T
+    G0, L0 = enumerated_nll(None, Xj, p, labels, scores=scores, nll=nll)
+    coef = w[:, None] * label_probabilities(L0) / m  # (m, K): each row-label pair's weight in T
+    last = {"v": None, "G": G0, "L": L0}  # box_newton asks for the Hessian where it last evaluated the objective
 
-    def total(phi):
-        G, _ = enumerated_scores(None, Xj, phi, labels, scores=scores, nll=nll)
-        f = jnp.asarray(phi, dtype=jnp.result_type(float))
-        val = sum(float(np.sum(coef[:, k] * np.asarray(nll(f, Xj, jnp.full((m,), lab, dtype=f.dtype)),
-                                                         dtype=np.float64))) for k, lab in enumerate(labels))
+    def evaluate(v):
+        if last["v"] is None or not np.array_equal(last["v"], v):
+            last["G"], last["L"] = enumerated_nll(None, Xj, p + D * v, labels, scores=scores, nll=nll)
+            last["v"] = np.array(v, copy=True)
+        return last["G"], last["L"]
+
+    def total(G, L):
+        with np.errstate(invalid="ignore"):  # a probability-0 label carries weight 0 in coef
+            val = float(np.sum(np.where(coef > 0, coef * L, 0.0)))
         return val, np.einsum("mk,kmd->d", coef, G)
 
-    _, grad0 = total(p)
+    _, grad0 = total(G0, L0)
     shift = D * (grad0 - np.asarray(gradient_phi, dtype=np.float64))
 
     def objective(v):
-        val, grd = total(p + D * v)
+        val, grd = total(*evaluate(v))
         return val - float(v @ shift), D * grd - shift
 
     def hessian(v):
-        G, P = enumerated_scores(None, Xj, p + D * v, labels, scores=scores, nll=nll)
-        return D[:, None] * information(G, P, weights=w) * D[None, :]
+        G, L = evaluate(v)
+        return D[:, None] * information(G, label_probabilities(L), weights=w) * D[None, :]
 
     return p + D * box_newton(objective, hessian, p.size, half_width)
 
@@ -252,7 +261,7 @@ def release_weighted_scores(example_fn, X, y, *, point, scales, clip_norm: float
     scores, nll = score_function(example_fn), _nll_function(example_fn)
     Xp = public.rows_packed
     Gp, Pp = enumerated_scores(example_fn, Xp, phi, labels, scores=scores, nll=nll)
-    M = whitening_metric(information(Gp, Pp), lam, n)
+    M = whitening_metric(information(Gp, Pp), lam, n, purpose="the weighted release")
     rho, predicted = choose_radius(Gp, Pp, M, lam, n, parts[-1]["mu"])
     Mi = np.linalg.inv(M)
     lam_psi = M.T @ (lam[:, None] * M)

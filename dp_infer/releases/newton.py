@@ -21,7 +21,7 @@ from ..routes.newton_release import (PUBLIC_STEP_BOX, PUBLIC_WEIGHT_POWER, RHO_F
 from .second_moment import private_second_moment_of_gram
 
 __all__ = ["weighted_rows", "row_weights", "release_newton_statistics", "public_curvature", "public_surrogate_step",
-           "public_release_metric", "predicted_width_ratio", "box_newton"]
+           "public_release_metric", "predicted_width_ratio", "box_newton", "whitening_metric"]
 
 
 def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float, power: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -240,6 +240,20 @@ def _public_hessian(XA: np.ndarray, r: np.ndarray, *, l2: float = 0.0, A: np.nda
     return H + l2 * (A.T @ A) if l2 else H
 
 
+def whitening_metric(curvature, prior_precision, n: int, *, purpose: str = "a public release") -> np.ndarray:
+    """``C`` (lower triangular) with ``C C^T = (F + diag(prior_precision) / n)^-1``: the metric that whitens a mean
+    per-row curvature ``F`` (symmetrised) plus the prior's precision spread over ``n`` rows, which keeps the
+    directions ``F`` does not span finite. Used by the loss route's public release (``F`` the public rows' mean
+    Hessian) and the model route's weighted one (``F`` the model's expected information on the public rows).
+    Raises ``ValueError`` naming ``prior_precision`` (and ``purpose``) where the sum is not positive definite."""
+    F = np.asarray(curvature, dtype=np.float64)
+    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (F.shape[0],))
+    ev, U = np.linalg.eigh(0.5 * (F + F.T) + np.diag(lam) / n)
+    if not np.all(ev > 0):
+        raise ValueError(f"prior_precision must be positive for {purpose} (the metric needs it)")
+    return np.linalg.cholesky((U / ev) @ U.T)
+
+
 def public_release_metric(loss: PerExampleLoss, X_public: np.ndarray, point, prior_precision, n: int,
                           mu_last: float | None = None):
     """``(C, rho)`` for a public-curvature release: the metric that whitens the public curvature at ``point``
@@ -265,11 +279,7 @@ def public_release_metric(loss: PerExampleLoss, X_public: np.ndarray, point, pri
     n = check_positive("n", n)
     lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
     H = public_curvature(loss, Xp, np.asarray(point, dtype=np.float64), np.eye(d), 1e300)[0]
-    A = 0.5 * (H + H.T) + np.diag(lam) / n
-    ev, U = np.linalg.eigh(A)
-    if not np.all(ev > 0):
-        raise ValueError("prior_precision must be positive for a public-curvature release (the metric needs it)")
-    C = np.linalg.cholesky((U / ev) @ U.T)
+    C = whitening_metric(H, lam, n, purpose="a public-curvature release")
     XC = Xp @ C
     rho0 = float(np.sqrt(np.mean(np.sum(XC * XC, axis=1))))
     if mu_last is None:
