@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from dp_infer.diagnostics.model_prior import QUANTILE_LEVELS, model_prior_posterior, model_released_interval, run_order
+from dp_infer.diagnostics.model_prior import (QUANTILE_LEVELS, RETRY_ACCEPT_PROB, model_prior_posterior,
+                                             model_released_interval, run_order)
 from dp_infer.diagnostics.released_interval import release_likelihood, released_interval
 from dp_infer.model import score_release as sr
 from benchmarks.model_posterior import hier_centred as hier
@@ -76,6 +77,7 @@ def test_with_a_gaussian_prior_nuts_reproduces_the_closed_form_combination():
 
     post = model_prior_posterior(rel, gauss, prior_draws=m + s * np.random.default_rng(0).normal(size=(4000, 3)))
     assert post["max_rhat"] < 1.01 and post["divergences"] == 0 and post["min_ess"] >= 1000, post
+    assert len(post["tried"]) == 1 and post["settings"]["target_accept_prob"] == 0.9  # no divergence: no rerun
     # the closed form: released_interval with the prior shifted to mean 0
     shifted = dict(rel, path=[list(np.asarray(rel["path"][0]) - m)])
     ref = released_interval(shifted, n=500, prior_precision=1.0 / s ** 2)
@@ -179,6 +181,9 @@ def test_a_hierarchy_scale_and_mean_match_the_exact_integral(a_hat, kept):
     assert post["min_ess"] >= 400 and post["max_rhat"] < 1.02 and post["divergences"] <= 0.01 * post["num_draws"]
     if kept == "non-centred":
         assert post["tried"][0]["parametrisation"] == "centred" and post["tried"][0]["divergences"] > 40, post["tried"]
+        # the decentred run kept a few divergences: it ran again with smaller steps, the better of the two kept
+        assert post["tried"][-1]["target_accept_prob"] == RETRY_ACCEPT_PROB, post["tried"]
+        assert post["divergences"] == min(r["divergences"] for r in post["tried"][1:]), post["tried"]
     else:
         assert len(post["tried"]) == 1 and post["divergences"] == 0
     iv = model_released_interval(dict(rel, model_prior_posterior=post))
@@ -246,6 +251,27 @@ def test_a_release_whose_prior_step_failed_says_so_and_uses_the_stand_in():
     assert iv.method.startswith("noise-aware scoring-step interval of a model run, the prior's Gaussian stand-in")
     assert iv.notes[-1] == ("the model's own prior could not be combined (TypeError: boom: the intervals use the "
                             "prior's Gaussian stand-in)")
+
+
+@pytest.mark.slow  # 23 s: three NUTS compilations (the run, its rerun, the reference)
+def test_a_kept_run_that_diverged_runs_again_with_smaller_steps_and_the_better_is_kept():
+    """Neal's funnel as the prior (v ~ N(0, 3), x ~ N(0, e^(v / 2))), the release flat (info 1e-6): the
+    centred run at target_accept_prob 0.9 diverges in the neck (measured: 13 of 800 draws), and no
+    decentred prior is given, so it runs again at RETRY_ACCEPT_PROB (measured: 6). Both runs' diagnostics are
+    stored, the better by run_order is kept, and the stored settings are the kept run's (the CI machine's
+    hierarchy test once kept a centred run with 1 divergence where this rerun gives 0)."""
+    def funnel(t):
+        return 0.5 * (t[0] / 3.0) ** 2 + 0.5 * t[1] ** 2 * jnp.exp(-t[0]) + 0.5 * t[0]
+
+    rel = _release(np.zeros(2), np.array([1e-6, 1e-6]), n=1000, prior=(np.zeros(2), np.array([3.0, 5.0])))
+    post = model_prior_posterior(rel, funnel, settings={"num_warmup": 150, "num_samples": 200})
+    first, rerun = post["tried"]
+    assert first["divergences"] > 0 and "target_accept_prob" not in first
+    assert rerun["target_accept_prob"] == RETRY_ACCEPT_PROB == 0.99 and rerun["parametrisation"] == "centred"
+    kept = min((first, 0.9), (rerun, 0.99), key=lambda r: run_order(r[0]))
+    assert post["divergences"] == kept[0]["divergences"] and post["max_rhat"] == kept[0]["max_rhat"], post["tried"]
+    assert post["settings"]["target_accept_prob"] == kept[1]
+    assert rerun["divergences"] < first["divergences"], post["tried"]
 
 
 def test_a_run_that_did_not_mix_is_never_kept_over_one_that_did_and_its_intervals_say_so():
