@@ -145,12 +145,16 @@ def _weighted_map(X, y, lam, rel) -> np.ndarray:
 
 
 def _release_weights(X, rel) -> np.ndarray:
-    """The interval release's row weights ``min(1, (rho / ||C^T x||)^weight_power)`` in its metric C (the power 2
-    for a release made before it was recorded)."""
+    """The interval release's row weights ``min(1, (rho / (r ||C^T x||))^weight_power)`` in its metric C, ``r`` the
+    logistic link's envelope ``max(s, 1 - s)`` at the last point where the release records ``weight_envelope`` (else
+    1; the power 2 for a release made before it was recorded)."""
     from dp_infer.releases.newton import row_weights
 
+    r = None
+    if rel.get("weight_envelope"):
+        r = 1.0 / (1.0 + np.exp(-np.abs(X @ np.asarray(rel["path"][-1], dtype=np.float64))))
     return row_weights(X @ np.asarray(rel["chol"], dtype=np.float64), float(rel["rho"]),
-                       int(rel.get("weight_power") or 2))
+                       int(rel.get("weight_power") or 2), r)
 
 
 def expected_share_determined(estimand, width_sd, noise_sd) -> np.ndarray:

@@ -28,8 +28,9 @@ statistics into intervals, as post-processing (free), in the run's metric ``thet
    missed, none of them flagged before).
 
 The estimand: the minimiser of the population's weighted loss. The weights ``min(1, rho^2 /
-||C^T x||^2)`` (a public-curvature release: ``min(1, rho / ||C^T x||)``, its ``weight_power``) depend on the rows
-only, so for a correctly specified GLM (logistic, Poisson) it is
+||C^T x||^2)`` (a public-curvature release: ``min(1, rho / (r ||C^T x||))``, its ``weight_power``, with ``r`` the
+link's largest derivative over the labels at the release's last point, ``max(s, 1 - s)`` for the logistic loss, or 1)
+depend on the rows' features only, so for a correctly specified GLM (logistic, Poisson) it is
 the true parameter (a Fisher-consistent weighted likelihood), and for Huber regression the true
 coefficients when the errors are symmetric about 0. It is NOT the tempered draws' target (the
 chain's clipped link), and not the estimand of a misspecified model's likelihood.
@@ -356,7 +357,10 @@ def released_interval(release: dict, *, n: int, prior_precision, prob: float = 0
     notes = (f"{int(np.sum(floored))} of {d} curvature directions within the release's noise (2 sqrt(d) sds): no "
              "information beyond the prior there",
              f"last gradient released with noise sd {sd_g:.3g} per coordinate in the run's metric; rows weighted by "
-             + ("min(1, rho^2 / ||C^T x||^2)" if int(rel.get("weight_power") or 2) == 2 else "min(1, rho / ||C^T x||)")
+             + ("min(1, rho^2 / ||C^T x||^2)" if int(rel.get("weight_power") or 2) == 2
+                else "min(1, rho / (r ||C^T x||)), r the link's largest derivative over the labels at the last point "
+                     "(logistic: max(s, 1 - s)), never the label" if rel.get("weight_envelope")
+                else "min(1, rho / ||C^T x||)")
              + f", rho = {float(rel['rho']):.4g}")
     estimand = ESTIMANDS.get(rel.get("loss"), ESTIMANDS["default"])
     extra = {}

@@ -71,6 +71,10 @@ class LossBehaviour:
     fit_refusal: str | None = None
     label_free_curvature: bool = False
     spread_curvature: Callable[[float, float, Mapping], float] | None = None
+    #: ``z -> sup_y |phi'(z, y)|`` over the loss's labels (numpy, float64, per row): the largest link derivative
+    #: a row with score ``z`` can have whatever its label, at most the declared ``link_derivative_bound``
+    #: (logistic: ``max(s, 1 - s)``, ``s = sigmoid(z)``); None: that bound for every ``z``
+    link_derivative_envelope: Callable[[np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self):
         if self.point_prediction is not None and self.point_prediction not in POINT_PREDICTIONS:

@@ -111,6 +111,11 @@ def _categorical_predictive(X, theta):
     return {"mean": p @ np.arange(p.shape[1]), "probs": p, "kind": "categorical"}
 
 
+def _logistic_envelope(z):
+    """``max(s, 1 - s) = sigmoid(|z|)``: the largest ``|s - y|`` over the labels 0 and 1."""
+    return expit(np.abs(np.asarray(z, dtype=np.float64)))
+
+
 def _identity(s):
     return s
 
@@ -119,7 +124,8 @@ def _identity(s):
 LOGISTIC = LossBehaviour(name="logistic", clipped_link=_clipped_logistic, clipped_curvature_factor=2.0,
                          predictive=linear_predictive(expit, "binary", probs=True), point_prediction="probability",
                          cli_name="logistic", from_cli=lambda o: logistic(row_norm=o["row_norm"]),
-                         label_free_curvature=True, spread_curvature=_logistic_spread_curvature)
+                         label_free_curvature=True, spread_curvature=_logistic_spread_curvature,
+                         link_derivative_envelope=_logistic_envelope)
 MULTINOMIAL_LOGISTIC = LossBehaviour(name="multinomial_logistic", predictive=_categorical_predictive,
                                      one_coefficient_per_feature=False)
 SQUARED = LossBehaviour(name="squared", predictive=linear_predictive(_identity, "continuous"),

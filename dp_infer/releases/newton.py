@@ -21,7 +21,8 @@ from ..routes.newton_release import (PUBLIC_STEP_BOX, PUBLIC_WEIGHT_POWER, RHO_F
 from .second_moment import private_second_moment_of_gram
 
 __all__ = ["weighted_rows", "row_weights", "release_newton_statistics", "public_curvature", "public_surrogate_step",
-           "public_release_metric", "predicted_width_ratio", "box_newton", "whitening_metric"]
+           "public_release_metric", "predicted_width_ratio", "box_newton", "whitening_metric",
+           "link_envelope"]
 
 
 def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float, power: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -36,16 +37,35 @@ def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float, power: in
                  np.asarray(y, dtype=np.float64))
 
 
-def row_weights(XC: np.ndarray, rho: float, power: int = 2) -> np.ndarray:
-    """The release's weights ``w = min(1, (rho / ||C^T x||)^power)`` of rows ``XC = X C`` (a zero row weighs 1;
+def row_weights(XC: np.ndarray, rho: float, power: int = 2, envelope=None) -> np.ndarray:
+    """The release's weights ``w = min(1, (rho / (r ||C^T x||))^power)`` of rows ``XC = X C`` (a zero row weighs 1;
     ``power`` 2 for the private release, :data:`~dp_infer.routes.newton_release.PUBLIC_WEIGHT_POWER` for the
-    public one): a function of the row and public quantities only (the module doc of
+    public one; ``envelope``: each row's ``r`` in (0, 1], :func:`link_envelope` at the stage's point, None: 1):
+    a function of the row's features and public quantities only, never of its label (the module doc of
     :mod:`dp_infer.routes.newton_release`)."""
     if power not in (1, 2):
         raise ValueError(f"power must be 1 or 2, got {power!r}")
     sq = np.sum(XC * XC, axis=1)
+    if envelope is not None:
+        sq = sq * np.square(envelope)
     safe = np.where(sq > 0, sq, 1.0)
     return np.where(sq > 0, np.minimum(1.0, rho * rho / safe if power == 2 else rho / np.sqrt(safe)), 1.0)
+
+
+def link_envelope(loss: PerExampleLoss, z) -> np.ndarray | None:
+    """Each row's ``r = sup_y |phi'(z, y)| / G`` (in (0, 1]) at scores ``z = <theta, x>`` for a loss whose behaviour
+    declares its link's label-free derivative envelope (logistic: ``max(s, 1 - s)``, ``G = 1``), else None (``r = 1``
+    for every row). A row weighed ``min(1, rho / (r ||C^T x||))`` has a weighted gradient of norm ``<= G rho``
+    whatever its label, as with ``r = 1``, but keeps up to ``1 / r`` times more of itself: twice as much for a
+    logistic row the model finds uncertain (``s = 1/2``). ``theta`` public (a release's stage point): public."""
+    env = loss.behaviour.link_derivative_envelope
+    bounds = link_bounds(loss)
+    if env is None or bounds is None:
+        return None
+    r = np.asarray(env(np.asarray(z, dtype=np.float64))) / bounds[0]  # the envelope is handed float64 scores
+    if not np.all((r > 0) & (r <= 1.0 + 1e-12)):
+        raise ValueError(f"the {loss.name} loss's link_derivative_envelope must lie in (0, G = {bounds[0]}]")
+    return np.minimum(r, 1.0)
 
 
 def _rows(loss: PerExampleLoss, XC: np.ndarray, w: np.ndarray, z: np.ndarray, y: np.ndarray):
@@ -66,15 +86,16 @@ def _solve_floored(H: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
 def public_curvature(loss: PerExampleLoss, X_public: np.ndarray, theta, C: np.ndarray, rho: float):
     """``(H, J)`` at ``theta`` from feature rows declared public (psi-coordinates, the loss's L2 term in H):
     ``H = mean w phi'' C^T x x^T C`` and the model-based ``J = mean w^2 phi'' C^T x x^T C``, with the release's
-    weights ``w = min(1, rho / ||C^T x||)`` (:data:`~dp_infer.routes.newton_release.PUBLIC_WEIGHT_POWER`) computed on
-    the public rows. Needs a label-free curvature
+    weights ``w = min(1, rho / (r ||C^T x||))`` (:data:`~dp_infer.routes.newton_release.PUBLIC_WEIGHT_POWER`, ``r``
+    the link's envelope at ``theta``, :func:`link_envelope`) computed on the public rows. Needs a label-free curvature
     (:func:`~dp_infer.routes.newton_release.public_curvature_refusal`): the labels passed to the link are
     zeros, which its curvature ignores. Reads no private row: free."""
     Xp = np.asarray(X_public, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
     XC = Xp @ C
-    w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER)
-    k = _public_curvature_terms(loss, Xp @ np.asarray(theta, dtype=np.float64))
+    z = Xp @ np.asarray(theta, dtype=np.float64)
+    w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER, link_envelope(loss, z))
+    k = _public_curvature_terms(loss, z)
     H = _public_hessian(XC, w * k, l2=float(loss.l2 or 0.0), A=C)
     return H, _public_hessian(XC, w * w * k)
 
@@ -116,7 +137,7 @@ def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gra
     C = np.asarray(C, dtype=np.float64)
     p = np.asarray(point, dtype=np.float64)
     XC = Xp @ C
-    w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER)
+    w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER, link_envelope(loss, Xp @ p))  # the stage's weights, held fixed
     m = Xp.shape[0]
     l2 = float(loss.l2 or 0.0)
     D = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", C, np.asarray(trust_covariance, dtype=np.float64), C), 1e-300))
@@ -188,7 +209,8 @@ def box_newton(objective, hessian, dim: int, half_width: float, max_iter: int = 
 def predicted_width_ratio(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.ndarray, rho: float,
                           prior_precision, n: int, mu_last: float) -> float:
     """The median over coordinates of the intervals' sd over the non-private posterior's, predicted from the
-    public rows alone for weights' radius ``rho``: the weighted model-based ``H_w = mean w phi'' C^T x x^T C`` and
+    public rows alone for weights' radius ``rho`` (the release's, :func:`link_envelope` at ``point`` included): the
+    weighted model-based ``H_w = mean w phi'' C^T x x^T C`` and
     ``J_w = mean w^2 phi'' C^T x x^T C`` at ``point``, the last gradient's noise ``sd_g = 2 G rho / (n mu_last)``,
     the data's precision ``H_w (J_w / n + sd_g^2 I)^-1 H_w`` combined with the prior's (as
     :mod:`dp_infer.diagnostics.released_interval` combines them), against ``(n H_1 + Lambda)^-1`` with unit weights.
@@ -203,7 +225,8 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
     Xp = np.asarray(X_public, dtype=np.float64)
     d = Xp.shape[1]
     XC = Xp @ C
-    k = _public_curvature_terms(loss, Xp @ np.asarray(point, dtype=np.float64))
+    z = Xp @ np.asarray(point, dtype=np.float64)
+    k, r = _public_curvature_terms(loss, z), link_envelope(loss, z)
     l2 = float(loss.l2 or 0.0)  # the loss's own L2 term: curvature for the estimate and its reference alike
     H1 = _public_hessian(XC, k, l2=l2, A=C)
     lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
@@ -212,7 +235,7 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
     G = link_bounds(loss)[0]
 
     def ratio(rho: float) -> float:
-        w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER)
+        w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER, r)
         Hw, Jw = _public_hessian(XC, w * k, l2=l2, A=C), _public_hessian(XC, w * w * k)  # J: scores only
         sd_g = 2.0 * G * rho / (n * mu_last)
         Q = Hw @ np.linalg.solve(Jw / n + sd_g * sd_g * np.eye(d), Hw) + lp
@@ -330,12 +353,18 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
     XC = X @ C
     power = 2 if Xp is None else PUBLIC_WEIGHT_POWER
     w = row_weights(XC, rho, power)
+    envelope = Xp is not None and loss.behaviour.link_derivative_envelope is not None
     slack = 1.0 + 1e-9  # the bounds hold exactly in real arithmetic; float64 rounding stays far inside this
     sens = {"gradient": 2.0 * G_link * rho * slack / n}
     Si = np.linalg.inv(0.5 * (S + S.T))
     point, path, out, gradient_sds, centre = theta, [theta], {}, [], None
     for k, (part, kk) in enumerate(zip(parts, keys)):
+        if envelope:  # public: the stage's weights from each row's features at the stage's (public) point
+            w = row_weights(XC, rho, power, link_envelope(loss, X @ point))
         Gr, Wr = _rows(loss, XC, w, X @ point, y)
+        if envelope:  # |phi'| <= r G in real arithmetic; float32 scores may round past it: held to G rho
+            nrm = np.linalg.norm(Gr, axis=1, keepdims=True)
+            Gr = Gr * np.minimum(1.0, G_link * rho / np.maximum(nrm, 1e-300))
         kind = part["statistic"]
         if Xp is not None:  # the stage's curvature and J from the public rows, exact (sd 0)
             H_pub, J_pub = public_curvature(loss, Xp, point, C, rho)
@@ -379,4 +408,5 @@ def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: f
                              np.ascontiguousarray(Xp).tobytes()).hexdigest(),
                          previous_gradient_sd=(float(gradient_sds[-2]) if Xp is not None and len(gradient_sds) > 1
                                                else None),
-                         centre=None if centre is None else tup(centre), weight_power=power)
+                         centre=None if centre is None else tup(centre), weight_power=power,
+                         weight_envelope=bool(envelope))

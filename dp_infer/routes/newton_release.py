@@ -61,7 +61,11 @@ mean ``||C^T x||``) whose interval width, predicted from the public rows, is sma
 so that the released curvature's rows ``sqrt(w phi'') C^T x`` have a bounded norm; with the curvature public only
 the gradient's bound ``G rho`` is needed, which the first power gives, and it keeps more of each high-leverage
 row's information (Adult, eps = 1, at the non-private MAP: predicted median width 2.54x with the square, 1.99x
-with the first power). Then no curvature signal-to-noise rule applies; the intervals' width over the sampling
+with the first power). Where the loss declares its link's label-free derivative envelope (the logistic loss:
+``max(s, 1 - s)``), each stage divides ``||C^T x||`` by it over ``G`` at the stage's public point
+(:func:`dp_infer.releases.newton.link_envelope`): the weighted gradient is still within ``G rho`` whatever the
+label, and a row the model finds uncertain keeps up to twice its weight (Adult: median width on the coefficients
+the non-private posterior determines 1.69-1.84x without it, 1.47-1.65x with it; docs/results.md). Then no curvature signal-to-noise rule applies; the intervals' width over the sampling
 error is set by the last gradient's noise, ``sqrt(1 + 4 d RHO_FACTOR^2 G^2 / (n mu_g^2 kappa_P))``
 (:func:`interval_width_forecast` with ``curvature="public"``: it grows like ``d / (n mu^2)``, not like
 the private curvature's ``d^3 / (n mu)^2`` noise-to-signal). The assumptions this adds: the public
@@ -165,6 +169,9 @@ class NewtonRelease:
     J computed from ``public_rows`` feature rows declared public, whose bytes hash to
     ``public_rows_sha256``: exact, sds 0); ``weight_power``: the rows' weights are ``min(1, (rho / ||C^T
     x||)^weight_power)`` (2: private curvature, and releases made before the public one's first power);
+    ``weight_envelope``: True where each stage's weights divide ``||C^T x||`` by the link's label-free derivative
+    envelope at the stage's point (:func:`dp_infer.releases.newton.link_envelope`; the intervals' weights: at the
+    last point, ``path[-1]``), False (releases made before it, and losses without one): not;
     ``previous_gradient_sd``: the noise sd of the gradient of the
     stage before the last (public curvature: it sets the last step's expected length); ``centre``: public
     curvature only, the public surrogate's minimiser anchored at the last gradient (theta;
@@ -190,6 +197,7 @@ class NewtonRelease:
     previous_gradient_sd: float | None = None
     centre: tuple | None = None
     weight_power: int = 2
+    weight_envelope: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)

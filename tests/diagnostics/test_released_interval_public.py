@@ -58,12 +58,16 @@ def test_public_curvature_is_the_weighted_model_curvature_and_model_based_score_
     loss = losses.logistic(row_norm=10.0)
     H, J = public_curvature(loss, Xp, theta, C, rho)
     XC = Xp @ C
-    w = np.minimum(1.0, rho / np.linalg.norm(XC, axis=1))  # the public release's first power (PUBLIC_WEIGHT_POWER)
     s = 1 / (1 + np.exp(-Xp @ theta))
+    # the public release's first power (PUBLIC_WEIGHT_POWER), each norm times the logistic link's largest
+    # |s - y| over the labels, max(s, 1 - s)
+    w = np.minimum(1.0, rho / (np.maximum(s, 1 - s) * np.linalg.norm(XC, axis=1)))
     v = s * (1 - s)
     np.testing.assert_allclose(H, (XC * (w * v)[:, None]).T @ XC / 400, rtol=2e-5)
     np.testing.assert_allclose(J, (XC * (w * w * v)[:, None]).T @ XC / 400, rtol=2e-5)
     assert np.any(w < 1)  # the weights bind on some rows, so the test tells w from w^2 and from the square's weights
+    # ... and the envelope moves some binding weights (the test tells them from min(1, rho / ||C^T x||))
+    assert np.max(w / np.minimum(1.0, rho / np.linalg.norm(XC, axis=1))) > 1.2
 
 
 def test_the_public_event_has_gradient_parts_only_and_composes_to_its_mu():
@@ -153,6 +157,36 @@ def test_the_predicted_width_counts_the_losss_l2_term_in_the_curvature_not_in_th
                - 1) > 0.05  # the L2 term moves it here
 
 
+def test_the_predicted_width_weighs_the_rows_by_the_envelope_at_the_point():
+    # logistic at a point where s varies and rho binds: the release's weights min(1, rho / (max(s, 1 - s) ||C^T x||))
+    # enter the prediction; H_w = C^T mean(w s (1 - s) x x^T) C, J_w with w^2, Q = H_w (J_w / n + sd_g^2 I)^-1 H_w + L
+    # against (n H_1 + L); without the envelope (r = 1) the prediction moves by more than 5% here
+    rng = np.random.default_rng(13)
+    Xp = np.concatenate([np.ones((3000, 1)), rng.normal(size=(3000, 3))], axis=1)
+    loss = losses.logistic(row_norm=10.0)
+    point, n, mu = np.array([0.3, 2.0, -1.5, 0.5]), 4000, 0.3
+    lam = np.full(4, 1e-3)
+    C = np.diag([1.0, 0.5, 0.5, 0.8])
+    XC = Xp @ C
+    rho = 0.5 * float(np.median(np.linalg.norm(XC, axis=1)))
+    s = 1 / (1 + np.exp(-Xp @ point))
+    k = s * (1 - s)
+
+    def oracle(r):
+        w = np.minimum(1.0, rho / (r * np.linalg.norm(XC, axis=1)))
+        Hw, Jw = (XC * (w * k)[:, None]).T @ XC / len(XC), (XC * (w * w * k)[:, None]).T @ XC / len(XC)
+        H1 = (XC * k[:, None]).T @ XC / len(XC)
+        L = C.T @ np.diag(lam) @ C
+        sd_g = 2 * rho / (n * mu)
+        Q = Hw @ np.linalg.solve(Jw / n + sd_g ** 2 * np.eye(4), Hw) + L
+        ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H1 + L) @ C.T))
+        return float(np.median(np.sqrt(np.diag(C @ np.linalg.inv(Q) @ C.T)) / ref))
+
+    got = predicted_width_ratio(loss, Xp, point, C, rho, lam, n, mu)
+    assert got == pytest.approx(oracle(np.maximum(s, 1 - s)), rel=1e-6)
+    assert abs(oracle(np.ones_like(s)) / got - 1) > 0.05
+
+
 def test_the_radius_is_the_grids_best_predicted_width():
     # a rare level (0.5% of rows) beside dense columns: the picked radius is the grid's argmin of the predicted
     # width, which varies over the grid by more than 10% here
@@ -169,11 +203,13 @@ def test_the_radius_is_the_grids_best_predicted_width():
     assert max(widths) > 1.1 * min(widths) and rho != rho0  # the choice matters here, and moved off factor 1
 
 
-def _weighted_minimiser(X, y, C, rho, l2=0.0):
-    """The weighted logistic loss's minimiser (the public release's weights min(1, rho / ||C^T x||)), by scipy: the
+def _weighted_minimiser(X, y, C, rho, l2=0.0, at=None):
+    """The weighted logistic loss's minimiser (the public release's weights min(1, rho / (max(s, 1 - s) ||C^T x||)),
+    s the model's probability at the stage's point ``at``; None: the weights without the envelope), by scipy: the
     oracle."""
     XC = X @ C
-    w = np.minimum(1.0, rho / np.linalg.norm(XC, axis=1))
+    r = 1.0 if at is None else np.maximum(1 / (1 + np.exp(-X @ at)), 1 / (1 + np.exp(X @ at)))
+    w = np.minimum(1.0, rho / (r * np.linalg.norm(XC, axis=1)))
 
     def f(t):
         z = X @ t
@@ -197,9 +233,9 @@ def test_with_the_private_rows_as_public_one_surrogate_step_lands_on_the_weighte
     X, y = _rows(3000, 11)
     C = np.diag([0.9, 1.1, 1.0, 0.8, 1.2])
     rho = 0.6
-    t_hat, w = _weighted_minimiser(X, y, C, rho, l2)
+    start = _weighted_minimiser(X, y, C, rho, l2)[0] + np.array([3.0, -4.0, 2.0, 5.0, -3.0])  # many data sds away
+    t_hat, w = _weighted_minimiser(X, y, C, rho, l2, at=start)  # (sd ~ 0.1 here); the weights: the stage's, at start
     assert np.any(w < 1)
-    start = t_hat + np.array([3.0, -4.0, 2.0, 5.0, -3.0])  # many data sds away (sd ~ 0.1 here)
     loss = losses.logistic(row_norm=1.0, l2=l2)
     nxt = public_surrogate_step(loss, X, start, _psi_gradient(X, y, w, start, C, l2), C, rho,
                                 np.eye(5) * 4.0, PUBLIC_STEP_BOX)
@@ -275,11 +311,12 @@ def test_the_data_centre_is_the_surrogates_minimiser_not_a_linear_step(monkeypat
     monkeypatch.setattr(nr, "PUBLIC_SCHEDULE", ((("gradient", 1.0),),))
     X, y = _rows(4000, 21, theta=THETA * 1.5)
     C, rho = np.eye(5), 0.8
-    t_hat, w = _weighted_minimiser(X, y, C, rho)
-    assert np.any(w < 1)
+    t0 = _weighted_minimiser(X, y, C, rho)[0]
     loss = losses.logistic(row_norm=1.0)
-    data_sd = np.sqrt(np.diag(np.linalg.inv(public_curvature(loss, X, t_hat, C, rho)[0]) / 4000))
-    start = t_hat + 8 * data_sd * np.array([1, -1, 1, -1, 1])
+    data_sd = np.sqrt(np.diag(np.linalg.inv(public_curvature(loss, X, t0, C, rho)[0]) / 4000))
+    start = t0 + 8 * data_sd * np.array([1, -1, 1, -1, 1])
+    t_hat, w = _weighted_minimiser(X, y, C, rho, at=start)  # the one stage's weights: at its point
+    assert np.any(w < 1)
     rel = release_newton_statistics(loss, X, y, point=start, chol=C, rho=rho, mu=1e7, key=jax.random.key(3),
                                     trust_covariance=np.diag((8 * data_sd) ** 2), X_public=X)
     assert len(rel.path) == 1 and rel.centre is not None

@@ -72,6 +72,155 @@ def test_the_public_releases_first_power_weights_keep_the_gradient_bound_and_mor
         row_weights(X @ C, 0.7, 3)
 
 
+def test_the_envelope_weights_bound_every_label_and_keep_up_to_twice_an_uncertain_row():
+    # the public release divides ||C^T x|| by the logistic link's largest |s - y| over the labels, max(s, 1 - s) at
+    # the stage's point: the weighted gradient stays within G rho for BOTH labels of every adversarial row at every
+    # point, and a row at s = 1/2 keeps twice the envelope-free weight. Huber declares no envelope (r = 1)
+    from dp_infer.releases.newton import link_envelope, row_weights
+
+    loss = losses.logistic(row_norm=1.0)
+    z = np.array([-40.0, -2.0, 0.0, 0.7, 40.0])
+    np.testing.assert_allclose(link_envelope(loss, z), np.maximum(1 / (1 + np.exp(-z)), 1 / (1 + np.exp(z))),
+                               rtol=1e-12)
+    assert link_envelope(losses.huber(1.0, row_norm=1.0), z) is None
+    C, X, _ = _adversarial_rows(loss)
+    XC = X @ C
+    for rho in (0.01, 0.7, 5.0):
+        for theta in (np.zeros(3), np.array([50.0, -50.0, 50.0]), np.array([0.03, 2.0, -9.0])):
+            w = row_weights(XC, rho, 1, link_envelope(loss, X @ theta))
+            s = 1 / (1 + np.exp(-X @ theta))
+            for label in (0.0, 1.0):
+                assert np.all(np.abs(w * (s - label)) * np.linalg.norm(XC, axis=1) <= rho * (1 + 1e-12))
+    w_env = row_weights(XC, 0.7, 1, link_envelope(loss, np.zeros(6)))
+    np.testing.assert_allclose(w_env[0], 2 * row_weights(XC, 0.7, 1)[0], rtol=1e-12)
+
+
+def test_the_envelope_is_read_in_units_of_the_declared_bound_and_one_outside_it_is_refused():
+    # r = envelope / G: a loss declaring G = 2 with the logistic envelope reads half of it; an envelope above G (it
+    # would let a row's weighted gradient exceed G rho) or at 0 (a weight of infinity) is refused, not used
+    import dataclasses
+
+    from dp_infer.releases.newton import link_envelope
+
+    loss = losses.logistic(row_norm=1.0)
+    twice = dataclasses.replace(loss, constants=dataclasses.replace(loss.constants, link_derivative_bound=2.0))
+    z = np.array([-3.0, 0.0, 0.4, 12.0])
+    np.testing.assert_allclose(link_envelope(twice, z), 0.5 * link_envelope(loss, z), rtol=1e-12)
+    seen = []
+
+    def at_bound(z):  # rounding's allowance: r up to 1 + 1e-12 is read as 1; the envelope gets float64 scores
+        seen.append(np.asarray(z).dtype)
+        return np.full(np.shape(z), 1.0 + 1e-12)
+
+    on_edge = dataclasses.replace(loss, behaviour=dataclasses.replace(loss.behaviour, link_derivative_envelope=at_bound))
+    np.testing.assert_array_equal(link_envelope(on_edge, jax.numpy.asarray(z, dtype=jax.numpy.float32)), 1.0)
+    assert seen == [np.float64]
+    for bad in (lambda z: np.full(np.shape(z), 1.5), lambda z: np.zeros(np.shape(z))):
+        broken = dataclasses.replace(loss, behaviour=dataclasses.replace(loss.behaviour, link_derivative_envelope=bad))
+        with pytest.raises(ValueError, match="link_derivative_envelope must lie in"):
+            link_envelope(broken, z)
+
+
+def test_neighbouring_rows_move_the_enveloped_public_gradient_by_at_most_its_sensitivity(monkeypatch):
+    # one public stage (the schedule patched), the same key: the noise cancels, so the two releases' gradients differ
+    # by the weighted mean's change alone, which replacing one row by an adversarial one (huge leverage, either
+    # label) must keep within 2 G rho / n; the release records that its weights used the envelope
+    import dp_infer.routes.newton_release as nr
+
+    monkeypatch.setattr(nr, "PUBLIC_SCHEDULE", ((("gradient", 1.0),),))
+    loss = losses.logistic(row_norm=1.0)
+    X, y = _rows(n=400)
+    C, Xa, ya = _adversarial_rows(loss)
+    Xp = _rows(n=300, seed=1)[0]
+    rho, point = 0.3, np.array([0.2, -0.1, 0.05])
+    kw = dict(point=point, chol=C, rho=rho, mu=2.0, key=jax.random.key(5), trust_covariance=np.eye(3) * 1e-6,
+              X_public=Xp)
+    base = release_newton_statistics(loss, X, y, **kw)
+    assert base.weight_envelope is True and base.to_dict()["weight_envelope"] is True
+    gaps = []
+    for i in range(len(ya)):
+        for label in (0.0, 1.0):
+            X2, y2 = X.copy(), y.copy()
+            X2[7], y2[7] = Xa[i], label
+            other = release_newton_statistics(loss, X2, y2, **kw)
+            gaps.append(float(np.linalg.norm(np.asarray(other.gradient) - np.asarray(base.gradient))))
+    assert max(gaps) <= 2 * rho / len(X) * (1 + 1e-6)
+    assert max(gaps) > 0.5 * 2 * rho / len(X)  # the worst neighbour comes close: the bound is not loose by design
+
+
+def test_a_loss_whose_declared_envelope_understates_its_link_is_still_held_to_its_sensitivity(monkeypatch):
+    # the envelope is the loss's declaration; a wrong one (here 0.05 for every row, where |s - y| reaches 1) would let
+    # a row weigh 20x too much. The backstop clips each weighted gradient row to G rho, so replacing one row still
+    # moves the released gradient by at most 2 G rho / n, and the worst neighbour reaches more than half of it
+    import dataclasses
+
+    import dp_infer.routes.newton_release as nr
+
+    monkeypatch.setattr(nr, "PUBLIC_SCHEDULE", ((("gradient", 1.0),),))
+    honest = losses.logistic(row_norm=1.0)
+    loss = dataclasses.replace(honest, behaviour=dataclasses.replace(
+        honest.behaviour, link_derivative_envelope=lambda z: np.full(np.shape(z), 0.05)))
+    X, y = _rows(n=400)
+    C, Xa, ya = _adversarial_rows(loss)
+    Xp = _rows(n=300, seed=1)[0]
+    rho = 0.3
+    kw = dict(point=np.array([0.2, -0.1, 0.05]), chol=C, rho=rho, mu=2.0, key=jax.random.key(5),
+              trust_covariance=np.eye(3) * 1e-6, X_public=Xp)
+    base = release_newton_statistics(loss, X, y, **kw)
+    gaps = []
+    for i in range(len(ya)):
+        for label in (0.0, 1.0):
+            X2, y2 = X.copy(), y.copy()
+            X2[7], y2[7] = Xa[i], label
+            gaps.append(float(np.linalg.norm(np.asarray(release_newton_statistics(loss, X2, y2, **kw).gradient)
+                                             - np.asarray(base.gradient))))
+    assert 0.5 * 2 * rho / len(X) < max(gaps) <= 2 * rho / len(X) * (1 + 1e-6)
+
+
+def test_the_private_release_keeps_its_squared_weights_free_of_the_envelope():
+    # the private release's curvature rows are bounded through w ||C^T x||^2 <= rho^2: its weights must not divide by
+    # the envelope (that would let a row's curvature exceed kappa rho^2). Same key, same rows: the release of a
+    # logistic loss equals the one of the same loss declaring no envelope, and records weight_envelope False
+    import dataclasses
+
+    loss = losses.logistic(row_norm=1.0)
+    plain = dataclasses.replace(loss, behaviour=dataclasses.replace(loss.behaviour, link_derivative_envelope=None))
+    X, y = _rows(n=400)
+    C, _, _ = _adversarial_rows(loss)
+    kw = dict(point=np.array([0.4, -0.3, 0.2]), chol=C, rho=0.3, mu=2.0, key=jax.random.key(4),
+              trust_covariance=np.eye(3))
+    a, b = release_newton_statistics(loss, X, y, **kw), release_newton_statistics(plain, X, y, **kw)
+    assert a.weight_envelope is False
+    np.testing.assert_array_equal(a.gradient, b.gradient)
+    np.testing.assert_array_equal(a.curvature, b.curvature)
+    np.testing.assert_array_equal(a.path[-1], b.path[-1])
+
+
+def test_each_public_stage_weighs_the_rows_by_the_envelope_at_that_stage_point():
+    # the default public schedule (several stages), noise sd ~1e-9 (mu 1e6): the last released gradient
+    # is the mean of w (s - y) C^T x at the path's last point, the weights min(1, rho / (max(s, 1 - s) ||C^T x||))
+    # with s at that point too, not at the start; the two oracles differ here by far more than the noise
+    from dp_infer.routes.newton_release import PUBLIC_SCHEDULE
+
+    loss = losses.logistic(row_norm=1.0)
+    X, y = _rows(n=2000, seed=3)
+    C = np.diag([3.0, 3.0, 3.0])
+    rel = release_newton_statistics(loss, X, y, point=np.array([-3.0, 3.0, -3.0]), chol=C, rho=0.5, mu=1e6,
+                                    key=jax.random.key(2), trust_covariance=np.eye(3) * 4.0, X_public=X)
+    assert len(PUBLIC_SCHEDULE) > 1 and len(rel.path) == len(PUBLIC_SCHEDULE)
+    XC = X @ C
+
+    def mean_gradient(at):
+        s_at = 1 / (1 + np.exp(-X @ at))
+        w = np.minimum(1.0, 0.5 / (np.maximum(s_at, 1 - s_at) * np.linalg.norm(XC, axis=1)))
+        s_last = 1 / (1 + np.exp(-X @ np.asarray(rel.path[-1])))
+        return (XC * (w * (s_last - y))[:, None]).mean(axis=0)
+
+    want, stale = mean_gradient(np.asarray(rel.path[-1])), mean_gradient(np.asarray(rel.path[0]))
+    np.testing.assert_allclose(rel.gradient, want, atol=1e-6)
+    assert np.max(np.abs(want - stale)) > 1e-4  # 100x the tolerance above
+
+
 def test_the_release_noise_has_the_stated_sd_and_the_event_the_planned_mu():
     # the last gradient's noise over 100 keys against its stated sd (chi-square: sd of the sd estimate ~ 1/sqrt(2 N d))
     X, y = _rows()
