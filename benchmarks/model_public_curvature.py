@@ -107,7 +107,25 @@ def adult_model(eps: float = 1.0, seed: int = 0, clip_norm: float = 8.0, curvatu
                test_accuracy_interval_centre=_accuracy(Xt, yt, iv.centre),
                test_accuracy_posterior_mean=_accuracy(Xt, yt, run.draws().reshape(-1, d).mean(axis=0)),
                test_accuracy_nonprivate_map=_accuracy(Xt, yt, t), method=iv.method)
+    if rel.get("release_metric") == "weighted":  # the intervals' own estimand: the weighted MAP on these rows
+        tw = nonprivate_laplace(X, y, PRIOR, weights=weighted_release_weights(X, rel))[0]
+        inside = (iv.lower <= tw) & (tw <= iv.upper)
+        out.update(contain_weighted_map=int(inside.sum()),
+                   contain_weighted_map_unflagged=int(inside[unflagged].sum()),
+                   median_abs_z_vs_weighted_map_unflagged=float(np.median(np.abs(iv.centre - tw)[unflagged]
+                                                                          / iv.sd[unflagged]))
+                   if unflagged.any() else None)
     return out
+
+
+def weighted_release_weights(X, rel) -> np.ndarray:
+    """A logistic model's weighted release's row weights ``min(1, rho / (max(p, 1 - p) ||chol^T x||))`` at its last
+    point (``p`` the model's probability there; ``chol`` maps the release's whitened coordinates to theta, so
+    ``||chol^T x||`` is the phi-score's ``||M^T s x||`` per unit residual): the non-private oracle of the weights the
+    release computed from each row's every label (:func:`dp_infer.model.weighted_release.row_bounds`)."""
+    p = 1.0 / (1.0 + np.exp(-X @ np.asarray(rel["path"][-1], dtype=np.float64)))
+    bound = np.maximum(p, 1.0 - p) * np.linalg.norm(X @ np.asarray(rel["chol"], dtype=np.float64), axis=1)
+    return np.minimum(1.0, float(rel["rho"]) / np.maximum(bound, 1e-300))
 
 
 def model_coverage(seeds, design: str = "logistic_small", clip_norm: float = 10.0, log=print) -> dict:

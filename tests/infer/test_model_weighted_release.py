@@ -210,6 +210,37 @@ def test_with_binding_weights_the_release_targets_the_weighted_mle_with_its_sand
     np.testing.assert_allclose(iv.data_sd, sandwich, rtol=0.05)
 
 
+def test_each_stage_lands_on_the_private_weighted_root_when_the_public_rows_are_the_private_ones():
+    """The path's stages move to the public surrogate's minimiser (as the loss route's), not a linear step held in
+    a trust region: with the private rows' features as the public rows and mu = 1e8 (noise ~1e-8 of an sd), the
+    first stage's end is the root of the private weighted score with the weights at the start (Newton's method
+    here on mean_i w_i (sigma(x_i . theta) - y_i) x_i = 0), to 1e-4 of a data sd, from a start 4 data sds away
+    where one linear step is off by the curvature's change (the test tells them apart)."""
+    X, y, _ = logit_data(41, 3000)
+    s = np.full(3, 2.0)
+    nll = _whitened_nll(s)
+    ml = dp_infer.loss_from_model(logreg, X, y, clip_norm=100.0)
+    t0, sd0 = logistic_mle(X, y)
+    start = t0 + 4.0 * sd0 * np.array([1.0, -1.0, 1.0])
+    pj = public_second_moment(nll, ml.observation_sampler(), X, s, clip_norm=100.0)
+    rel = wr.release_weighted_scores(nll, X, y, point=start / s, scales=s, clip_norm=100.0, mu=1e8,
+                                     key=jax.random.PRNGKey(3), trust_covariance=np.eye(3), prior_mean=np.zeros(3),
+                                     prior_sd=np.full(3, 1e4), public=pj, labels=(0.0, 1.0))
+    np.testing.assert_allclose(rel["path"][0], start, rtol=1e-12)
+    M = np.asarray(rel["chol"]) / s[:, None]
+    p0 = 1.0 / (1.0 + np.exp(-X @ start))
+    w = np.minimum(1.0, rel["rho"] / (np.maximum(p0, 1 - p0) * np.linalg.norm((X * s) @ M, axis=1)))
+    r = start.copy()
+    for _ in range(40):
+        p = 1.0 / (1.0 + np.exp(-X @ r))
+        r = r - np.linalg.solve((X * (w * p * (1 - p))[:, None]).T @ X, X.T @ (w * (p - y)))
+    H0 = (X * (w * p0 * (1 - p0))[:, None]).T @ X
+    sd = np.sqrt(np.diag(np.linalg.inv(H0)))
+    np.testing.assert_allclose(rel["path"][1], r, atol=1e-4 * float(sd.min()))
+    linear = start - np.linalg.solve(H0, X.T @ (w * (p0 - y)))
+    assert np.max(np.abs(linear - r) / sd) > 0.05
+
+
 def test_the_noise_aware_step_takes_a_prior_precision_matrix():
     """A diagonal precision matrix gives the vector form's step; a full one is the Gaussian posterior mean."""
     rng = np.random.default_rng(2)
