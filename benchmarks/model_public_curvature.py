@@ -91,6 +91,7 @@ def adult_model(eps: float = 1.0, seed: int = 0, clip_norm: float = 8.0, curvatu
                gradient_sd=rel["gradient_sd"], label_draws=rel.get("label_draws"),
                release_metric=rel.get("release_metric", "clipped"), rho=rel.get("rho"),
                predicted_width_ratio=rel.get("predicted_width_ratio"),
+               **forecast_against_run(run.report_extras.get("interval_forecast"), iv.sd, ratio),
                np_exclude_zero=int(np_excl.sum()), determined=int(iv.determined.sum()),
                determined_share_of_np=float(np.sum(iv.determined & np_excl) / max(int(np_excl.sum()), 1)),
                determined_signs_right=float(np.mean(np.sign(iv.centre[iv.determined]) == np.sign(t[iv.determined]))
@@ -118,6 +119,19 @@ def adult_model(eps: float = 1.0, seed: int = 0, clip_norm: float = 8.0, curvatu
     return out
 
 
+def forecast_against_run(forecast, sd, ratio) -> dict:
+    """The plan's interval forecast (made from the public rows before the charge; None without a weighted
+    release) beside what the run measured: the median coordinate's interval sd over the non-private one
+    (``ratio``, per coordinate) and its interval sd (``sd``, unconstrained units), and forecast / measured."""
+    if forecast is None:
+        return {}
+    width, typical = float(np.median(ratio)), float(np.median(sd))
+    return {"forecast_width_ratio": forecast["width_ratio"], "measured_width_ratio": width,
+            "forecast_over_measured_width": forecast["width_ratio"] / width,
+            "forecast_typical_sd": forecast["typical_sd"], "measured_typical_sd": typical,
+            "forecast_over_measured_sd": forecast["typical_sd"] / typical}
+
+
 def weighted_release_weights(X, rel) -> np.ndarray:
     """A logistic model's weighted release's row weights ``min(1, rho / (max(p, 1 - p) ||chol^T x||))`` at its last
     point (``p`` the model's probability there; ``chol`` maps the release's whitened coordinates to theta, so
@@ -136,7 +150,7 @@ def model_coverage(seeds, design: str = "logistic_small", clip_norm: float = 10.
         raise ValueError(f"design must be a logistic design, got {design!r}")
     kinds = np.array(coordinate_kinds(design))
     model = logistic_model(1.0 / math.sqrt(PRIOR))
-    cov, det, npd, ratio, secs, flagged = [], [], [], [], [], []
+    cov, det, npd, ratio, secs, flagged, fc = [], [], [], [], [], [], []
     for s in seeds:
         X, y, theta = design_data(design, s)
         Xp = design_data(design, 50000 + s)[0]
@@ -152,9 +166,10 @@ def model_coverage(seeds, design: str = "logistic_small", clip_norm: float = 10.
         npd.append(np.abs(t) > Z90 * sd_np)
         ratio.append(iv.sd / sd_np)
         flagged.append([bool(f) for f in iv.flags])
+        fc.append(forecast_against_run(run.report_extras.get("interval_forecast"), iv.sd, ratio[-1]))
         log(json.dumps({"seed": s, "covered": cov[-1].tolist(), "determined": det[-1].tolist(),
                         "np_determined": npd[-1].tolist(), "width_ratio": ratio[-1].tolist(),
-                        "flags": list(iv.flags), "seconds": secs[-1]}))
+                        "flags": list(iv.flags), "seconds": secs[-1], **fc[-1]}))
     cov, det, npd, ratio, flagged = map(np.array, (cov, det, npd, ratio, flagged))
 
     def rate(c):
@@ -169,7 +184,23 @@ def model_coverage(seeds, design: str = "logistic_small", clip_norm: float = 10.
             "coverage_se_over_datasets": float(cov.mean(axis=1).std(ddof=1) / np.sqrt(len(seeds)))
             if len(seeds) > 1 else None,
             "determined_share_of_np": float((det & npd).sum() / max(npd.sum(), 1)),
-            "flagged_share": float(flagged.mean()), "mean_seconds_per_run": float(np.mean(secs))}
+            "flagged_share": float(flagged.mean()), "mean_seconds_per_run": float(np.mean(secs)),
+            **forecast_summary(fc)}
+
+
+def forecast_summary(rows) -> dict:
+    """Over datasets: the median and range of forecast / measured (width ratio and typical sd), and the share
+    of datasets where each is within 25% (the issue's target: 0.75 <= forecast / measured <= 1.25)."""
+    rows = [r for r in rows if r]
+    if not rows:
+        return {}
+    out = {}
+    for k in ("width", "sd"):
+        q = np.array([r[f"forecast_over_measured_{k}"] for r in rows])
+        out[f"forecast_over_measured_{k}"] = {"median": float(np.median(q)), "min": float(q.min()),
+                                              "max": float(q.max()),
+                                              "within_25_percent": float(np.mean((q >= 0.75) & (q <= 1.25)))}
+    return out
 
 
 def main(argv=None):

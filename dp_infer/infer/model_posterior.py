@@ -76,12 +76,13 @@ from ..model.clipping import (DEFAULT_COUNT_SHARE, check_count_share, count_part
 from ..model.fisher import FISHER_POINT, score_gram
 from ..model import score_release as _sr
 from ..model.public_information import check_public_model_rows, public_second_moment
-from ..model.weighted_release import release_labels, release_weighted_scores
+from ..model.weighted_release import release_labels
 from ..privacy.conversions import gdp_mu
 from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment
 from ..releases.second_moment import private_second_moment_of_gram
 from .clip_count import count_key, keep_clip_count
+from .model_interval_release import forecast_note, release_for_intervals, weighted_interval_forecast
 from .fit_model import check_feature_names, model_coords_dims, prepare_model
 from .preflight import check_plan_resources, check_sampling_options
 from .posterior import PosteriorRun, released_draws, warn_if_unmixed
@@ -406,15 +407,16 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
               "seed": seed, "key_impl": key_impl, "chain_method": chain_method, "progress_bar": progress_bar,
               "init_strategy": init_strategy, "interval_share": interval_share, "mu_count": mu_count,
               "public_rows": public_rows, "release_labels": labels}
-    mpp = MODEL_POSTERIOR_ROUTE.plan(public)  # planned once, here: the rows are checked with its loss
-    rows, y = mpp.loss.check_data(rows, y)
     # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
     run_coords, run_dims = model_coords_dims(ml, names, coords, dims)
-    # the prior's draws (fixed public key): its Gaussian stand-in now, the model-prior intervals' prior mass later
+    # the prior's draws (fixed public key): its Gaussian stand-in now (the plan's interval forecast, the release),
+    # the model-prior intervals' prior mass later
     prior_sample = prior_draws(ml, jax.random.PRNGKey(0), 4000) if interval_share > 0 else None
     public["prior_gauss"] = ((*_sr.prior_gaussian(ml, draws=prior_sample), _sr.unconstrained_names(ml, run_coords,
                                                                                                    run_dims))
                              if interval_share > 0 else None)
+    mpp = MODEL_POSTERIOR_ROUTE.plan(public)  # planned once, here: the rows are checked with its loss
+    rows, y = mpp.loss.check_data(rows, y)
 
     def describe(run, keeper, receipt):
         desc = ml.describe()
@@ -456,6 +458,8 @@ class ModelPosteriorPlan:
     scales: np.ndarray
     loss: PerExampleLoss
     event: Any
+    #: the weighted release's intervals forecast from the public rows (:func:`weighted_interval_forecast`), or None
+    interval_forecast: dict | None = None
 
     @property
     def route(self) -> str:
@@ -465,7 +469,10 @@ class ModelPosteriorPlan:
 def _plan_model_posterior_route(public) -> ModelPosteriorPlan:
     plan, scales, loss = plan_model_posterior(public["ml"], public["n"], second_moment=public["second_moment"],
                                               **public["plan"])
-    return ModelPosteriorPlan(plan, scales, loss, plan.event)
+    forecast = weighted_interval_forecast(plan, scales, loss, public)
+    if forecast is not None:
+        plan = dataclasses.replace(plan, notes=tuple(plan.notes) + (forecast_note(forecast),))
+    return ModelPosteriorPlan(plan, scales, loss, plan.event, forecast)
 
 
 def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> PosteriorRun:
@@ -503,10 +510,12 @@ def _run_model_posterior_route(mpp: ModelPosteriorPlan, data, public) -> Posteri
     if public["interval_share"] > 0:
         public_j = None if public["public_rows"] is None else public_second_moment(
             loss.fn, ml.observation_sampler(), public["public_rows"], scales, clip_norm=clip_norm)
-        why = _release_for_intervals(run, loss, rows, y, scales, clip_norm, public["prior_gauss"],
+        why = release_for_intervals(run, loss, rows, y, scales, clip_norm, public["prior_gauss"],
                                      jax.random.fold_in(key, 2), public_j, public["release_labels"])
         if why is not None:
             run.report_extras["interval_release_skipped"] = why
+        if mpp.interval_forecast is not None:
+            run.report_extras["interval_forecast"] = mpp.interval_forecast
     warn_if_unmixed(run)
     return run
 
@@ -535,30 +544,6 @@ def release_posterior_clip_count(run: PosteriorRun, mpp: ModelPosteriorPlan, row
 
 def _preflight_model_posterior(mpp: ModelPosteriorPlan, prefix: str = "") -> None:
     check_plan_resources(mpp.plan, prefix=prefix)  # steps and memory (issue 40: ess=1e11 overflowed after the charge)
-
-
-def _release_for_intervals(run: PosteriorRun, loss: PerExampleLoss, rows, y, scales, clip_norm: float,
-                           prior_gauss, key, public_j=None, labels=None) -> str | None:
-    """The score release the plan reserved (``posterior.mu_interval``, charged with the run), at the
-    draws' mean in the whitened coordinates, kept in ``run.report_extras["interval_release"]``. Skipped
-    (spending less than charged; the reason returned) when the draws are not finite. ``public_j``: ``J``
-    from public rows (:mod:`dp_infer.model.public_information`) for a public-curvature release; ``labels``: with
-    it, the observation's finite support: the weighted release (:mod:`dp_infer.model.weighted_release`)."""
-    mu = 0.0 if run.plan.posterior is None else run.plan.posterior.mu_interval
-    theta = run.draws().reshape(-1, run.plan.dim)
-    if mu <= 0:
-        return None
-    if not np.all(np.isfinite(theta)):
-        return "the chains diverged (non-finite draws): the reserved interval release was not made"
-    s = np.asarray(scales, dtype=np.float64)
-    phi = theta / s
-    cov = np.atleast_2d(np.cov(phi.T)) + 1e-12 * np.eye(run.plan.dim)
-    kw = dict(point=phi.mean(axis=0), scales=s, clip_norm=clip_norm, mu=mu, key=key, trust_covariance=cov,
-              prior_mean=prior_gauss[0], prior_sd=prior_gauss[1], names=prior_gauss[2])
-    run.report_extras["interval_release"] = (
-        release_weighted_scores(loss.fn, rows, y, public=public_j, labels=labels, **kw) if labels is not None else
-        _sr.release_score_statistics(loss.fn, rows, y, public_second_moment=public_j, **kw))
-    return None
 
 
 #: a NumPyro model's posterior mode: :func:`plan_model_posterior` plans (with the Fisher release's

@@ -67,7 +67,8 @@ from ..routes.newton_release import PUBLIC_STEP_BOX, RHO_GRID
 from .score_release import RELEASE_KIND, check_release_point, score_function, score_release_event
 
 __all__ = ["enumerated_nll", "label_probabilities", "enumerated_scores", "release_labels", "information", "row_bounds",
-           "predicted_width_ratio", "choose_radius", "release_weighted_scores", "surrogate_centre", "SUPPORT_TOLERANCE",
+           "predicted_sds", "predicted_width_ratio", "choose_radius", "release_metric",
+           "forecast_intervals", "release_weighted_scores", "surrogate_centre", "SUPPORT_TOLERANCE",
            "WEIGHTED_ESTIMAND", "WEIGHTED_ASSUMPTIONS"]
 
 #: the public rows' label probabilities must sum to 1 within this (else the nll is not ``-log p(y | x)``)
@@ -158,11 +159,11 @@ def row_bounds(G, A) -> np.ndarray:
     return np.max(np.stack([np.linalg.norm(G[k] @ A, axis=1) for k in range(G.shape[0])]), axis=0)
 
 
-def predicted_width_ratio(G, P, M, prior_precision, n: int, mu_last: float):
-    """``rho -> `` the median over coordinates of the intervals' sd over the non-private posterior's, predicted
-    from the public rows' enumerated scores ``G``, ``P`` (phi) in the metric ``M``: the data's precision
-    ``H_w (J_w / n + sd_g^2 I)^-1 H_w`` (``sd_g = 2 rho / (n mu_last)``) with the prior's, against
-    ``n F + Lambda`` unweighted. Public: free."""
+def predicted_sds(G, P, M, prior_precision, n: int, mu_last: float):
+    """``rho -> (sd, ref)``: per coordinate (phi units), the intervals' sd predicted from the public rows'
+    enumerated scores ``G``, ``P`` (phi) in the metric ``M`` with weights of radius ``rho``, and the
+    non-private posterior's: the data's precision ``H_w (J_w / n + sd_g^2 I)^-1 H_w`` (``sd_g = 2 rho /
+    (n mu_last)``) with the prior's, against ``n F + Lambda`` unweighted. Public: free."""
     d = M.shape[0]
     lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
     lp = M.T @ (lam[:, None] * M)
@@ -170,12 +171,23 @@ def predicted_width_ratio(G, P, M, prior_precision, n: int, mu_last: float):
     ref = np.sqrt(np.diag(M @ np.linalg.inv(n * information(Gpsi, P) + lp) @ M.T))
     B = row_bounds(Gpsi, np.eye(d))
 
-    def ratio(rho: float) -> float:
+    def sds(rho: float) -> tuple[np.ndarray, np.ndarray]:
         w = np.minimum(1.0, rho / np.maximum(B, 1e-300))
         Hw, Jw = information(Gpsi, P, weights=w), information(Gpsi, P, weights=w * w)
         sd_g = 2.0 * rho / (n * mu_last)
         Q = Hw @ np.linalg.solve(Jw / n + sd_g * sd_g * np.eye(d), Hw) + lp
-        sd = np.sqrt(np.diag(M @ np.linalg.inv(0.5 * (Q + Q.T)) @ M.T))
+        return np.sqrt(np.diag(M @ np.linalg.inv(0.5 * (Q + Q.T)) @ M.T)), ref
+
+    return sds
+
+
+def predicted_width_ratio(G, P, M, prior_precision, n: int, mu_last: float):
+    """``rho -> `` the median over coordinates of the intervals' sd over the non-private posterior's
+    (:func:`predicted_sds`). Public: free."""
+    predict = predicted_sds(G, P, M, prior_precision, n, mu_last)
+
+    def ratio(rho: float) -> float:
+        sd, ref = predict(rho)
         return float(np.median(sd / ref))
 
     return ratio
@@ -189,6 +201,34 @@ def choose_radius(G, P, M, prior_precision, n: int, mu_last: float) -> tuple[flo
     widths = [predict(f * rho0) for f in RHO_GRID]
     best = int(np.argmin(widths))
     return float(RHO_GRID[best]) * rho0, float(widths[best])
+
+
+def release_metric(example_fn, X_public, phi, labels, prior_precision, n: int, mu_last: float, *, scores=None,
+                   nll=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """``(G, P, M, rho, predicted width ratio)`` at ``phi`` (public): the public rows' enumerated scores and
+    label probabilities, the metric that whitens their information with the prior's precision over ``n``, and
+    the weights' radius :func:`choose_radius` picks for the last gradient's GDP ``mu_last``."""
+    G, P = enumerated_scores(example_fn, X_public, phi, labels, scores=scores, nll=nll)
+    M = whitening_metric(information(G, P), prior_precision, n, purpose="the weighted release")
+    rho, predicted = choose_radius(G, P, M, prior_precision, n, mu_last)
+    return G, P, M, rho, predicted
+
+
+def forecast_intervals(example_fn, X_public, labels, point, scales, prior_sd, n: int, mu_last: float) -> dict:
+    """The weighted release's intervals forecast before anything is charged: :func:`release_metric` and
+    :func:`predicted_sds` at a public ``point`` (phi; the fit takes the prior stand-in's centre, since the draws'
+    mean, where the release is made, is not known yet). Returns ``width_ratio`` (the median coordinate's
+    interval sd over the non-private posterior's, as :func:`choose_radius` predicts it), ``typical_sd`` (the
+    median coordinate's interval sd, unconstrained theta units), ``rho`` and ``point`` (theta). Assumes the
+    release's point is near ``point`` and the model correctly specified: where the data move the estimate far
+    from the prior's centre (a logistic model's information falls there), the forecast is of a narrower
+    non-private posterior than the run's."""
+    s = np.asarray(scales, dtype=np.float64)
+    lam = (s / np.asarray(prior_sd, dtype=np.float64)) ** 2
+    G, P, M, rho, width = release_metric(example_fn, X_public, point, labels, lam, n, mu_last)
+    sd, _ = predicted_sds(G, P, M, lam, n, mu_last)(rho)
+    return {"width_ratio": width, "typical_sd": float(np.median(s * sd)), "rho": rho,
+            "point": [float(v) for v in s * np.asarray(point, dtype=np.float64)]}
 
 
 def surrogate_centre(nll, scores, X_public, labels, point, gradient_phi, weights, draws_sd, half_width: float):
@@ -262,9 +302,8 @@ def release_weighted_scores(example_fn, X, y, *, point, scales, clip_norm: float
     lam = (s / np.asarray(prior_sd, dtype=np.float64)) ** 2
     scores, nll = score_function(example_fn), _nll_function(example_fn)
     Xp = public.rows_packed
-    Gp, Pp = enumerated_scores(example_fn, Xp, phi, labels, scores=scores, nll=nll)
-    M = whitening_metric(information(Gp, Pp), lam, n, purpose="the weighted release")
-    rho, predicted = choose_radius(Gp, Pp, M, lam, n, parts[-1]["mu"])
+    Gp, Pp, M, rho, predicted = release_metric(example_fn, Xp, phi, labels, lam, n, parts[-1]["mu"], scores=scores,
+                                               nll=nll)
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
     draws_sd = np.sqrt(np.maximum(np.diag(S), 1e-300))
     path, out = [phi], {}

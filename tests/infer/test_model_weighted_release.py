@@ -138,6 +138,43 @@ def test_the_predicted_width_is_the_closed_form_where_every_weight_is_one():
         math.sqrt(1.0 + n * sd_g ** 2), rel=1e-6)
 
 
+def test_the_forecast_is_the_public_rows_laplace_sd_at_the_prior_centre_when_noise_free(monkeypatch):
+    """Before the charge (forecast_intervals): at mu = 1e8 and weights 1 the forecast interval is the non-private
+    posterior's at the point, from the public rows: for a logistic model at theta = 0 every row's information is
+    x x^T / 4, so the sd is the root of diag((n X_pub^T X_pub / (4 m) + diag(prior_sd^-2))^-1) in theta units
+    (computed here without the module's enumeration or metric), and the width ratio is 1."""
+    monkeypatch.setattr(wr, "RHO_GRID", (1e3,))
+    Xp, _, _ = logit_data(5, 20000)
+    s, prior_sd, n = np.array([2.0, 1.0, 4.0]), np.array([10.0, 3.0, 5.0]), 5000
+    fc = wr.forecast_intervals(_whitened_nll(s), Xp, (0.0, 1.0), np.zeros(3), s, prior_sd, n, 1e8)
+    H = Xp.T @ Xp / (4.0 * Xp.shape[0])
+    sd = np.sqrt(np.diag(np.linalg.inv(n * H + np.diag(prior_sd ** -2.0))))
+    assert fc["typical_sd"] == pytest.approx(float(np.median(sd)), rel=1e-5)
+    assert fc["width_ratio"] == pytest.approx(1.0, abs=1e-6)
+    assert fc["point"] == [0.0, 0.0, 0.0] and fc["rho"] > 0
+
+
+@pytest.mark.slow  # a whole release (its surrogate stages compile): 20 s
+def test_the_forecast_predicts_what_the_release_at_the_same_point_predicts():
+    """The forecast and the release share their arithmetic (release_metric): a weighted release made at the
+    forecast's point, with the forecast's mu (the plan's last gradient's), records the same predicted width and
+    radius. So the forecast differs from the release's own prediction only by where the draws' mean lands."""
+    X, y, _ = logit_data(6, 3000)
+    Xp, _, _ = logit_data(7, 5000)
+    s, prior_sd, point, mu = np.full(3, 2.0), np.full(3, 2.5), np.array([0.1, -0.2, 0.05]), 0.2
+    nll = _whitened_nll(s)
+    parts = score_release_event(mu, n=3000, clip_norm=4.0, curvature="public", weighted=True).metadata["parts"]
+    fc = wr.forecast_intervals(nll, Xp, (0.0, 1.0), point, s, prior_sd, 3000, parts[-1]["mu"])
+    ml = dp_infer.loss_from_model(logreg, X, y, clip_norm=4.0)
+    pj = public_second_moment(nll, ml.observation_sampler(), Xp, s, clip_norm=4.0)
+    rel = wr.release_weighted_scores(nll, X, y, point=point, scales=s, clip_norm=4.0, mu=mu, key=jax.random.PRNGKey(0),
+                                     trust_covariance=np.eye(3), prior_mean=np.zeros(3), prior_sd=prior_sd, public=pj,
+                                     labels=(0.0, 1.0))
+    assert rel["predicted_width_ratio"] == pytest.approx(fc["width_ratio"], rel=1e-9)
+    assert rel["rho"] == pytest.approx(fc["rho"], rel=1e-9)
+    assert fc["width_ratio"] > 1.05  # the noise at this mu is not negligible: a forecast that could be wrong
+
+
 def _noise_free_release(seed: int, key: int):
     """``(X, y, s, release)``: a weighted release at mu = 1e8 on 4,000 logistic rows (seed), 20,000 public rows of
     the same design (seed + 1), prior scales 2, from (0.2, 0.1, -0.3) with a wide trust region and prior."""
