@@ -68,7 +68,8 @@ from .score_release import RELEASE_KIND, check_release_point, score_function, sc
 
 __all__ = ["enumerated_nll", "label_probabilities", "enumerated_scores", "release_labels", "information", "row_bounds",
            "predicted_sds", "predicted_width_ratio", "choose_radius", "release_metric",
-           "forecast_intervals", "release_weighted_scores", "surrogate_centre", "SUPPORT_TOLERANCE",
+           "forecast_intervals", "symmetric_score_function", "KINK_OFFSET",
+           "release_weighted_scores", "surrogate_centre", "SUPPORT_TOLERANCE",
            "WEIGHTED_ESTIMAND", "WEIGHTED_ASSUMPTIONS"]
 
 #: the public rows' label probabilities must sum to 1 within this (else the nll is not ``-log p(y | x)``)
@@ -214,6 +215,28 @@ def release_metric(example_fn, X_public, phi, labels, prior_precision, n: int, m
     return G, P, M, rho, predicted
 
 
+#: the forecast's scores are the mean of the gradients at ``phi +- KINK_OFFSET u`` (``u`` a fixed public unit
+#: direction, whitened units): at a point where a row's linear predictor is exactly 0 (a user's guess of 0 for an
+#: effect) NumPyro's ``Bernoulli(logits=...)`` has a kink in its automatic derivative (-1 for y = 1 instead of
+#: -1/2, as :data:`dp_infer.model.fisher.ORIGIN_OFFSET` notes), and the mean reads the derivative's value there;
+#: elsewhere it differs from the gradient by O(KINK_OFFSET^2) relative
+KINK_OFFSET = 1e-3
+
+
+def symmetric_score_function(example_fn, dim: int):
+    """``(phi, X, y) -> (m, d)``: :func:`~dp_infer.model.score_release.score_function`'s per-example gradients,
+    averaged at ``phi +- KINK_OFFSET u`` with ``u`` a fixed public unit direction (``numpy`` seed 0), so no row
+    of a generic design sits on the kink at either point."""
+    grad = score_function(example_fn)
+    u = np.random.default_rng(0).normal(size=int(dim))
+    h = jnp.asarray(KINK_OFFSET * u / np.linalg.norm(u), dtype=jnp.result_type(float))
+
+    def scores(phi, X, y):
+        return 0.5 * (grad(phi + h, X, y) + grad(phi - h, X, y))
+
+    return scores
+
+
 def forecast_intervals(example_fn, X_public, labels, point, scales, prior_sd, n: int, mu_last: float) -> dict:
     """The weighted release's intervals forecast before anything is charged: :func:`release_metric` and
     :func:`predicted_sds` at a public ``point`` (phi; the fit takes the prior stand-in's centre, since the draws'
@@ -222,10 +245,12 @@ def forecast_intervals(example_fn, X_public, labels, point, scales, prior_sd, n:
     median coordinate's interval sd, unconstrained theta units), ``rho`` and ``point`` (theta). Assumes the
     release's point is near ``point`` and the model correctly specified: where the data move the estimate far
     from the prior's centre (a logistic model's information falls there), the forecast is of a narrower
-    non-private posterior than the run's."""
+    non-private posterior than the run's. The scores are :func:`symmetric_score_function`'s (exact at a point
+    where a row's linear predictor is 0)."""
     s = np.asarray(scales, dtype=np.float64)
     lam = (s / np.asarray(prior_sd, dtype=np.float64)) ** 2
-    G, P, M, rho, width = release_metric(example_fn, X_public, point, labels, lam, n, mu_last)
+    G, P, M, rho, width = release_metric(example_fn, X_public, point, labels, lam, n, mu_last,
+                                         scores=symmetric_score_function(example_fn, s.shape[0]))
     sd, _ = predicted_sds(G, P, M, lam, n, mu_last)(rho)
     return {"width_ratio": width, "typical_sd": float(np.median(s * sd)), "rho": rho,
             "point": [float(v) for v in s * np.asarray(point, dtype=np.float64)]}
