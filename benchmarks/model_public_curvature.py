@@ -11,6 +11,11 @@ determine, their signs, the median width there), coverage of the non-private MAP
 ``--curvature private`` runs the same model with the released ``J`` (at eps = 1 no release: its signal to
 noise is below the rule).
 
+``python -m benchmarks.model_public_curvature --adult-forecast``: the same model's plan and interval forecast
+read before the charge (``dp_infer.forecast_model_posterior``; nothing charged, no run), at the prior's centre
+and at the MAP of Adult's public test file (``forecast_at``: that file's labels declared public too), to set
+beside the width and typical sd the ``--adult`` runs measure.
+
 ``python -m benchmarks.model_public_curvature --coverage 50 [--design logistic_small] [--start 0]``: coverage
 of a known truth by the same kind of model (a logistic NumPyro model, prior N(0, 10^2)) on
 :mod:`benchmarks.intervals`'s logistic designs (eps 1, ess 400, clip_norm 10 in the prior-whitened metric:
@@ -54,22 +59,47 @@ def _accuracy(X, y, theta) -> float:
     return float(np.mean((X @ theta > 0) == (y > 0.5)))
 
 
-def adult_model(eps: float = 1.0, seed: int = 0, clip_norm: float = 8.0, curvature: str = "public",
-                save: str | None = None) -> dict:
-    import dp_infer
+def adult_setup(eps: float = 1.0, clip_norm: float = 8.0, curvature: str = "public"):
+    """``(model, X, y, X_test, y_test, options)``: the Adult model's data and the run's options (module doc)."""
     from dp_infer.schema.adult import load_adult_raw
 
     a = load_adult_raw()
     X, y = np.asarray(a.X_train, dtype=np.float64), np.asarray(a.y_train, dtype=np.float64)
     Xt, yt = np.asarray(a.X_test, dtype=np.float64), np.asarray(a.y_test, dtype=np.float64)
-    n, d = X.shape
     prior_sd = 1.0 / math.sqrt(PRIOR)
     row_norm = a.feature_map.admissible_rows().max_norm()
     kw = dict(interval_curvature="public", X_public=Xt) if curvature == "public" else {}
+    opts = dict(eps=eps, delta=1e-5, clip_norm=clip_norm, smoothness=0.25 * prior_sd ** 2 * row_norm ** 2,
+                preconditioner="fisher", kernel="underdamped", ess=400, progress_bar=False, **kw)
+    return logistic_model(prior_sd), X, y, Xt, yt, opts
+
+
+def adult_forecast(eps: float = 1.0, clip_norm: float = 8.0) -> dict:
+    """The Adult model's interval forecast before the charge (:func:`dp_infer.forecast_model_posterior`, nothing
+    charged, no run): at the prior's centre (the default, a floor) and at the MAP of Adult's public test file
+    (its labels as well as its features declared public: ``forecast_at``, a public guess of the estimate)."""
+    import dp_infer
+
+    model, X, y, Xt, yt, opts = adult_setup(eps, clip_norm)
     t0 = time.time()
-    run = dp_infer.fit(model=logistic_model(prior_sd), X=X, y=y, target="posterior", eps=eps, delta=1e-5,
-                       clip_norm=clip_norm, smoothness=0.25 * prior_sd ** 2 * row_norm ** 2, preconditioner="fisher",
-                       kernel="underdamped", ess=400, seed=seed, progress_bar=False, **kw)
+    centre = dp_infer.forecast_model_posterior(model, X, y, **opts)
+    t_pub = nonprivate_laplace(Xt, yt, PRIOR)[0]
+    at = dp_infer.forecast_model_posterior(model, X, y, forecast_at={"w": t_pub}, **opts)
+    return {"eps": eps, "clip_norm": clip_norm, "n": int(X.shape[0]), "public_rows": int(Xt.shape[0]),
+            "seconds": time.time() - t0, "eps_charged": 0.0,
+            "prior_centre": {"width_ratio": centre.interval_width, "typical_sd": centre.interval_typical_sd},
+            "public_test_map": {"width_ratio": at.interval_width, "typical_sd": at.interval_typical_sd},
+            "explain_at_public_map": at.explain()}
+
+
+def adult_model(eps: float = 1.0, seed: int = 0, clip_norm: float = 8.0, curvature: str = "public",
+                save: str | None = None) -> dict:
+    import dp_infer
+
+    model, X, y, Xt, yt, opts = adult_setup(eps, clip_norm, curvature)
+    n, d = X.shape
+    t0 = time.time()
+    run = dp_infer.fit(model=model, X=X, y=y, target="posterior", seed=seed, **opts)
     secs = time.time() - t0
     if save:
         run.save(save)
@@ -206,6 +236,8 @@ def forecast_summary(rows) -> dict:
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.model_public_curvature")
     p.add_argument("--adult", action="store_true", help="the Adult model written in NumPyro (module doc)")
+    p.add_argument("--adult-forecast", action="store_true",
+                   help="the Adult model's interval forecast only (nothing charged, no run; module doc)")
     p.add_argument("--coverage", type=int, metavar="DATASETS", help="coverage of a known truth over this many datasets")
     p.add_argument("--start", type=int, default=0, help="with --coverage: the first dataset's seed")
     p.add_argument("--design", default="logistic_small")
@@ -216,9 +248,11 @@ def main(argv=None):
     p.add_argument("--json")
     p.add_argument("--save", help="with --adult: save the run there (PrivateRun.save)")
     a = p.parse_args(argv)
-    if not (a.adult or a.coverage):
-        p.error("give --adult or --coverage N")
-    if a.adult:
+    if not (a.adult or a.coverage or a.adult_forecast):
+        p.error("give --adult, --adult-forecast or --coverage N")
+    if a.adult_forecast:
+        r = adult_forecast(a.eps, 8.0 if a.clip_norm is None else a.clip_norm)
+    elif a.adult:
         r = adult_model(a.eps, a.seed, 8.0 if a.clip_norm is None else a.clip_norm, a.curvature, a.save)
     else:
         r = model_coverage(range(a.start, a.start + a.coverage), a.design, 10.0 if a.clip_norm is None else a.clip_norm,

@@ -25,7 +25,16 @@ __version__ = "0.1.0"
 __all__ = [
     "Box", "Euclidean", "L2Ball", "Langevin", "MinibatchSGLD", "UnderdampedLangevin", "PrivateRun",
     "SamplingPlan", "absolute", "calibrate", "clipped_loss", "datasets", "domains", "fit",
-    "forecast_posterior", "gibbs_model", "gibbs_potential", "hinge", "huber", "logistic", "loss_from_model",
+    "forecast_model_posterior", "forecast_posterior", "gibbs_model", "gibbs_potential", "hinge", "huber", "logistic", "loss_from_model",
     "losses", "multinomial_logistic", "plan_trajectory", "potentials", "quantile", "rashomon_potential",
     "sample", "secret_key", "squared",
 ]
+
+
+def __getattr__(name: str):
+    """PEP 562: ``forecast_model_posterior`` imports the NumPyro model route (about 1 s) only when asked for."""
+    if name == "forecast_model_posterior":
+        from .infer.model_forecast import forecast_model_posterior
+
+        return forecast_model_posterior
+    raise AttributeError(f"module 'dp_infer' has no attribute {name!r}")

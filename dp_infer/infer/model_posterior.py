@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -82,7 +82,8 @@ from ..privacy.events import GdpEvent
 from ..routes.preconditioning import SecondMoment, pending_second_moment
 from ..releases.second_moment import private_second_moment_of_gram
 from .clip_count import count_key, keep_clip_count
-from .model_interval_release import forecast_note, release_for_intervals, weighted_interval_forecast
+from .model_interval_release import (check_forecast_point, forecast_note, release_for_intervals,
+                                     weighted_interval_forecast)
 from .fit_model import check_feature_names, model_coords_dims, prepare_model
 from .preflight import check_plan_resources, check_sampling_options
 from .posterior import PosteriorRun, released_draws, warn_if_unmixed
@@ -99,7 +100,8 @@ from .driver import Hooks, Route, execute, register_route
 from ..diagnostics.model_prior import model_prior_posterior
 from .chains import plan_kernel, run_chains, site_potential
 
-__all__ = ["fit_model_posterior", "plan_model_posterior", "whitened_loss", "CLOSE_TO_PRIOR", "MODEL_PRECONDITIONERS"]
+__all__ = ["fit_model_posterior", "prepare_model_posterior", "ModelPosteriorSetup", "ModelPosteriorPlan",
+           "plan_model_posterior", "whitened_loss", "CLOSE_TO_PRIOR", "MODEL_PRECONDITIONERS"]
 
 #: the model path's preconditioners: the prior's scales alone, or with the scores' private second moment
 MODEL_PRECONDITIONERS = ("prior", "fisher")
@@ -303,7 +305,7 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
                         progress_bar: bool = True, chain_method: str = "vectorized",
                         interval_share: float | None = None, feature_names=None,
                         clip_count_share: float = DEFAULT_COUNT_SHARE, interval_curvature: str = "private",
-                        X_public=None, public_model_kwargs: dict | None = None,
+                        X_public=None, public_model_kwargs: dict | None = None, forecast_at: dict | None = None,
                         **plan_kwargs: Any) -> PosteriorRun:
     """Private draws of a NumPyro model's tempered posterior, planned for ``ess`` effective draws
     over ``num_chains`` chains at (eps, delta) (see the module docstring).
@@ -364,7 +366,86 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     information, the labels enumerated, no clip). ``public_model_kwargs``: the public rows'
     per-row model arguments (the same names and ranges as ``model_kwargs``'), needed when the model has any.
     The model must have one observed site (the labels it draws).
+
+    ``forecast_at``: with the weighted release, a public guess of the estimate (every latent site's constrained
+    value: a fit to public labelled rows, a published model) at which the plan forecasts the intervals' width and
+    typical sd (``run.report_extras["interval_forecast"]``, the plan's notes; read before the charge by
+    :func:`dp_infer.infer.model_forecast.forecast_model_posterior`). Default None: at the prior's centre, a floor.
+    It changes the forecast only, never the release; it is public (it enters the plan). Refused before the charge
+    where there is no weighted release to forecast, or where it does not fit the model's sites.
     """
+    setup = prepare_model_posterior(dict(locals()))  # first: the call's options, nothing else defined yet
+    ml, mpp, public = setup.ml, setup.plan, setup.public
+
+    def describe(run, keeper, receipt):
+        desc = ml.describe()
+        desc.update(init_strategy=describe_strategy(public["init_strategy"]), feature_names=setup.feature_names,
+                    smoothness_source="declared" if setup.smoothness is not None else "default: clip_norm",
+                    clip_metric="prior-whitened (the preconditioner's metric)")
+        run.model = model
+        run.model_description = desc
+        run._constrain = ml.constrain
+        run.feature_names = setup.feature_names
+        run.coords, run.dims = setup.coords, setup.dims
+        why = run.report_extras.get("interval_release_skipped") or setup.interval_skipped
+        if why is not None:
+            run.report_extras["interval_release_skipped"] = why
+        release_posterior_clip_count(run, mpp, setup.rows, setup.y, public)
+        rel = run.report_extras.get("interval_release")
+        if rel is not None and rel.get("kind") == _sr.RELEASE_KIND:
+            # post-processing of the release (public key, placeholder rows): the model's exact prior
+            try:
+                rel["model_prior_posterior"] = model_prior_posterior(
+                    rel, ml.prior_potential, noncentred=noncentred_prior(ml),
+                    prior_draws=setup.prior_sample)
+            except Exception as e:  # noqa: BLE001 - post-processing after the charge: the run keeps its release
+                rel["model_prior_posterior_skipped"] = (f"{type(e).__name__}: {e}: the intervals use the prior's "
+                                                        "Gaussian stand-in")
+
+    return execute(MODEL_POSTERIOR_ROUTE, public, (setup.rows, setup.y), ledger=ledger, dataset_id=dataset_id,
+                   plan=mpp, hooks=Hooks(finish=describe,
+                                         step="fit(model=..., target='posterior'): describing the run"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelPosteriorSetup:
+    """What :func:`fit_model_posterior` fixes before the charge (:func:`prepare_model_posterior`): the route's
+    public inputs, its plan (made once), the checked rows and labels (not read beyond their checks until
+    the charge), the model read on placeholder rows, the coordinates' names, why the interval release was
+    not reserved (or None), the prior's draws (fixed public key; None without an interval release) and the
+    declared smoothness (None: the default)."""
+
+    public: dict
+    plan: ModelPosteriorPlan
+    rows: Any
+    y: Any
+    ml: ModelLoss
+    feature_names: Any
+    coords: dict
+    dims: dict
+    interval_skipped: str | None
+    prior_sample: Any
+    smoothness: float | None
+
+
+def prepare_model_posterior(options: Mapping[str, Any]) -> ModelPosteriorSetup:
+    """Every option of :func:`fit_model_posterior` checked, the model read on placeholder rows and the run
+    planned, before anything is charged or any row read beyond its checks. ``options``: the call's arguments
+    by name (every parameter of :func:`fit_model_posterior`, ``plan_kwargs`` as one dict), as
+    :func:`fit_model_posterior` and :func:`dp_infer.infer.model_forecast.forecast_model_posterior` bind them.
+    Each refusal is a one-line ``ValueError`` naming the parameter."""
+    o = dict(options)
+    model, X, y, eps, delta = o["model"], o["X"], o["y"], o["eps"], o["delta"]
+    kernel, chain_method, preconditioner, precond_share = o["kernel"], o["chain_method"], o["preconditioner"], o[
+        "precond_share"]
+    fisher_curvature, seed, key_impl, num_chains = o["fisher_curvature"], o["seed"], o["key_impl"], o["num_chains"]
+    clip_count_share, interval_share, feature_names = o["clip_count_share"], o["interval_share"], o["feature_names"]
+    clip_norm, smoothness, init_strategy, index_ranges = o["clip_norm"], o["smoothness"], o["init_strategy"], o[
+        "index_ranges"]
+    interval_curvature, X_public, public_model_kwargs = o["interval_curvature"], o["X_public"], o["public_model_kwargs"]
+    prior_scales, ess, friction, mixing_rate, num_draws = (o["prior_scales"], o["ess"], o["friction"],
+                                                           o["mixing_rate"], o["num_draws"])
+    plan_kwargs, progress_bar = o["plan_kwargs"], o["progress_bar"]
     eps = check_target_epsilon(eps)
     delta = check_delta(delta)
     check_choice("kernel", kernel, KERNELS)
@@ -378,8 +459,8 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     if interval_share is not None:  # refused by name before anything is read or charged
         interval_share = _sr.check_interval_share(interval_share, precond_share if preconditioner == "fisher" else None)
     names = check_feature_names(feature_names, X)
-    ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, coords, dims,
-                                           x_name, y_name, model_kwargs, index_ranges)
+    ml, coords, dims, rows = prepare_model(model, X, y, clip_norm, smoothness, init_strategy, o["coords"], o["dims"],
+                                           o["x_name"], o["y_name"], o["model_kwargs"], index_ranges)
     public_rows = check_public_model_rows(ml, interval_curvature, X_public, public_model_kwargs, index_ranges)
     # public, before the charge: a finite observation support makes the release weighted (weighted_release)
     labels = None if public_rows is None else release_labels(ml, ml.loss.fn, public_rows, np.zeros(ml.dim))
@@ -402,11 +483,16 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
     mu_sm = math.sqrt(precond_share) * mu
     # the release is not made yet: plan with a stand-in that carries its event (no data), so the whole
     # run is validated and its composed event charged before any private computation
+    forecast_point = check_forecast_point(ml, o["forecast_at"])
+    if forecast_point is not None and (labels is None or interval_share <= 0):
+        raise ValueError("forecast_at: only the weighted interval release forecasts its intervals (a finite "
+                         "observation support, interval_curvature='public' with X_public, interval_share > 0); "
+                         "drop forecast_at")
     public = {"ml": ml, "n": n, "mu": mu, "plan": plan_kw, "fisher": fisher, "clip_norm": clip_norm,
               "second_moment": pending_second_moment(n, ml.dim, max_sq_norm=clip_norm ** 2, mu=mu_sm) if fisher else None,
               "seed": seed, "key_impl": key_impl, "chain_method": chain_method, "progress_bar": progress_bar,
               "init_strategy": init_strategy, "interval_share": interval_share, "mu_count": mu_count,
-              "public_rows": public_rows, "release_labels": labels}
+              "public_rows": public_rows, "release_labels": labels, "forecast_point": forecast_point}
     # public, before the charge: the prior's Gaussian stand-in and the coordinates' names
     run_coords, run_dims = model_coords_dims(ml, names, coords, dims)
     # the prior's draws (fixed public key): its Gaussian stand-in now (the plan's interval forecast, the release),
@@ -417,34 +503,10 @@ def fit_model_posterior(model: Callable, X, y, *, eps: float, delta: float, clip
                              if interval_share > 0 else None)
     mpp = MODEL_POSTERIOR_ROUTE.plan(public)  # planned once, here: the rows are checked with its loss
     rows, y = mpp.loss.check_data(rows, y)
+    return ModelPosteriorSetup(public=public, plan=mpp, rows=rows, y=y, ml=ml, feature_names=names,
+                               coords=run_coords, dims=run_dims, interval_skipped=skipped, prior_sample=prior_sample,
+                               smoothness=smoothness)
 
-    def describe(run, keeper, receipt):
-        desc = ml.describe()
-        desc.update(init_strategy=describe_strategy(init_strategy), feature_names=names,
-                    smoothness_source="declared" if smoothness is not None else "default: clip_norm",
-                    clip_metric="prior-whitened (the preconditioner's metric)")
-        run.model = model
-        run.model_description = desc
-        run._constrain = ml.constrain
-        run.feature_names = names
-        run.coords, run.dims = run_coords, run_dims
-        why = run.report_extras.get("interval_release_skipped") or skipped
-        if why is not None:
-            run.report_extras["interval_release_skipped"] = why
-        release_posterior_clip_count(run, mpp, rows, y, public)
-        rel = run.report_extras.get("interval_release")
-        if rel is not None and rel.get("kind") == _sr.RELEASE_KIND:
-            # post-processing of the release (public key, placeholder rows): the model's exact prior
-            try:
-                rel["model_prior_posterior"] = model_prior_posterior(
-                    rel, ml.prior_potential, noncentred=noncentred_prior(ml),
-                    prior_draws=prior_sample)
-            except Exception as e:  # noqa: BLE001 - post-processing after the charge: the run keeps its release
-                rel["model_prior_posterior_skipped"] = (f"{type(e).__name__}: {e}: the intervals use the prior's "
-                                                        "Gaussian stand-in")
-
-    return execute(MODEL_POSTERIOR_ROUTE, public, (rows, y), ledger=ledger, dataset_id=dataset_id, plan=mpp,
-                   hooks=Hooks(finish=describe, step="fit(model=..., target='posterior'): describing the run"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ from benchmarks.public_curvature import nonprivate_laplace
 def test_the_command_needs_a_mode(capsys):
     with pytest.raises(SystemExit):
         main([])
-    assert "give --adult or --coverage N" in capsys.readouterr().err
+    assert "give --adult, --adult-forecast or --coverage N" in capsys.readouterr().err
 
 
 @pytest.mark.slow
