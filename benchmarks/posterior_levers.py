@@ -324,7 +324,7 @@ def numpyro_adult_cost(eps_list, log=print):
     import jax
     import jax.numpy as jnp
 
-    from dp_infer.infer.model_posterior import plan_model_posterior
+    from dp_infer.infer.model_posterior_plan import plan_model_posterior
     from dp_infer.potentials import GibbsPotential
 
     _, a, ml, smooth = _numpyro_adult()
@@ -363,7 +363,7 @@ def numpyro_adult_runs(eps_list, log=print, seed_offset=0):
     with the built-in rows' metrics (width ratio against the untempered Laplace sd, accuracy, log loss,
     R-hat, ESS, steps, wall time)."""
     import dp_infer
-    from dp_infer.infer.model_posterior import plan_model_posterior
+    from dp_infer.infer.model_posterior_plan import plan_model_posterior
 
     adult_model, a, ml, smooth = _numpyro_adult()
     X, y = a.X_train, a.y_train

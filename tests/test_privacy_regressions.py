@@ -178,7 +178,7 @@ def test_sample_model_refuses_a_model_posterior_plan(tmp_path):
     # issue 40 (1): the same through sample(model=..., plan=<fit(model=..., target='posterior') plan>)
     import dp_infer
     from dp_infer.infer.fit_model import prepare_model
-    from dp_infer.infer.model_posterior import plan_model_posterior
+    from dp_infer.infer.model_posterior_plan import plan_model_posterior
 
     X, y = _logistic_rows()
     led = _ledger40(tmp_path)

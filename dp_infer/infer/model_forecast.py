@@ -30,7 +30,7 @@ class ModelPosteriorForecast:
     than the untempered posterior's the tempered draws' credible intervals are where the data dominate.
     ``prior_sd_ratio_floor``: every tempered posterior sd is at least this share of the prior's (from the
     declared per-example curvature bound); ``close_to_prior`` when it is at least
-    :data:`~dp_infer.infer.model_posterior.CLOSE_TO_PRIOR`. ``num_steps``: steps per chain (with
+    :data:`~dp_infer.infer.model_posterior_plan.CLOSE_TO_PRIOR`. ``num_steps``: steps per chain (with
     ``preconditioner="fisher"`` the bound once the second moment is released, the run re-plans from it).
     ``interval_share``: the share of the run's mu^2 reserved for the interval release (0: none, the reason
     in ``interval_skipped``), ``interval_release`` what it releases; with the weighted release (a finite

@@ -19,7 +19,7 @@ import numpyro.distributions as dist
 import pytest
 
 import dp_infer
-from dp_infer.infer.model_posterior import plan_model_posterior
+from dp_infer.infer.model_posterior_plan import plan_model_posterior
 from dp_infer.diagnostics.model_prior import model_released_interval
 from dp_infer.model.clipping import DEFAULT_COUNT_SHARE
 from dp_infer.model.score_release import release_score_statistics

@@ -23,7 +23,8 @@ from scipy import optimize, stats
 import dp_infer
 from dp_infer import losses
 from dp_infer.infer.fit_model import prepare_model
-from dp_infer.infer.model_posterior import fit_model_posterior, plan_model_posterior
+from dp_infer.infer.model_posterior import fit_model_posterior
+from dp_infer.infer.model_posterior_plan import plan_model_posterior
 from dp_infer.model.clipping import DEFAULT_COUNT_SHARE
 from dp_infer.privacy.accountant import Accountant
 from dp_infer.privacy.events import GdpEvent

@@ -99,7 +99,7 @@ def test_the_fisher_metric_needs_fewer_steps_than_the_prior_alone():
     assert 0.9 * prior.plan.beta < fisher.plan.beta < 1.1 * prior.plan.beta
     # the forecast made before the release (public inputs only) predicts the run's steps, not the
     # isotropic bound's: within 10% (the run's beta, planned from the release, is a little larger)
-    from dp_infer.infer.model_posterior import plan_model_posterior
+    from dp_infer.infer.model_posterior_plan import plan_model_posterior
     from dp_infer.routes.preconditioning import pending_second_moment
 
     ml = dp_infer.loss_from_model(logreg, X, y, clip_norm=1.0)

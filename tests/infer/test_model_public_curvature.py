@@ -21,7 +21,7 @@ import pytest
 
 import dp_infer
 from dp_infer.diagnostics.model_prior import model_released_interval
-from dp_infer.infer.model_posterior import plan_model_posterior
+from dp_infer.infer.model_posterior_plan import plan_model_posterior
 from dp_infer.model.public_information import LABEL_KEY, TARGET_DRAWS, public_second_moment
 from dp_infer.model.score_release import PUBLIC_INTERVAL_SHARE, PUBLIC_SCHEDULE, release_score_statistics
 from dp_infer.privacy.conversions import gdp_mu

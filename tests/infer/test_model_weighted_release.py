@@ -22,7 +22,7 @@ import pytest
 
 import dp_infer
 from dp_infer.diagnostics.model_prior import model_released_interval
-from dp_infer.infer.model_posterior import plan_model_posterior
+from dp_infer.infer.model_posterior_plan import plan_model_posterior
 from dp_infer.model import weighted_release as wr
 from dp_infer.model.public_information import public_second_moment
 from dp_infer.model.score_release import PUBLIC_SCHEDULE, noise_aware_step, score_function, score_release_event
@@ -159,7 +159,7 @@ def test_the_forecast_at_zero_reads_numpyros_bernoulli_through_its_kink(monkeypa
     jax.grad of NumPyro's Bernoulli(logits) gives -1 for y = 1 (not -1/2) and 0 for y = 0. The forecast's scores
     (the symmetric mean at +-KINK_OFFSET) read the derivative there, so the sd is the Laplace sd from X^T X / 4;
     the kinked scores (-y x) would weigh each row's information as 1/2 instead of 1/4."""
-    from dp_infer.infer.model_posterior import whitened_loss
+    from dp_infer.infer.model_posterior_plan import whitened_loss
 
     monkeypatch.setattr(wr, "RHO_GRID", (1e3,))
     Xp, yp, _ = logit_data(5, 20000)
