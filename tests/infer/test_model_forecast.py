@@ -19,7 +19,7 @@ from dp_infer.infer.model_interval_release import check_forecast_point
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.privacy.ledger import Ledger
 
-from tests.infer.test_model_intervals import DELTA, logreg
+from tests.infer.test_model_intervals import DELTA, hier, logreg
 from tests.infer.test_model_intervals import _logit_data as logit_data
 
 
@@ -193,3 +193,23 @@ def test_a_forecast_point_round_trips_through_the_models_transforms():
     assert float(back["s"]) == pytest.approx(0.7, rel=1e-6)
     assert np.asarray(back["w"]) == pytest.approx(given["w"], rel=1e-6)
     assert check_forecast_point(ml, None) is None
+
+
+def test_a_hierarchical_model_with_per_row_groups_is_forecast_with_its_names_and_a_forecast_at_its_scale():
+    """A centred hierarchy with a per-row group index (model_kwargs, index_ranges, and the public rows' own groups):
+    the forecast names every unconstrained coordinate as the run's intervals do (the scale on its log), and
+    forecast_at takes the scale on its own (positive) scale."""
+    rng = np.random.default_rng(5)
+    n, G = 4000, 3
+    X, g = rng.normal(size=(n, 1)), rng.integers(0, G, size=n)
+    y = (rng.random(n) < 0.5).astype(float)
+    Xp, gp = rng.normal(size=(2000, 1)), rng.integers(0, G, size=2000)
+    opts = dict(eps=2.0, delta=DELTA, clip_norm=3.0, model_kwargs={"group": g, "num_groups": G},
+                index_ranges={"group": G}, interval_curvature="public", X_public=Xp,
+                public_model_kwargs={"group": gp, "num_groups": G})
+    fc = dp_infer.forecast_model_posterior(hier, X, y, **opts)
+    assert fc.coordinates == ("a[0]", "a[1]", "a[2]", "mu", "tau (log)", "w")  # the flat vector's order
+    assert fc.dim == 6 and fc.interval_width is not None and fc.interval_forecast_at == "prior centre"
+    at = dp_infer.forecast_model_posterior(hier, X, y, forecast_at={"mu": 0.0, "tau": 0.5,
+                                                                    "a": np.array([-0.8, 0.0, 0.7]), "w": 0.5}, **opts)
+    assert at.interval_forecast_at == "forecast_at" and np.isfinite(at.interval_typical_sd)
