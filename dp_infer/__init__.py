@@ -25,9 +25,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Box", "Euclidean", "L2Ball", "Langevin", "MinibatchSGLD", "UnderdampedLangevin", "PrivateRun",
     "SamplingPlan", "absolute", "calibrate", "clipped_loss", "datasets", "domains", "fit",
-    "forecast_model_posterior", "forecast_posterior", "gibbs_model", "gibbs_potential", "hinge", "huber", "logistic", "loss_from_model",
-    "losses", "multinomial_logistic", "plan_trajectory", "potentials", "quantile", "rashomon_potential",
-    "sample", "secret_key", "squared",
+    "forecast_model_posterior", "forecast_posterior", "gibbs_model", "gibbs_potential", "hinge", "huber", "logistic",
+    "loss_from_model", "losses", "multinomial_logistic", "plan_trajectory", "potentials", "quantile",
+    "rashomon_potential", "sample", "secret_key", "squared",
 ]
 
 

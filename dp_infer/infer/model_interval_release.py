@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from numpyro.distributions.transforms import biject_to
 
 from ..losses import PerExampleLoss
 from ..model import score_release as _sr
@@ -48,10 +47,11 @@ def check_forecast_point(ml, forecast_at) -> np.ndarray | None:
             raise ValueError(f"forecast_at[{k!r}] must be finite with the site's shape {shapes[k]}, got shape "
                              f"{v.shape}" + ("" if v.shape != shapes[k] else " with non-finite values"))
         values[k] = v
-    for k in sites:  # outside a support the inverse transform is not finite (a negative scale's log)
-        if not np.all(np.isfinite(np.asarray(biject_to(ml.supports[k]).inv(values[k]), dtype=np.float64))):
-            raise ValueError(f"forecast_at[{k!r}] lies outside the site's support")
     flat = np.asarray(ml.unconstrain(values), dtype=np.float64)
+    unconstrained = ml.unravel(flat)
+    for k in sites:  # outside a support the inverse transform is not finite (a negative scale's log)
+        if not np.all(np.isfinite(np.asarray(unconstrained[k], dtype=np.float64))):
+            raise ValueError(f"forecast_at[{k!r}] lies outside the site's support")
     return flat
 
 

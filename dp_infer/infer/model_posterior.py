@@ -292,13 +292,13 @@ def prepare_model_posterior(options: Mapping[str, Any]) -> ModelPosteriorSetup:
     plan_kw.update(interval_share=interval_share, interval_curvature=interval_curvature,
                    interval_weighted=labels is not None)
     mu_sm = math.sqrt(precond_share) * mu
-    # the release is not made yet: plan with a stand-in that carries its event (no data), so the whole
-    # run is validated and its composed event charged before any private computation
     forecast_point = check_forecast_point(ml, o["forecast_at"])
     if forecast_point is not None and (labels is None or interval_share <= 0):
         raise ValueError("forecast_at: only the weighted interval release forecasts its intervals (a finite "
                          "observation support, interval_curvature='public' with X_public, interval_share > 0); "
                          "drop forecast_at")
+    # the release is not made yet: plan with a stand-in that carries its event (no data), so the whole
+    # run is validated and its composed event charged before any private computation
     public = {"ml": ml, "n": n, "mu": mu, "plan": plan_kw, "fisher": fisher, "clip_norm": clip_norm,
               "second_moment": pending_second_moment(n, ml.dim, max_sq_norm=clip_norm ** 2, mu=mu_sm) if fisher else None,
               "seed": seed, "key_impl": key_impl, "chain_method": chain_method, "progress_bar": progress_bar,
