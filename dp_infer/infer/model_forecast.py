@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..model.score_release import unconstrained_names
+from .model_interval_release import forecast_note
 from .model_posterior import ModelPosteriorPlan, fit_model_posterior, prepare_model_posterior
 
 __all__ = ["forecast_model_posterior", "ModelPosteriorForecast"]
@@ -67,7 +68,12 @@ class ModelPosteriorForecast:
     plan: ModelPosteriorPlan | None = field(default=None, repr=False, compare=False)
 
     def explain(self) -> str:
-        """The forecast in plain lines (what a run prints nowhere before it charges)."""
+        """The forecast in plain lines (what a run prints nowhere before it charges). The intervals' width is
+        the plan's own note (:func:`~dp_infer.infer.model_interval_release.forecast_note`), printed once, in
+        its place."""
+        width_note = None if self.interval_width is None or self.interval_share <= 0 else forecast_note(
+            {"width_ratio": self.interval_width, "typical_sd": self.interval_typical_sd,
+             "at": self.interval_forecast_at})
         lines = [f"Forecast of a posterior run of your model (public inputs only; nothing charged): n = {self.n}, "
                  f"{self.dim} unconstrained coordinates, (eps, delta) = ({self.eps:g}, {self.delta:g}) charged by "
                  "the run",
@@ -84,16 +90,11 @@ class ModelPosteriorForecast:
         if self.interval_share > 0:
             lines.append(f"  intervals for theta: a release of {self.interval_share:.0%} of the run's mu^2 after the "
                          f"draws: {self.interval_release}")
-            if self.interval_width is not None:
-                floor = "" if self.interval_forecast_at == "forecast_at" else "at least "
-                where = ("at forecast_at" if self.interval_forecast_at == "forecast_at" else
-                         "at the prior's centre: a floor")
-                lines.append(f"  their width: {floor}about {self.interval_width:.2g}x the non-private posterior's "
-                             f"sd for the median coordinate (typical sd {floor}about {self.interval_typical_sd:.3g}, "
-                             f"unconstrained units), read {where}")
+            if width_note is not None:
+                lines.append("  " + width_note)
         else:
             lines.append(f"  intervals for theta: none ({self.interval_skipped or 'interval_share=0'})")
-        lines.extend("  note: " + s for s in self.notes)
+        lines.extend("  note: " + s for s in self.notes if s != width_note)
         return "\n".join(lines)
 
 

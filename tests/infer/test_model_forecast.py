@@ -58,7 +58,10 @@ def test_the_forecast_is_the_plan_the_run_is_given_and_charges_nothing(tmp_path)
     assert fc.interval_typical_sd == run.report_extras["interval_forecast"]["typical_sd"]
     assert fc.coordinates == ("w[0]", "w[1]") and fc.interval_skipped is None
     text = fc.explain()
-    assert "nothing charged" in text and f"{fc.interval_width:.2g}x" in text and "read at forecast_at" in text
+    assert "nothing charged" in text and f"{fc.interval_width:.2g}x" in text
+    width_note = next(nt for nt in run.plan.notes if nt.startswith("forecast: intervals"))
+    assert text.count(width_note) == 1 and text.count(f"{fc.interval_width:.2g}x the non-private") == 1
+    assert "read from the public rows at forecast_at" in width_note
     assert run.report_extras["interval_forecast"]["at"] == fc.interval_forecast_at == "forecast_at"
     assert "at least about" not in text and any("at forecast_at" in nt for nt in run.plan.notes)
 
