@@ -21,43 +21,37 @@ assumption the plan states; it sets the step size only (accuracy, never the priv
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_positive, check_positive_int
+from .score_release import symmetric_score_function
 
-__all__ = ["score_gram", "FISHER_POINT", "ORIGIN_OFFSET"]
+__all__ = ["score_gram", "FISHER_POINT"]
 
 #: the public point at which the scores are taken: the unconstrained origin (prior-whitened coordinates)
 FISHER_POINT = "the unconstrained origin (phi = 0)"
-#: the score at the origin is the mean of the gradients at ``+-ORIGIN_OFFSET`` along the diagonal
-#: (whitened units): NumPyro's ``Bernoulli(logits=...)`` has a kink in its automatic derivative at
-#: exactly ``eta = 0`` (``jax.grad`` gives -1 for y = 1 instead of -1/2); the symmetric mean is exact
-#: for the logistic model (``sigma(e) + sigma(-e) = 1``) and within ``O(ORIGIN_OFFSET^2)`` of the
-#: gradient at the origin for a smooth likelihood
-ORIGIN_OFFSET = 1e-3
 
 
 def score_gram(example_fn, X, y, *, dim: int, clip_norm: float, block_rows: int = 8192) -> tuple[np.ndarray, float]:
     """``(sum_i g_i g_i^T, max_i ||g_i||^2)`` for the per-example gradients ``g_i`` of
-    ``example_fn(phi, x, y)`` at ``phi = 0`` (the mean of those at ``+-ORIGIN_OFFSET`` times the
-    all-ones vector, see :data:`ORIGIN_OFFSET`), each clipped to ``clip_norm`` (a non-finite gradient
-    is 0). The clip is applied in float64 a hair inside the radius, so ``||g_i||^2 <= clip_norm^2``
-    holds exactly for the sum returned (the release's sensitivity rests on it). Rows are taken
-    ``block_rows`` at a time (memory O(block_rows x dim))."""
+    ``example_fn(phi, x, y)`` at ``phi = 0``, read as :func:`~dp_infer.model.score_release.symmetric_score_function`
+    reads them (the mean of those at ``+-KINK_OFFSET u``: NumPyro's ``Bernoulli(logits=...)`` has a kink in its
+    automatic derivative at exactly the origin's ``eta = 0``), each clipped to ``clip_norm`` (a non-finite
+    gradient is 0). The clip is applied in float64 a hair inside the radius, so ``||g_i||^2 <= clip_norm^2`` holds
+    exactly for the sum returned (the release's sensitivity rests on it). Rows are taken ``block_rows`` at a time
+    (memory O(block_rows x dim))."""
     C = check_positive("clip_norm", clip_norm)
     dim = check_positive_int("dim", dim)
     block_rows = check_positive_int("block_rows", block_rows)
     X, y = jnp.asarray(X), jnp.asarray(y)
     n = int(X.shape[0])
-    step = jnp.full((dim,), ORIGIN_OFFSET)  # the default float dtype (float64 under x64)
-    grad = jax.grad(example_fn)
-    scores = jax.jit(jax.vmap(lambda x, yy: 0.5 * (grad(step, x, yy) + grad(-step, x, yy))))
+    scores = symmetric_score_function(example_fn, dim)
+    origin = jnp.zeros((dim,))  # the default float dtype (float64 under x64)
     gram = np.zeros((dim, dim))
     top = 0.0
     for lo in range(0, n, block_rows):
-        g = np.asarray(scores(X[lo:lo + block_rows], y[lo:lo + block_rows]), dtype=np.float64)
+        g = np.asarray(scores(origin, X[lo:lo + block_rows], y[lo:lo + block_rows]), dtype=np.float64)
         g = np.where(np.all(np.isfinite(g), axis=1, keepdims=True), g, 0.0)
         norm = np.linalg.norm(g, axis=1, keepdims=True)
         # the factor 1 - 1e-12 absorbs float64 rounding: every row's norm ends below C, not at C (1 + 1e-16)

@@ -67,7 +67,8 @@ from ..routes.preconditioning import GRAM_SENSITIVITY_FACTOR
 __all__ = ["SCHEDULE", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES", "schedule", "PUBLIC_INTERVAL_SHARE",
            "PUBLIC_TRUST_RADIUS", "DEFAULT_INTERVAL_SHARE", "MIN_SCORE_SNR", "TRUST_RADIUS", "RELEASE_KIND",
            "score_snr", "default_interval_share", "check_interval_share", "solve_floored", "noise_aware_step",
-           "score_release_event", "clipped_scores", "score_function", "release_score_statistics",
+           "score_release_event", "clipped_scores", "score_function", "symmetric_score_function", "KINK_OFFSET",
+           "release_score_statistics",
            "unconstrained_names", "prior_gaussian", "MODEL_ESTIMAND", "MODEL_INTERVAL_ASSUMPTIONS",
            "MODEL_PUBLIC_J_ASSUMPTIONS", "check_release_point"]
 
@@ -228,6 +229,30 @@ def score_function(example_fn):
     lets go of either, and each fit's compiled programs stayed in memory until the process hit the
     kernel's memory-map limit (``LLVM compilation error: Cannot allocate memory`` after about 60 fits)."""
     return jax.jit(jax.vmap(jax.grad(example_fn), in_axes=(None, 0, 0)))
+
+
+#: :func:`symmetric_score_function` takes the mean of the gradients at ``phi +- KINK_OFFSET u`` (``u`` a fixed
+#: public unit direction, whitened units). At a point where a row's linear predictor is exactly 0 (the
+#: unconstrained origin of a zero-mean prior, where the Fisher preconditioner is taken; a user's guess of 0 for an
+#: effect) NumPyro's ``Bernoulli(logits=...)`` has a kink in its automatic derivative (``jax.grad`` gives -1 for
+#: y = 1 instead of -1/2); the symmetric mean reads the derivative's value there (exact for the logistic model:
+#: ``sigma(e) + sigma(-e) = 1``) and differs from the gradient by O(KINK_OFFSET^2) relative elsewhere
+KINK_OFFSET = 1e-3
+
+
+def symmetric_score_function(example_fn, dim: int):
+    """``(phi, X, y) -> (m, d)``: :func:`score_function`'s per-example gradients averaged at
+    ``phi +- KINK_OFFSET u`` (:data:`KINK_OFFSET`), with ``u`` a fixed public unit direction (``numpy`` seed 0):
+    a random direction, so no row of a generic design (one-hot levels, contrasts, an intercept) is orthogonal to
+    it and sits on the kink at either point, as rows summing to 0 did along the all-ones diagonal."""
+    grad = score_function(example_fn)
+    u = np.random.default_rng(0).normal(size=check_positive_int("dim", dim))
+    h = jnp.asarray(KINK_OFFSET * u / np.linalg.norm(u), dtype=jnp.result_type(float))
+
+    def scores(phi, X, y):
+        return 0.5 * (grad(phi + h, X, y) + grad(phi - h, X, y))
+
+    return scores
 
 
 def clipped_scores(example_fn, X, y, point, *, clip_norm: float, block_rows: int = 8192,

@@ -64,12 +64,12 @@ from .._validation import check_positive
 from ..randomness import gaussian_noise
 from ..releases.newton import box_newton, whitening_metric
 from ..routes.newton_release import PUBLIC_STEP_BOX, RHO_GRID
-from .score_release import RELEASE_KIND, check_release_point, score_function, score_release_event
+from .score_release import (RELEASE_KIND, check_release_point, score_function, score_release_event,
+                            symmetric_score_function)
 
 __all__ = ["enumerated_nll", "label_probabilities", "enumerated_scores", "release_labels", "information", "row_bounds",
            "predicted_sds", "predicted_width_ratio", "choose_radius", "release_metric",
-           "forecast_intervals", "symmetric_score_function", "KINK_OFFSET",
-           "release_weighted_scores", "surrogate_centre", "SUPPORT_TOLERANCE",
+           "forecast_intervals", "release_weighted_scores", "surrogate_centre", "SUPPORT_TOLERANCE",
            "WEIGHTED_ESTIMAND", "WEIGHTED_ASSUMPTIONS"]
 
 #: the public rows' label probabilities must sum to 1 within this (else the nll is not ``-log p(y | x)``)
@@ -213,28 +213,6 @@ def release_metric(example_fn, X_public, phi, labels, prior_precision, n: int, m
     M = whitening_metric(information(G, P), prior_precision, n, purpose="the weighted release")
     rho, predicted = choose_radius(G, P, M, prior_precision, n, mu_last)
     return G, P, M, rho, predicted
-
-
-#: the forecast's scores are the mean of the gradients at ``phi +- KINK_OFFSET u`` (``u`` a fixed public unit
-#: direction, whitened units): at a point where a row's linear predictor is exactly 0 (a user's guess of 0 for an
-#: effect) NumPyro's ``Bernoulli(logits=...)`` has a kink in its automatic derivative (-1 for y = 1 instead of
-#: -1/2, as :data:`dp_infer.model.fisher.ORIGIN_OFFSET` notes), and the mean reads the derivative's value there;
-#: elsewhere it differs from the gradient by O(KINK_OFFSET^2) relative
-KINK_OFFSET = 1e-3
-
-
-def symmetric_score_function(example_fn, dim: int):
-    """``(phi, X, y) -> (m, d)``: :func:`~dp_infer.model.score_release.score_function`'s per-example gradients,
-    averaged at ``phi +- KINK_OFFSET u`` with ``u`` a fixed public unit direction (``numpy`` seed 0), so no row
-    of a generic design sits on the kink at either point."""
-    grad = score_function(example_fn)
-    u = np.random.default_rng(0).normal(size=int(dim))
-    h = jnp.asarray(KINK_OFFSET * u / np.linalg.norm(u), dtype=jnp.result_type(float))
-
-    def scores(phi, X, y):
-        return 0.5 * (grad(phi + h, X, y) + grad(phi - h, X, y))
-
-    return scores
 
 
 def forecast_intervals(example_fn, X_public, labels, point, scales, prior_sd, n: int, mu_last: float) -> dict:

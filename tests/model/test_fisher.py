@@ -62,6 +62,20 @@ def test_the_scores_at_the_origin_of_a_logistic_model_are_its_rows_halved():
     assert top2 <= C * C
 
 
+def test_rows_orthogonal_to_the_diagonal_are_read_off_the_kink():
+    """Rows whose whitened predictor is 0 along the all-ones diagonal (x = (a, -a): contrasts) sat on NumPyro's
+    Bernoulli-logit kink at both points of a diagonal offset, where jax.grad gives -s x for y = 1 and 0 for y = 0
+    instead of -+s x / 2 (such a row entered the gram up to 4x too large, or not at all). The public random
+    direction reads them as the closed form does."""
+    a = np.array([1.0, -2.0, 0.5, 3.0])
+    X = np.stack([a, -a], axis=1)
+    y = np.array([1.0, 1.0, 0.0, 1.0])
+    G, top = score_gram(whitened_nll(X, y, 100.0), X, y, dim=2, clip_norm=100.0)
+    g = (0.5 - y)[:, None] * S * X
+    assert G == pytest.approx(g.T @ g, rel=1e-5)
+    assert top == pytest.approx(float(np.max(np.sum(g * g, axis=1))), rel=1e-5)
+
+
 def test_a_score_that_is_not_finite_counts_as_zero():
     X = np.array([[1.0, 2.0], [np.inf, 0.0], [0.5, 0.5]])
     y = np.ones(3)
