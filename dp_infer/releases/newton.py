@@ -171,8 +171,8 @@ def box_newton(objective, hessian, dim: int, half_width: float, max_iter: int = 
     ``|v_i| <= half_width``, from ``v = 0``, by Newton's method with the box in the subproblem: each step is the
     minimiser of the quadratic model over the box (a bounded least-squares problem, scipy's BVLS, with the
     model's Hessian factored as ``R^T R``, eigenvalues floored at 1e-12 of the largest or of the gradient's size
-    over the box's, so a flat direction's step is finite), then backtracking
-    (Armijo, up to the objective's rounding) along it; every point stays in the box. Stops when a step moves
+    over the box's, so a flat direction's step is finite), then backtracking (Armijo, up to the objective's
+    rounding) along it; every point evaluated or returned is in the box. Stops when a step moves
     no coordinate more than 1e-9 (units of ``v``), when an accepted step leaves the gradient unchanged to the last
     bit (a gradient read in float32 at a point that moved less than its resolution: the next step would be this
     one again, never under 1e-9; such a run had taken all ``max_iter`` iterations, ~16 line-search evaluations
@@ -199,14 +199,15 @@ def box_newton(objective, hessian, dim: int, half_width: float, max_iter: int = 
             break
         a, rounding = 1.0, 4.0 * np.finfo(float).eps * max(1.0, abs(f))
         while True:
-            f_new, g_new = objective(v + a * step)
+            trial = np.clip(v + a * step, -half_width, half_width)  # v + step can round one ulp past a face
+            f_new, g_new = objective(trial)
             if f_new <= f + 1e-4 * a * slope + rounding:
                 break
             a *= 0.5
             if a < 1e-10:
                 return v
         frozen = np.array_equal(g_new, g)  # the gradient is read at its resolution: the next model is this one
-        v, f, g = np.clip(v + a * step, -half_width, half_width), f_new, g_new
+        v, f, g = trial, f_new, g_new
         if frozen:
             break
     return v
