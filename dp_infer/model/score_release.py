@@ -138,7 +138,8 @@ def schedule(curvature: str = "private") -> tuple:
     return PUBLIC_SCHEDULE if curvature == "public" else SCHEDULE
 
 
-def _parts(mu: float, curvature: str = "private") -> list:
+def _parts(mu: float, curvature: str) -> list:
+    """``(statistic, mu_part, stage)`` for each statistic of :func:`schedule`'s stages: ``sqrt(share) mu``."""
     return [(kind, math.sqrt(share) * mu, stage) for stage, parts in enumerate(schedule(curvature))
             for kind, share in parts]
 
@@ -397,7 +398,7 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
                         if public else solve_floored(J, g, noise_floor(d, out["score_sd"])))
                 r = float(np.sqrt(step @ Si @ step))
                 radius = PUBLIC_TRUST_RADIUS if public else TRUST_RADIUS
-                phi = phi - step * min(1.0, radius / r if r > 0 else 1.0)
+                phi = phi - step * (1.0 if r <= radius else radius / r)  # held within the radius
                 path.append(phi)
                 grads = None
 
@@ -407,7 +408,7 @@ def release_score_statistics(example_fn, X, y, *, point, scales, clip_norm: floa
     extra = {} if not public else {
         "curvature_source": "public", "public_rows": int(public_second_moment.rows),
         "public_rows_sha256": public_second_moment.sha256, "label_draws": int(public_second_moment.label_draws),
-        "previous_gradient_sd": 2.0 * C / (n * parts[-2]["mu"]) if len(parts) > 1 else None}
+        "previous_gradient_sd": 2.0 * C / (n * parts[-2]["mu"])}  # PUBLIC_SCHEDULE: 4 stages
     return {"kind": RELEASE_KIND, "path": [tup(s * p) for p in path], "chol": tup(np.diag(s)),
             "gradient": tup(out["gradient"]), "gradient_sd": float(out["gradient_sd"]),
             "curvature": tup(out["score"]), "curvature_sd": float(out["score_sd"]),

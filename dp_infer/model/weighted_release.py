@@ -352,4 +352,4 @@ def release_weighted_scores(example_fn, X, y, *, point, scales, clip_norm: float
             "curvature_source": "public", "public_rows": int(public.rows), "public_rows_sha256": public.sha256,
             "label_draws": None, "labels": list(labels), "release_metric": "weighted",
             "predicted_width_ratio": predicted,
-            "previous_gradient_sd": 2.0 * rho / (n * parts[-2]["mu"]) if len(parts) > 1 else None}
+            "previous_gradient_sd": 2.0 * rho / (n * parts[-2]["mu"])}  # PUBLIC_SCHEDULE: 4 stages
