@@ -12,23 +12,17 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 import pytest
 
 import dp_infer
 from dp_infer.model import weighted_release as wr
 from dp_infer.model.public_information import public_second_moment
 from dp_infer.model.score_release import PUBLIC_SCHEDULE, score_release_event
-from dp_infer.randomness import gaussian_noise
+
+from tests.infer.test_model_intervals import logreg
+from tests.model.test_score_release import redrawn_noise
 
 S = np.array([2.0, 1.0, 0.5])
-
-
-def logreg(X=None, y=None):
-    w = numpyro.sample("w", dist.Normal(0.0, 2.0).expand([X.shape[1]]).to_event(1))
-    with numpyro.plate("data", X.shape[0]):
-        numpyro.sample("y", dist.Bernoulli(logits=X @ w), obs=y)
 
 
 def nll(phi, x, y):
@@ -58,12 +52,15 @@ def release(mu, key, n=1500, names=None, labels_in_release=None):
     return X, y, rel
 
 
+def weighted_parts(mu, n):
+    """The weighted release's parts (statistic, mu, stage) as its event plans them."""
+    return score_release_event(mu, n=n, clip_norm=10.0, curvature="public", weighted=True).metadata["parts"]
+
+
 def last_noise(key, mu, n):
     """The last stage's noise vector, re-drawn from the key's split, and that stage's sd over rho."""
-    parts = score_release_event(mu, n=n, clip_norm=10.0, curvature="public", weighted=True).metadata["parts"]
-    with jax.enable_x64(True):
-        z = np.asarray(gaussian_noise(jax.random.split(key, len(parts))[-1], (3,), jnp.float64), dtype=np.float64)
-    return z, 2.0 / (n * parts[-1]["mu"])
+    parts = weighted_parts(mu, n)
+    return redrawn_noise(key, len(parts))[-1], 2.0 / (n * parts[-1]["mu"])
 
 
 def weighted_rows(X, y, phi, M, rho):
@@ -80,13 +77,11 @@ def test_the_released_gradients_are_the_weighted_means_plus_the_keys_noise_at_2_
     n, mu = 1500, 0.6
     key = jax.random.PRNGKey(9)
     X, y, rel = release(mu, key, n)
-    parts = score_release_event(mu, n=n, clip_norm=10.0, curvature="public", weighted=True).metadata["parts"]
+    parts = weighted_parts(mu, n)
     assert len(parts) == len(PUBLIC_SCHEDULE) == len(rel["path"])
     rho = rel["rho"]
     M = np.asarray(rel["chol"]) / S[:, None]  # chol = s M
-    with jax.enable_x64(True):
-        z = [np.asarray(gaussian_noise(k, (3,), jnp.float64), dtype=np.float64)
-             for k in jax.random.split(key, len(parts))]
+    z = redrawn_noise(key, len(parts))
     last = np.asarray(rel["path"][-1]) / S
     scored, w = weighted_rows(X, y, last, M, rho)
     assert np.mean(w < 1.0) > 0.0  # some weights bind at this radius
@@ -139,11 +134,9 @@ def test_each_stage_and_the_centre_are_the_surrogate_steps_from_that_stages_rele
     X, y, rel = release(mu, key, n)
     Xp, _ = rows(1, 3000)
     labels = (0.0, 1.0)
-    parts = score_release_event(mu, n=n, clip_norm=10.0, curvature="public", weighted=True).metadata["parts"]
+    parts = weighted_parts(mu, n)
     rho, M = rel["rho"], np.asarray(rel["chol"]) / S[:, None]
-    with jax.enable_x64(True):
-        z = [np.asarray(gaussian_noise(k, (3,), jnp.float64), dtype=np.float64)
-             for k in jax.random.split(key, len(parts))]
+    z = redrawn_noise(key, len(parts))
     draws_sd = np.sqrt(np.array([0.01, 0.02, 0.05]))
     scores = score_function(nll)
     path = [np.asarray(p) / S for p in rel["path"]]
