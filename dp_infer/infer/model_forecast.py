@@ -16,21 +16,21 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..model.score_release import unconstrained_names
+from ..routes.forecast import TemperedRunForecast
 from .model_interval_release import forecast_note
 from .model_posterior import ModelPosteriorPlan, fit_model_posterior, prepare_model_posterior
 
 __all__ = ["forecast_model_posterior", "ModelPosteriorForecast"]
 
 
-@dataclass(frozen=True)
-class ModelPosteriorForecast:
-    """A model posterior run's plan and forecast, from public inputs only (no budget spent).
+@dataclass(frozen=True, kw_only=True)
+class ModelPosteriorForecast(TemperedRunForecast):
+    """A model posterior run's plan and forecast, from public inputs only (no budget spent); the fields every
+    forecast has are :class:`~dp_infer.routes.forecast.TemperedRunForecast`'s.
 
-    ``eps``, ``delta``: what the run would charge (its whole event: path, releases, clipped-row count).
-    ``beta``, ``beta_over_n`` and ``interval_inflation = sqrt(n / beta)``: the tempering, and how much wider
-    than the untempered posterior's the tempered draws' credible intervals are where the data dominate.
-    ``prior_sd_ratio_floor``: every tempered posterior sd is at least this share of the prior's (from the
-    declared per-example curvature bound); ``close_to_prior`` when it is at least
+    ``eps``, ``delta``: the run's whole event (path, releases, clipped-row count); ``dim``: the model's
+    unconstrained coordinates. ``prior_sd_ratio_floor``: every tempered posterior sd is at least this share of
+    the prior's (from the declared per-example curvature bound); ``close_to_prior`` when it is at least
     :data:`~dp_infer.infer.model_posterior_plan.CLOSE_TO_PRIOR`. ``num_steps``: steps per chain (with
     ``preconditioner="fisher"`` the bound once the second moment is released, the run re-plans from it).
     ``interval_share``: the share of the run's mu^2 reserved for the interval release (0: none, the reason
@@ -43,28 +43,13 @@ class ModelPosteriorForecast:
     :class:`~dp_infer.infer.model_posterior.ModelPosteriorPlan` the run would be given.
     """
 
-    n: int
-    dim: int
-    eps: float
-    delta: float
-    ess: int
-    num_chains: int
-    beta: float
-    beta_over_n: float
-    interval_inflation: float
-    predicted_ess: float
-    num_steps: int
-    eps_per_extra_effective_draw: float
     prior_sd_ratio_floor: float
-    close_to_prior: bool
     interval_share: float
     interval_release: str | None
     interval_skipped: str | None
-    interval_width: float | None
     interval_typical_sd: float | None
     interval_forecast_at: str | None
     coordinates: tuple[str, ...]
-    notes: tuple[str, ...] = ()
     plan: ModelPosteriorPlan | None = field(default=None, repr=False, compare=False)
 
     def explain(self) -> str:

@@ -10,7 +10,7 @@ prior. Nothing here reads data.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 import numpy as np
@@ -28,8 +28,8 @@ from .newton_release import curvature_snr, default_interval_share, interval_widt
 from .posterior import DEFAULT_ESS, DEFAULT_POSTERIOR_KERNEL, expected_steps, plan_posterior
 from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
 
-__all__ = ["forecast_posterior", "PosteriorForecast", "SECONDS_PER_ROW_STEP_PARAM", "FIXED_SECONDS", "sampling_seconds",
-           "CLOSE_TO_PRIOR", "tempered_sd_ratios"]
+__all__ = ["forecast_posterior", "PosteriorForecast", "TemperedRunForecast", "SECONDS_PER_ROW_STEP_PARAM",
+           "FIXED_SECONDS", "sampling_seconds", "CLOSE_TO_PRIOR", "tempered_sd_ratios"]
 
 #: wall-time cost model: seconds per (step x row x parameter x chain) of the full-batch gradient on
 #: this project's 2-core machine, idle: 2.5 ms a step at Adult's 30162 rows x 100 x 4 chains
@@ -100,25 +100,19 @@ def tempered_sd_ratios(beta: float, prior_precision, feature_mean_square,
     return np.sqrt(lam / (lam + beta * kv * m2)), v, kv
 
 
-@dataclass(frozen=True)
-class PosteriorForecast:
-    """What a posterior-mode run will give, from public inputs only (no data, no budget spent).
+@dataclass(frozen=True, kw_only=True)
+class TemperedRunForecast:
+    """The figures every posterior-mode forecast gives (a built-in loss's, :class:`PosteriorForecast`, and your own
+    NumPyro model's, :class:`~dp_infer.infer.model_forecast.ModelPosteriorForecast`), from public inputs only.
 
-    ``beta_over_n`` and ``interval_inflation = sqrt(n / beta)``: the tempering, and how much wider
-    than the untempered posterior's the credible intervals are in a direction the data dominate: a
-    floor for a clipped target, which the clip makes flatter than ``beta L`` (on Adult's 8 features the
-    tempered draws' 90% widths measured 1.1x it at eps = 0.5 and 2.3x at eps = 4, notebook 07).
-    ``interval_width``: the released intervals' forecast width over the non-private posterior's
-    (:func:`~dp_infer.routes.newton_release.interval_width_forecast`), None without an interval release.
-    ``sd_ratios``: each coordinate's tempered posterior sd over its prior sd (:func:`tempered_sd_ratios`:
-    the link's curvature averaged over the target's own spread, clip included, where the loss declares
-    it; else ``sqrt(lambda / (beta kappa_P m2 + lambda))``), from each coordinate's feature mean square
-    ``m2`` (``feature_mean_square_source``: public rows', or the row norm spread evenly) -- a forecast,
-    not a measurement; ``sd_ratio_to_prior``: their median (the typical coordinate), compared with the
-    run's measured median by :mod:`dp_infer.diagnostics.prior_dominance`; ``close_to_prior`` when it
-    exceeds :data:`CLOSE_TO_PRIOR`; ``prior_held_below``: the feature mean square below which a
-    coordinate's sd is within that factor of the prior's. ``seconds``: the cost model
-    ``steps x chains x n x dim x SECONDS_PER_ROW_STEP_PARAM + FIXED_SECONDS`` (an estimate).
+    ``n`` rows and ``dim`` parameters (unconstrained coordinates for a model); ``eps``, ``delta``: what the run
+    would charge (its whole event); ``ess``: the effective draws asked for, ``predicted_ess`` the plan's bulk ESS
+    over ``num_chains`` chains of ``num_steps`` steps, and ``eps_per_extra_effective_draw`` what one more would
+    cost. ``beta``, ``beta_over_n`` and ``interval_inflation = sqrt(n / beta)``: the tempering, and how much wider
+    than the untempered posterior's the tempered draws' credible intervals are in a direction the data dominate.
+    ``close_to_prior``: the tempered draws will say little about the data (each subclass says by which
+    measure). ``interval_width``: the interval release's forecast width over the non-private posterior's for a
+    typical coordinate, None where the run makes no interval release or cannot forecast it. ``notes``: the plan's.
     """
 
     n: int
@@ -130,33 +124,55 @@ class PosteriorForecast:
     beta: float
     beta_over_n: float
     interval_inflation: float
-    inflation_typical: float
-    sd_ratio_to_prior: float
-    close_to_prior: bool
     predicted_ess: float
     num_steps: int
-    seconds: float
     eps_per_extra_effective_draw: float
+    close_to_prior: bool
+    interval_width: float | None = None
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        """The forecast's figures (every field a ``repr`` shows: a model forecast's ``plan`` object is left out)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PosteriorForecast(TemperedRunForecast):
+    """What a built-in loss's posterior-mode run will give, from public inputs only (no data, no budget spent);
+    the fields every forecast has are :class:`TemperedRunForecast`'s.
+
+    ``interval_inflation`` is a floor for a clipped target, which the clip makes flatter than ``beta L`` (on
+    Adult's 8 features the tempered draws' 90% widths measured 1.1x it at eps = 0.5 and 2.3x at eps = 4,
+    notebook 07); ``inflation_typical`` the same for a typical coordinate. ``interval_width``:
+    :func:`~dp_infer.routes.newton_release.interval_width_forecast`.
+    ``sd_ratios``: each coordinate's tempered posterior sd over its prior sd (:func:`tempered_sd_ratios`:
+    the link's curvature averaged over the target's own spread, clip included, where the loss declares
+    it; else ``sqrt(lambda / (beta kappa_P m2 + lambda))``), from each coordinate's feature mean square
+    ``m2`` (``feature_mean_square_source``: public rows', or the row norm spread evenly) -- a forecast,
+    not a measurement; ``sd_ratio_to_prior``: their median (the typical coordinate), compared with the
+    run's measured median by :mod:`dp_infer.diagnostics.prior_dominance`; ``close_to_prior`` when it
+    exceeds :data:`CLOSE_TO_PRIOR`; ``prior_held_below``: the feature mean square below which a
+    coordinate's sd is within that factor of the prior's. ``seconds``: the cost model
+    ``steps x chains x n x dim x SECONDS_PER_ROW_STEP_PARAM + FIXED_SECONDS`` (an estimate).
+    """
+
+    inflation_typical: float
+    sd_ratio_to_prior: float
+    seconds: float
     beta_at_double_ess: float
     clip_radius: float | None
     second_moment: str
     prior_held_below: float
-    notes: tuple[str, ...] = ()
     sd_ratios: tuple[float, ...] = ()
     feature_mean_square_source: str = ""
-    #: one line on the intervals for theta: the interval release's share and forecast width, or why none
+    #: one line on the intervals for theta: the interval release's share and forecast width (the number in
+    #: :attr:`interval_width`), or why none
     intervals: str = ""
-    #: the released intervals' forecast width over the non-private posterior's for a typical coordinate
-    #: (the number in :attr:`intervals`), or None where the run makes no interval release
-    interval_width: float | None = None
 
     @property
     def prior_dominated_count(self) -> int:
         """How many coordinates' forecast sd is at least :data:`CLOSE_TO_PRIOR` of the prior's."""
         return int(sum(r >= CLOSE_TO_PRIOR for r in self.sd_ratios))
-
-    def as_dict(self) -> dict:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
 
     def explain(self) -> str:
         """A few lines for a user deciding whether to pay for the run."""

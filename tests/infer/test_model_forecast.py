@@ -80,6 +80,31 @@ def test_neighbouring_datasets_get_the_same_forecast():
     assert a.plan.event == b.plan.event
 
 
+def test_a_models_forecast_and_a_losss_share_the_tempered_run_fields():
+    """Both doors return a TemperedRunForecast: the shared fields hold the call's own inputs (n, dim, eps, delta,
+    ess, chains) in both, and as_dict gives every figure but leaves out the model forecast's plan object."""
+    from dataclasses import fields
+
+    from dp_infer.routes.forecast import PosteriorForecast, TemperedRunForecast
+
+    X, y, _ = logit_data(2, 300, d=2)
+    fm = dp_infer.forecast_model_posterior(logreg, X, y, **OPTIONS)
+    dim = X.shape[1]
+    fl = dp_infer.forecast_posterior(dp_infer.losses.logistic(row_norm=4.0), 300, dim, eps=1.0, delta=DELTA,
+                                     prior_precision=1.0, ess=8, num_chains=2)
+    assert isinstance(fm, ModelPosteriorForecast) and isinstance(fl, PosteriorForecast)
+    shared = [f.name for f in fields(TemperedRunForecast)]
+    for fc, chains in ((fm, fm.num_chains), (fl, 2)):
+        assert isinstance(fc, TemperedRunForecast)
+        d = fc.as_dict()
+        assert set(shared) <= set(d) and "plan" not in d
+        assert (d["n"], d["dim"], d["eps"], d["delta"], d["ess"], d["num_chains"]) == (300, dim, 1.0, DELTA, 8, chains)
+        assert d["beta_over_n"] == pytest.approx(d["beta"] / 300, rel=1e-12)
+        assert d["interval_inflation"] == pytest.approx((300 / d["beta"]) ** 0.5, rel=1e-12)
+    assert fm.plan is not None and fm.as_dict()["coordinates"] == fm.coordinates
+    assert fl.as_dict()["intervals"] == fl.intervals and fl.as_dict()["sd_ratios"] == fl.sd_ratios
+
+
 def test_without_public_rows_a_small_table_is_forecast_to_be_its_prior_and_the_forecast_says_so():
     """n = 40 at eps = 1: every posterior sd at least 0.9 of the prior's (a WARNING line), and no interval release
     (the released J would be noise at this n: the reason is printed, not a refusal)."""
