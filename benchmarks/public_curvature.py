@@ -5,7 +5,10 @@
 the simulated Adult-shaped design (or another logistic design) instead (:func:`adult_shaped_coverage`, about 40 s a
 dataset at d = 100);
 ``python -m benchmarks.public_curvature --noise-check 20 --seed 0``: the release remade with 20 fresh noise
-keys from the same draws, its centres' spread against the stated sd (:func:`adult_noise_check`, ~5 min).
+keys from the same draws, its centres' spread against the stated sd (:func:`adult_noise_check`, ~5 min);
+``python -m benchmarks.public_curvature --radius-check 12 --seed 0``: the release remade from the same draws at
+each of the radius grid's first 12 factors with the same 12 noise keys, the share of the non-private posterior's
+determined coefficients it determines (:func:`adult_radius_check`, ~4 min).
 
 The demo's setting (:mod:`dp_infer.cli.demo`: UCI Adult through the shipped schema, all 30,162 training
 rows, the schema's admissible rows, prior precision :data:`~dp_infer.cli.demo.DEMO_PRIOR_PRECISION`,
@@ -274,6 +277,55 @@ def adult_noise_check(seed: int = 0, keys: int = 20) -> dict:
             "median_abs_z_weighted_map": float(np.median(np.abs(z[:, det])))}
 
 
+def adult_radius_check(seed: int = 0, keys: int = 12, factors: int = 12) -> dict:
+    """Does the weights' radius the release picks (the grid's narrowest predicted width) cost determined
+    coefficients? The demo's Adult run (eps = 1, seed ``seed``), then its interval release made again from the same
+    draws, metric and mu at each of the first ``factors`` factors of
+    :data:`~dp_infer.routes.newton_release.RHO_GRID` (times the public rows' root mean ``||C^T x||``), each with the
+    same noise keys 100 .. 100 + keys - 1. Per factor: the width the release's predictor gives at the draws' mean
+    (what the pick reads), and over the keys the mean share of the non-private posterior's determined coefficients
+    that the intervals determine (with its se over the keys: the keys are independent draws of the release's noise),
+    the mean share of their signs right, and the median over keys of the median width over the non-private sd on
+    those coefficients."""
+    import jax
+
+    from dp_infer.diagnostics.released_interval import released_interval
+    from dp_infer.infer.posterior import interval_release_inputs
+    from dp_infer.releases.newton import predicted_width_ratio, release_newton_statistics
+    from dp_infer.routes.newton_release import RHO_GRID, link_bounds
+
+    a, X, y, lam, run, _ = adult_demo_run(1.0, seed, "public")
+    Xp, loss = np.asarray(a.X_test, dtype=np.float64), demo_loss(a)
+    inputs = interval_release_inputs(run, loss, Xp)
+    rel, n, mu = run.report_extras["interval_release"], run.plan.n, run.plan.posterior.mu_interval
+    C = np.asarray(inputs["chol"], dtype=np.float64)
+    rho0 = float(np.sqrt(np.mean(np.sum((Xp @ C) ** 2, axis=1))))
+    mu_last = 2.0 * link_bounds(loss)[0] * float(rel["rho"]) / (n * float(rel["gradient_sd"]))
+    t, sd_np = nonprivate_laplace(X, y, lam)
+    det = np.abs(t) > Z90 * sd_np
+    rows = []
+    for f in RHO_GRID[:factors]:
+        share, signs, width = [], [], []
+        for k in range(keys):
+            r = release_newton_statistics(loss, X, y, mu=mu, key=jax.random.key(100 + k), X_public=Xp,
+                                          **dict(inputs, rho=f * rho0))
+            iv = released_interval(r.to_dict(), n=n, prior_precision=run.plan.prior_precision, prob=0.9)
+            excl = (iv.lower > 0) | (iv.upper < 0)
+            share.append(float((excl & det).sum() / det.sum()))
+            signs.append(float(np.mean(np.sign(iv.centre[excl & det]) == np.sign(t[excl & det]))))
+            width.append(float(np.median((iv.sd / sd_np)[det])))
+        rows.append({"factor": round(f, 3),
+                     "predicted_width": round(predicted_width_ratio(loss, Xp, inputs["point"], C, f * rho0, lam, n,
+                                                                    mu_last), 3),
+                     "share_determined_mean": round(float(np.mean(share)), 3),
+                     "share_determined_se": round(float(np.std(share, ddof=1) / np.sqrt(keys)), 3),
+                     "signs_right_mean": round(float(np.mean(signs)), 3),
+                     "median_width_over_np_sd": round(float(np.median(width)), 3)})
+    return {"seed": seed, "keys": keys, "np_determined": int(det.sum()),
+            "picked_factor": round(inputs["rho"] / rho0, 3),
+            "run_share_determined": float((run.intervals(0.9).determined & det).sum() / det.sum()), "radii": rows}
+
+
 def adult_shaped_coverage(seeds, design: str = "adult_shaped") -> dict:
     """Coverage of a known truth with public curvature on one of :mod:`benchmarks.intervals`'s logistic designs
     (default the Adult-shaped one: n = 30,000, d = 100; eps = 1, prior N(0, 100 I), ess 400; public rows: n
@@ -338,8 +390,12 @@ def main(argv=None):
     p.add_argument("--noise-check", type=int, metavar="KEYS",
                    help="instead: the interval release made again with this many fresh noise keys from the same draws: "
                         "is the stated sd the noise's?")
+    p.add_argument("--radius-check", type=int, metavar="KEYS",
+                   help="instead: the interval release made again at each weights' radius of the grid with this many "
+                        "noise keys: the determined share per radius")
     a = p.parse_args(argv)
     r = (adult_shaped_coverage(range(a.adult_shaped), a.design) if a.adult_shaped
+         else adult_radius_check(a.seed, a.radius_check) if a.radius_check
          else adult_noise_check(a.seed, a.noise_check) if a.noise_check
          else adult_shortfall(a.seed) if a.shortfall
          else adult_public_curvature(a.eps, a.seed, a.curvature))
