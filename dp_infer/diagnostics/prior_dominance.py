@@ -34,10 +34,13 @@ __all__ = ["PriorDominance", "prior_dominance", "run_prior_dominance"]
 @dataclass(frozen=True)
 class PriorDominance:
     """``sd_ratio``: the draws' sd over the prior sd, per coordinate; ``threshold``: the ratio at or
-    above which a coordinate counts as the prior's."""
+    above which a coordinate counts as the prior's; ``interval_release``: the run also released intervals for
+    theta (its interval release), which carry what the data say where the tempered draws do not, so the text
+    says the draws say little, not the data."""
 
     sd_ratio: np.ndarray
     threshold: float
+    interval_release: bool = False
 
     @property
     def dominated(self) -> np.ndarray:
@@ -63,8 +66,14 @@ class PriorDominance:
         order = idx[np.argsort(-self.sd_ratio[idx])][:show]
         listed = ", ".join(f"{names[i]} {self.sd_ratio[i]:.2f}" for i in order)
         more = f", and {idx.size - order.size} more" if idx.size > order.size else ""
-        warn = (" -- most coordinates say little about the data: more rows, a larger eps, fewer effective draws or "
-                "a tighter prior change this" if self.median_ratio >= self.threshold else "")
+        if self.median_ratio < self.threshold:
+            warn = ""
+        elif self.interval_release:
+            warn = (" -- the tempered draws say little about the data in most coordinates; the intervals for theta "
+                    "(the interval release) carry what the data say")
+        else:
+            warn = (" -- most coordinates say little about the data: more rows, a larger eps, fewer effective draws "
+                    "or a tighter prior change this")
         return f"{head} ({listed}{more}){warn}"
 
 
@@ -94,9 +103,12 @@ def prior_dominance(draws, prior_precision, *, threshold: float = CLOSE_TO_PRIOR
 def run_prior_dominance(run, *, threshold: float = CLOSE_TO_PRIOR) -> PriorDominance | None:
     """:func:`prior_dominance` of a posterior-mode run of a per-example loss (its draws after burn-in and
     its plan's prior precision), or None for other runs (the estimate mode has no prior; a NumPyro
-    model's priors are its own sites')."""
+    model's priors are its own sites'). ``interval_release``: whether the run holds an interval release
+    (:func:`dp_infer.diagnostics.intervals.run_intervals` reads it)."""
     plan = run.plan
     if (getattr(plan, "target", "estimate") != "posterior" or plan.prior_precision is None
             or getattr(run, "model_description", None) is not None or run.theta is None):
         return None
-    return prior_dominance(run.draws(), plan.prior_precision, threshold=threshold)
+    measured = prior_dominance(run.draws(), plan.prior_precision, threshold=threshold)
+    released = (getattr(run, "report_extras", None) or {}).get("interval_release") is not None
+    return PriorDominance(measured.sd_ratio, measured.threshold, interval_release=released)

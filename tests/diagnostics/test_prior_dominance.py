@@ -67,3 +67,33 @@ def test_a_rare_level_is_the_priors_and_the_run_says_so():
     assert "prior-dominated coordinates" in run.summary() and "1 of 3" in run.summary()
     est = dp_infer.fit(losses.logistic(row_norm=1.0), X, y, eps=2.0, delta=1e-5, seed=3, progress_bar=False)
     assert run_prior_dominance(est) is None  # the estimate mode has no prior
+
+
+def _run_like(draws, extras):
+    """A finished posterior-mode loss run as run_prior_dominance reads it: its plan's target and prior, its draws,
+    its released extras."""
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(target="posterior", prior_precision=1.0)
+    return SimpleNamespace(plan=plan, theta=draws, model_description=None, report_extras=extras,
+                           draws=lambda: draws)
+
+
+def test_where_the_run_released_intervals_the_line_says_the_draws_not_the_data_say_little():
+    # the same prior-dominated draws (median ratio 1.0): with an interval release the intervals carry the data, so
+    # the line must not tell the user that the data say little (the summary prints those intervals above it)
+    draws = np.random.default_rng(2).normal(size=(2, 3000, 3))
+    without = run_prior_dominance(_run_like(draws, {}))
+    with_release = run_prior_dominance(_run_like(draws, {"interval_release": {"kind": "newton"}}))
+    assert not without.interval_release and with_release.interval_release
+    np.testing.assert_array_equal(without.sd_ratio, with_release.sd_ratio)
+    a, b = without.text(list("xyz")), with_release.text(list("xyz"))
+    assert "most coordinates say little about the data: more rows" in a and "interval release" not in a
+    assert ("the tempered draws say little about the data in most coordinates; the intervals for theta (the interval "
+            "release) carry what the data say") in b and "more rows" not in b
+    assert a.split(" -- ")[0] == b.split(" -- ")[0]  # the measurement itself is the same line
+    # a skipped release (its reason recorded) is no release
+    assert not run_prior_dominance(_run_like(draws, {"interval_release_skipped": "signal to noise"})).interval_release
+    # and where the draws are the data's, neither says anything more
+    sharp = run_prior_dominance(_run_like(draws * 0.1, {"interval_release": {}}))
+    assert " -- " not in sharp.text(list("xyz"))
