@@ -8,7 +8,9 @@ dataset at d = 100);
 keys from the same draws, its centres' spread against the stated sd (:func:`adult_noise_check`, ~5 min);
 ``python -m benchmarks.public_curvature --radius-check 12 --seed 0``: the release remade from the same draws at
 each of the radius grid's first 12 factors with the same 12 noise keys, the share of the non-private posterior's
-determined coefficients it determines (:func:`adult_radius_check`, ~4 min).
+determined coefficients it determines (:func:`adult_radius_check`, ~4 min);
+``python -m benchmarks.public_curvature --misses --seed 0``: which of those coefficients the intervals miss, by
+column frequency and by the non-private ``|MAP| / sd`` (:func:`adult_misses`, ~1 min).
 
 The demo's setting (:mod:`dp_infer.cli.demo`: UCI Adult through the shipped schema, all 30,162 training
 rows, the schema's admissible rows, prior precision :data:`~dp_infer.cli.demo.DEMO_PRIOR_PRECISION`,
@@ -326,6 +328,32 @@ def adult_radius_check(seed: int = 0, keys: int = 12, factors: int = 12) -> dict
             "run_share_determined": float((run.intervals(0.9).determined & det).sum() / det.sum()), "radii": rows}
 
 
+def adult_misses(seed: int = 0) -> dict:
+    """Where the demo's intervals (eps = 1, seed ``seed``) miss the non-private posterior's determined coefficients:
+    those coefficients split by how often their column is nonzero (below 0.5% of the rows, 0.5-5%, at least 5%)
+    and by the non-private ``|MAP| / sd`` (1.645-2.5, 2.5-4, at least 4): per class, how many the non-private
+    posterior determines, how many the private intervals do, and (by frequency) the median ``|MAP| / sd`` and
+    the median interval width over the non-private sd."""
+    _, X, y, lam, run, _ = adult_demo_run(1.0, seed, "public")
+    iv = run.intervals(0.9)
+    t, sd = nonprivate_laplace(X, y, lam)
+    z = np.abs(t) / sd
+    det, excl, freq = z > Z90, (iv.lower > 0) | (iv.upper < 0), np.mean(X != 0, axis=0)
+    out = {"seed": seed, "np_determined": int(det.sum()), "by_column_frequency": {}, "by_nonprivate_z": {}}
+    for name, m in (("below 0.5%", freq < 0.005), ("0.5-5%", (freq >= 0.005) & (freq < 0.05)),
+                    ("at least 5%", freq >= 0.05)):
+        k = det & m
+        out["by_column_frequency"][name] = {
+            "np_determined": int(k.sum()), "private_determined": int((excl & k).sum()),
+            "median_np_z": float(np.median(z[k])) if k.any() else None,
+            "median_width_over_np_sd": float(np.median((iv.sd / sd)[k])) if k.any() else None}
+    for lo, hi in ((Z90, 2.5), (2.5, 4.0), (4.0, np.inf)):
+        k = det & (z >= lo) & (z < hi)
+        out["by_nonprivate_z"][f"{lo:.3g}-{hi:.3g}"] = {"np_determined": int(k.sum()),
+                                                       "private_determined": int((excl & k).sum())}
+    return out
+
+
 def adult_shaped_coverage(seeds, design: str = "adult_shaped") -> dict:
     """Coverage of a known truth with public curvature on one of :mod:`benchmarks.intervals`'s logistic designs
     (default the Adult-shaped one: n = 30,000, d = 100; eps = 1, prior N(0, 100 I), ess 400; public rows: n
@@ -393,8 +421,11 @@ def main(argv=None):
     p.add_argument("--radius-check", type=int, metavar="KEYS",
                    help="instead: the interval release made again at each weights' radius of the grid with this many "
                         "noise keys: the determined share per radius")
+    p.add_argument("--misses", action="store_true",
+                   help="instead: the non-private posterior's determined coefficients the intervals miss, by class")
     a = p.parse_args(argv)
     r = (adult_shaped_coverage(range(a.adult_shaped), a.design) if a.adult_shaped
+         else adult_misses(a.seed) if a.misses
          else adult_radius_check(a.seed, a.radius_check) if a.radius_check
          else adult_noise_check(a.seed, a.noise_check) if a.noise_check
          else adult_shortfall(a.seed) if a.shortfall
