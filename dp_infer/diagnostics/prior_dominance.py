@@ -21,7 +21,7 @@ side of it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -109,6 +109,5 @@ def run_prior_dominance(run, *, threshold: float = CLOSE_TO_PRIOR) -> PriorDomin
     if (getattr(plan, "target", "estimate") != "posterior" or plan.prior_precision is None
             or getattr(run, "model_description", None) is not None or run.theta is None):
         return None
-    measured = prior_dominance(run.draws(), plan.prior_precision, threshold=threshold)
     released = (getattr(run, "report_extras", None) or {}).get("interval_release") is not None
-    return PriorDominance(measured.sd_ratio, measured.threshold, interval_release=released)
+    return replace(prior_dominance(run.draws(), plan.prior_precision, threshold=threshold), interval_release=released)
