@@ -14,7 +14,8 @@ of a numeric with one level, an absolute value, and a scale that differs by one 
 The pipeline is the one the README gives a user: ``dp-infer schema draft TEST.csv`` (non-private, on the public
 file), the schema's encoding of both files, the schema's suggested prior precision, then
 ``dp_infer.fit(..., target="posterior", eps=1, interval_curvature="public", X_public=<the test file's features>)``
-per seed, and once the default without public rows (the interval release's reason for refusing, if it does). Each
+per seed, and (the loss route only) once the default without public rows (the interval release's reason for
+refusing, if it does). Each
 run's intervals are compared with the non-private Laplace posterior under the same prior (computed here, not
 privately, for the comparison only): of the coefficients whose non-private 90% interval excludes 0, the share
 whose private interval does (target >= 0.60), the signs right among those the private run determines (>= 0.95),
@@ -118,14 +119,15 @@ def new_table(seeds=(0, 1, 2), *, rows: int = 11000, misspecified: bool = False,
         train, test = fm.transform(str(d / "train.csv")), fm.transform(str(d / "test.csv"))
     X, y, Xp = (np.asarray(a, dtype=np.float64) for a in (train.X, train.y, test.X))
     rows_ok = fm.admissible_rows()  # the schema's admissible rows: the sensitivity is taken over them, as the CLI does
-    loss = dp_infer.losses.logistic(row_norm=float(rows_ok.max_norm()))
+    row_norm = float(rows_ok.max_norm())
+    loss = dp_infer.losses.logistic(row_norm=row_norm)
     t, sd = nonprivate_laplace(X, y, lam)
     out = {"rows": int(X.shape[0]), "dim": int(X.shape[1]), "misspecified": misspecified, "eps": eps,
            "prior_precision": lam, "public_rows": int(Xp.shape[0]), "route": "model" if model else "loss", "runs": []}
     if model:
         for s in seeds:
             t0 = time.time()
-            run = model_run(X, y, Xp, lam, float(rows_ok.max_norm()), s, eps)
+            run = model_run(X, y, Xp, lam, row_norm, s, eps)
             out["runs"].append({"seed": s, "seconds": time.time() - t0, **compare(run.intervals(0.9), t, sd)})
         return out
     for s in seeds:
