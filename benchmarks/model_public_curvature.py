@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from benchmarks.public_curvature import Z90, nonprivate_laplace
+from benchmarks.public_curvature import Z90, intervals_against_nonprivate, nonprivate_laplace
 from ._common import report_result
 
 PRIOR = 0.01  # prior precision: N(0, 100 I), the demo's
@@ -117,16 +117,15 @@ def adult_model(eps: float = 1.0, seed: int = 0, clip_norm: float = 8.0, curvatu
     np_excl = np.abs(t) > Z90 * sd_np
     contain = (iv.lower <= t) & (t <= iv.upper)
     unflagged = np.array([not f for f in iv.flags])
+    figures = intervals_against_nonprivate(iv, t, sd_np)
     out.update(release_made=True, curvature_source=rel.get("curvature_source", "private"), mu_interval=rel["mu"],
                gradient_sd=rel["gradient_sd"], label_draws=rel.get("label_draws"),
                release_metric=rel.get("release_metric", "clipped"), rho=rel.get("rho"),
                predicted_width_ratio=rel.get("predicted_width_ratio"),
                **forecast_against_run(run.report_extras.get("interval_forecast"), iv.sd, ratio),
                np_exclude_zero=int(np_excl.sum()), determined=int(iv.determined.sum()),
-               determined_share_of_np=float(np.sum(iv.determined & np_excl) / max(int(np_excl.sum()), 1)),
-               determined_signs_right=float(np.mean(np.sign(iv.centre[iv.determined]) == np.sign(t[iv.determined]))
-                                            if iv.determined.any() else float("nan")),
-               median_width_ratio_np_determined=float(np.median(ratio[np_excl])),
+               determined_share_of_np=figures["share_determined"], determined_signs_right=figures["signs_right"],
+               median_width_ratio_np_determined=figures["median_width_over_np_sd"],
                median_width_ratio=float(np.median(ratio)), median_width_ratio_unflagged=float(
                    np.median(ratio[unflagged])) if unflagged.any() else None,
                contain_map=int(contain.sum()), contain_map_unflagged=int(contain[unflagged].sum()),

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ._common import report_result
-from .public_curvature import Z90, nonprivate_laplace
+from .public_curvature import intervals_against_nonprivate, nonprivate_laplace
 
 #: the categorical columns: name and number of levels
 CATEGORICAL = (("cat_a", 8), ("cat_b", 6), ("cat_c", 12), ("cat_d", 5), ("cat_e", 9), ("cat_f", 4))
@@ -75,18 +75,6 @@ def draft_schema(test_csv: Path, out: Path) -> float:
     if found is None:
         raise RuntimeError("the schema draft suggested no prior precision:\n" + done.stdout + done.stderr)
     return float(found.group(1))
-
-
-def compare(iv, t, sd) -> dict:
-    """The issue's figures for one run's intervals ``iv`` against the non-private MAP ``t`` and sds ``sd``."""
-    det = np.abs(t) > Z90 * sd
-    excl = (iv.lower > 0) | (iv.upper < 0)
-    return {"np_determined": int(det.sum()),
-            "share_determined": float((excl & det).sum() / max(int(det.sum()), 1)),
-            "signs_right": float(np.mean(np.sign(iv.centre[excl]) == np.sign(t[excl]))) if excl.any() else None,
-            "median_width_over_np_sd": float(np.median((iv.sd / sd)[det])),
-            "contain_map": int(np.sum((iv.lower <= t) & (t <= iv.upper))), "dim": int(t.size),
-            "flagged": int(sum(1 for f in iv.flags if f))}
 
 
 def model_run(X, y, Xp, lam: float, row_norm: float, seed: int, eps: float):
@@ -128,16 +116,16 @@ def new_table(seeds=(0, 1, 2), *, rows: int = 11000, misspecified: bool = False,
         for s in seeds:
             t0 = time.time()
             run = model_run(X, y, Xp, lam, row_norm, s, eps)
-            out["runs"].append({"seed": s, "seconds": time.time() - t0, **compare(run.intervals(0.9), t, sd)})
+            out["runs"].append({"seed": s, "seconds": time.time() - t0, **intervals_against_nonprivate(run.intervals(0.9), t, sd)})
         return out
     for s in seeds:
         run = dp_infer.fit(loss, X, y, eps=eps, delta=1e-5, target="posterior", prior_precision=lam, seed=s,
                            rows=rows_ok, progress_bar=False, interval_curvature="public", X_public=Xp)
-        out["runs"].append({"seed": s, **compare(run.intervals(0.9), t, sd)})
+        out["runs"].append({"seed": s, **intervals_against_nonprivate(run.intervals(0.9), t, sd)})
     run = dp_infer.fit(loss, X, y, eps=eps, delta=1e-5, target="posterior", prior_precision=lam, seed=seeds[0],
                        rows=rows_ok, progress_bar=False)
     try:
-        out["without_public_rows"] = compare(run.intervals(0.9), t, sd)
+        out["without_public_rows"] = intervals_against_nonprivate(run.intervals(0.9), t, sd)
     except ValueError as e:
         out["without_public_rows"] = {"intervals": str(e)}
     return out

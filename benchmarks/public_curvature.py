@@ -9,6 +9,9 @@ keys from the same draws, its centres' spread against the stated sd (:func:`adul
 ``python -m benchmarks.public_curvature --radius-check 12 --seed 0``: the release remade from the same draws at
 each of the radius grid's first 12 factors with the same 12 noise keys, the share of the non-private posterior's
 determined coefficients it determines (:func:`adult_radius_check`, ~4 min);
+``python -m benchmarks.public_curvature --mu-check 12 --seed 0``: the release remade from the same draws at
+multiples of its mu (:data:`MU_FACTORS`) with the same 12 noise keys: what budget the 60% target would take
+(:func:`adult_mu_check`, ~4 min);
 ``python -m benchmarks.public_curvature --misses --seed 0``: which of those coefficients the intervals miss, by
 column frequency and by the non-private ``|MAP| / sd`` (:func:`adult_misses`, ~1 min).
 
@@ -58,6 +61,24 @@ def nonprivate_laplace(X, y, prior, weights=None):
     return t, np.sqrt(np.diag(np.linalg.inv((X * (w * s * (1 - s))[:, None]).T @ X + prior * np.eye(d))))
 
 
+def intervals_against_nonprivate(iv, t, sd) -> dict:
+    """Issue 37's figures for one run's intervals ``iv`` (a
+    :class:`~dp_infer.diagnostics.released_interval.ParameterIntervals`) against the non-private MAP ``t`` and sds
+    ``sd`` under the same prior, every benchmark's one definition: of the coefficients the non-private 90% intervals
+    determine (``|t| > 1.645 sd``), the share the run's intervals determine (``iv.determined``: excluding 0 and not
+    flagged, what the run's table counts; target >= 0.6); of every coefficient the run determines, the share with the
+    non-private MAP's sign (>= 0.95; None where it determines none); the median width over the non-private sd on
+    the non-private posterior's determined coefficients (<= 2); how many intervals contain the MAP; how many are
+    flagged."""
+    det, got = np.abs(t) > Z90 * sd, np.asarray(iv.determined)
+    return {"np_determined": int(det.sum()),
+            "share_determined": float((got & det).sum() / max(int(det.sum()), 1)),
+            "signs_right": float(np.mean(np.sign(iv.centre[got]) == np.sign(t[got]))) if got.any() else None,
+            "median_width_over_np_sd": float(np.median((iv.sd / sd)[det])) if det.any() else None,
+            "contain_map": int(np.sum((iv.lower <= t) & (t <= iv.upper))), "dim": int(t.size),
+            "flagged": int(sum(1 for f in iv.flags if f))}
+
+
 def adult_demo_run(eps: float, seed: int, curvature: str):
     """The demo's posterior run on Adult (quick plan, the test file's features as ``X_public``):
     ``(adult, X, y, prior precision, run, seconds)``."""
@@ -99,6 +120,7 @@ def adult_public_curvature(eps: float = 1.0, seed: int = 0, curvature: str = "pu
     np_excl = np.abs(t) > Z90 * sd_np
     excl = (iv.lower > 0) | (iv.upper < 0)
     rel = run.report_extras["interval_release"]
+    figures = intervals_against_nonprivate(iv, t, sd_np)
     out.update(release_made=True, curvature_source=rel.get("curvature_source"), mu_interval=rel["mu"],
                gradient_sd=rel["gradient_sd"],
                median_width_ratio=float(np.median(ratio)), p90_width_ratio=float(np.percentile(ratio, 90)),
@@ -122,12 +144,10 @@ def adult_public_curvature(eps: float = 1.0, seed: int = 0, curvature: str = "pu
                contain_map_unflagged=int(np.sum(((iv.lower <= t) & (t <= iv.upper))[[not f for f in iv.flags]])),
                median_abs_z_vs_map_missed=float(np.median((np.abs(iv.centre - t) / iv.sd)[~((iv.lower <= t) & (t <= iv.upper))])),
                predicted_median_width_ratio=float(np.median(iv.width_ratio)),
-               # the issue's Adult targets: of the coefficients the non-private intervals determine, the share these
-               # determine (target >= 0.6), their signs right (>= 0.95), the median width ratio there (<= 2)
-               determined_share_of_np=float(np.sum(iv.determined & np_excl) / max(int(np_excl.sum()), 1)),
-               determined_signs_right=float(np.mean(np.sign(iv.centre[iv.determined]) == np.sign(t[iv.determined]))
-                                            if iv.determined.any() else float("nan")),
-               median_width_ratio_np_determined=float(np.median(ratio[np_excl])),
+               # the issue's Adult targets (intervals_against_nonprivate): the share of the non-private posterior's
+               # determined coefficients determined (>= 0.6), their signs right (>= 0.95), the median width there (<= 2)
+               determined_share_of_np=figures["share_determined"], determined_signs_right=figures["signs_right"],
+               median_width_ratio_np_determined=figures["median_width_over_np_sd"],
                test_accuracy_interval_centre=_accuracy(a, iv.centre),
                test_accuracy_posterior_mean=_accuracy(a, run.draws().reshape(-1, d).mean(axis=0)),
                test_accuracy_nonprivate_map=_accuracy(a, t),
@@ -279,53 +299,94 @@ def adult_noise_check(seed: int = 0, keys: int = 20) -> dict:
             "median_abs_z_weighted_map": float(np.median(np.abs(z[:, det])))}
 
 
+def _rerelease(seed: int):
+    """The demo's Adult run (eps = 1, seed ``seed``) and what remaking its interval release needs: the loss, the
+    rows, the public rows, the run's release inputs (:func:`~dp_infer.infer.posterior.interval_release_inputs`),
+    the non-private MAP and sds under the same prior, and which coefficients the non-private posterior determines."""
+    from dp_infer.infer.posterior import interval_release_inputs
+
+    a, X, y, lam, run, _ = adult_demo_run(1.0, seed, "public")
+    Xp, loss = np.asarray(a.X_test, dtype=np.float64), demo_loss(a)
+    t, sd_np = nonprivate_laplace(X, y, lam)
+    return {"run": run, "loss": loss, "X": X, "y": y, "Xp": Xp, "inputs": interval_release_inputs(run, loss, Xp),
+            "lam": lam, "t": t, "sd_np": sd_np, "det": np.abs(t) > Z90 * sd_np}
+
+
+def _release_scores(c: dict, keys: int, mu: float, rho: float) -> dict:
+    """The interval release of :func:`_rerelease`'s run made again at GDP ``mu`` and weights' radius ``rho`` with the
+    noise keys 100 .. 100 + keys - 1. Over the keys (:func:`intervals_against_nonprivate`'s figures): the mean share
+    of the non-private posterior's determined coefficients the intervals determine with its se (the keys are
+    independent draws of the release's noise), the mean share of the coefficients the intervals determine with the
+    non-private MAP's sign, and the median over keys of the median width over the non-private sd on the non-private
+    posterior's determined coefficients."""
+    import jax
+
+    from dp_infer.diagnostics.released_interval import released_interval
+    from dp_infer.releases.newton import release_newton_statistics
+
+    run = c["run"]
+    share, signs, width = [], [], []
+    for k in range(keys):
+        r = release_newton_statistics(c["loss"], c["X"], c["y"], mu=mu, key=jax.random.key(100 + k), X_public=c["Xp"],
+                                      **dict(c["inputs"], rho=rho))
+        iv = released_interval(r.to_dict(), n=run.plan.n, prior_precision=run.plan.prior_precision, prob=0.9)
+        f = intervals_against_nonprivate(iv, c["t"], c["sd_np"])
+        share.append(f["share_determined"])
+        signs.append(np.nan if f["signs_right"] is None else f["signs_right"])
+        width.append(f["median_width_over_np_sd"])
+    return {"share_determined_mean": round(float(np.mean(share)), 3),
+            "share_determined_se": round(float(np.std(share, ddof=1) / np.sqrt(keys)), 3),
+            "signs_right_mean": round(float(np.nanmean(signs)), 3),
+            "median_width_over_np_sd": round(float(np.median(width)), 3)}
+
+
 def adult_radius_check(seed: int = 0, keys: int = 12, factors: int = 12) -> dict:
     """Does the weights' radius the release picks (the grid's narrowest predicted width) cost determined
     coefficients? The demo's Adult run (eps = 1, seed ``seed``), then its interval release made again from the same
     draws, metric and mu at each of the first ``factors`` factors of
     :data:`~dp_infer.routes.newton_release.RHO_GRID` (times the public rows' root mean ``||C^T x||``), each with the
-    same noise keys 100 .. 100 + keys - 1. Per factor: the width the release's predictor gives at the draws' mean
-    (what the pick reads), and over the keys the mean share of the non-private posterior's determined coefficients
-    that the intervals determine (with its se over the keys: the keys are independent draws of the release's noise),
-    the mean share of their signs right, and the median over keys of the median width over the non-private sd on
-    those coefficients."""
-    import jax
-
-    from dp_infer.diagnostics.released_interval import released_interval
-    from dp_infer.infer.posterior import interval_release_inputs
-    from dp_infer.releases.newton import predicted_width_ratio, release_newton_statistics
+    same noise keys (:func:`_release_scores`). Per factor: the width the release's predictor gives at the draws' mean
+    (what the pick reads), and the scores over the keys."""
+    from dp_infer.releases.newton import predicted_width_ratio
     from dp_infer.routes.newton_release import RHO_GRID, link_bounds
 
-    a, X, y, lam, run, _ = adult_demo_run(1.0, seed, "public")
-    Xp, loss = np.asarray(a.X_test, dtype=np.float64), demo_loss(a)
-    inputs = interval_release_inputs(run, loss, Xp)
+    c = _rerelease(seed)
+    run, inputs, loss, Xp = c["run"], c["inputs"], c["loss"], c["Xp"]
     rel, n, mu = run.report_extras["interval_release"], run.plan.n, run.plan.posterior.mu_interval
     C = np.asarray(inputs["chol"], dtype=np.float64)
     rho0 = float(np.sqrt(np.mean(np.sum((Xp @ C) ** 2, axis=1))))
     mu_last = 2.0 * link_bounds(loss)[0] * float(rel["rho"]) / (n * float(rel["gradient_sd"]))
-    t, sd_np = nonprivate_laplace(X, y, lam)
-    det = np.abs(t) > Z90 * sd_np
-    rows = []
-    for f in RHO_GRID[:factors]:
-        share, signs, width = [], [], []
-        for k in range(keys):
-            r = release_newton_statistics(loss, X, y, mu=mu, key=jax.random.key(100 + k), X_public=Xp,
-                                          **dict(inputs, rho=f * rho0))
-            iv = released_interval(r.to_dict(), n=n, prior_precision=run.plan.prior_precision, prob=0.9)
-            excl = (iv.lower > 0) | (iv.upper < 0)
-            share.append(float((excl & det).sum() / det.sum()))
-            signs.append(float(np.mean(np.sign(iv.centre[excl & det]) == np.sign(t[excl & det]))))
-            width.append(float(np.median((iv.sd / sd_np)[det])))
-        rows.append({"factor": round(f, 3),
-                     "predicted_width": round(predicted_width_ratio(loss, Xp, inputs["point"], C, f * rho0, lam, n,
-                                                                    mu_last), 3),
-                     "share_determined_mean": round(float(np.mean(share)), 3),
-                     "share_determined_se": round(float(np.std(share, ddof=1) / np.sqrt(keys)), 3),
-                     "signs_right_mean": round(float(np.mean(signs)), 3),
-                     "median_width_over_np_sd": round(float(np.median(width)), 3)})
-    return {"seed": seed, "keys": keys, "np_determined": int(det.sum()),
+    rows = [{"factor": round(f, 3),
+             "predicted_width": round(predicted_width_ratio(loss, Xp, inputs["point"], C, f * rho0, c["lam"], n,
+                                                            mu_last), 3),
+             **_release_scores(c, keys, mu, f * rho0)} for f in RHO_GRID[:factors]]
+    return {"seed": seed, "keys": keys, "np_determined": int(c["det"].sum()),
             "picked_factor": round(inputs["rho"] / rho0, 3),
-            "run_share_determined": float((run.intervals(0.9).determined & det).sum() / det.sum()), "radii": rows}
+            "run_share_determined": float((run.intervals(0.9).determined & c["det"]).sum() / c["det"].sum()),
+            "radii": rows}
+
+
+#: :func:`adult_mu_check`'s factors on the interval release's mu: 1.085 is all of the run's mu^2 given to the
+#: release (``1 / sqrt(PUBLIC_INTERVAL_SHARE)``), 1e6 a nearly noise-free release (the weighted estimand's ceiling)
+MU_FACTORS = (1.0, 1.085, 1.25, 1.5, 2.0, 3.0, 1e6)
+
+
+def adult_mu_check(seed: int = 0, keys: int = 12, factors=MU_FACTORS) -> dict:
+    """How much more budget would Adult's 60% take? The demo's Adult run (eps = 1, seed ``seed``), then its interval
+    release made again from the same draws, metric and weights' radius at the run's interval mu times each of
+    ``factors`` (:data:`MU_FACTORS`), each with the same noise keys (:func:`_release_scores`). A factor ``f`` on mu is
+    ``f^2`` on the release's mu^2 and so on eps (GDP's eps grows about linearly in mu); a factor above
+    ``1 / sqrt(PUBLIC_INTERVAL_SHARE)`` needs more than the run's whole budget. The largest factor shows the ceiling
+    the release's estimand (the weighted likelihood's MAP) sets with nearly no noise."""
+    from dp_infer.routes.newton_release import PUBLIC_INTERVAL_SHARE
+
+    c = _rerelease(seed)
+    run = c["run"]
+    mu = run.plan.posterior.mu_interval
+    rows = [{"mu_factor": f, "release_mu": round(f * mu, 4), **_release_scores(c, keys, f * mu, c["inputs"]["rho"])}
+            for f in factors]
+    return {"seed": seed, "keys": keys, "np_determined": int(c["det"].sum()), "interval_mu": round(mu, 4),
+            "whole_budget_factor": round(1.0 / np.sqrt(PUBLIC_INTERVAL_SHARE), 4), "factors": rows}
 
 
 def adult_misses(seed: int = 0) -> dict:
@@ -421,12 +482,16 @@ def main(argv=None):
     p.add_argument("--radius-check", type=int, metavar="KEYS",
                    help="instead: the interval release made again at each weights' radius of the grid with this many "
                         "noise keys: the determined share per radius")
+    p.add_argument("--mu-check", type=int, metavar="KEYS",
+                   help="instead: the interval release made again at multiples of its mu with this many noise keys: "
+                        "the determined share per multiple")
     p.add_argument("--misses", action="store_true",
                    help="instead: the non-private posterior's determined coefficients the intervals miss, by class")
     a = p.parse_args(argv)
     r = (adult_shaped_coverage(range(a.adult_shaped), a.design) if a.adult_shaped
          else adult_misses(a.seed) if a.misses
          else adult_radius_check(a.seed, a.radius_check) if a.radius_check
+         else adult_mu_check(a.seed, a.mu_check) if a.mu_check
          else adult_noise_check(a.seed, a.noise_check) if a.noise_check
          else adult_shortfall(a.seed) if a.shortfall
          else adult_public_curvature(a.eps, a.seed, a.curvature))
