@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from ..infer.prediction import PREDICTION_SOURCES
 from .schema_commands import with_read_options, encode_with_stored_schema
 
 
@@ -80,9 +81,13 @@ def read_rows(data_file, run) -> tuple[object, list[str]]:
               help="write the predictions as CSV (default: print the first rows)")
 @click.option("--model", "model_spec", default=None,
               help="FILE.py:FUNCTION -- the NumPyro model of a run fitted with fit(model=...)")
+@click.option("--from", "source", type=click.Choice(list(PREDICTION_SOURCES)), default="draws", show_default=True,
+              help="predict from the released draws (averaged), or from the centre of the run's intervals for theta "
+                   "(a plug-in; posterior-mode runs of a built-in loss with an interval release)")
 @with_read_options
-def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, names):
-    """Predict DATA_FILE (columns matched by name) from the released draws of RUN_FILE."""
+def predict_command(run_file, data_file, out, model_spec, source, delimiter, no_header, names):
+    """Predict DATA_FILE (columns matched by name) from the released draws of RUN_FILE, or from the centre of its
+    intervals for theta (--from intervals)."""
     import pandas as pd
 
     from ..datasets import clip_rows
@@ -113,7 +118,7 @@ def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, 
         if run.model_description is None and isinstance(row_norm, (int, float)) and math.isfinite(row_norm):
             X, rep = clip_rows(X, float(row_norm))
             click.echo(f"rows clipped to the run's public row norm {row_norm:g}, as in training")
-    pred = run._predictive(pd.DataFrame(X, columns=names), None, 1000)
+    pred = run._predictive(pd.DataFrame(X, columns=names), None, 1000, source)
     table = {}
     if "probs" in pred and np.ndim(pred["probs"]) == 1:
         table["probability"] = np.asarray(pred["probs"])
@@ -128,8 +133,12 @@ def predict_command(run_file, data_file, out, model_spec, delimiter, no_header, 
         # back in the schema's own values: 1 -> its first positive label, 0 -> its first negative one
         table["prediction"] = np.where(codes > 0.5, target.positive[0], target.negative[0])
     frame = pd.DataFrame(table)
-    src = "purified estimate" if run.purified is not None else "released draws after burn-in"
+    src = ("centre of the intervals for theta (plug-in)" if source == "intervals" else
+           "purified estimate" if run.purified is not None else "released draws after burn-in")
     click.echo(f"{data_file}: {len(frame)} rows predicted from the {src} of {run_file} (post-processing)")
+    if source == "draws" and run.model_description is None and "interval_release" in run.report_extras:
+        click.echo("this run also released intervals for theta: --from intervals predicts from their centre, which "
+                   "carries what the data say where the tempered draws are close to the prior")
     if labels is not None and "probability" in table:
         acc = float(np.mean((codes > 0.5) == (np.asarray(labels) > 0.5)))
         click.echo(f"accuracy on these rows: {acc:.4f} (computed from their labels: NON-PRIVATE if they are private)")

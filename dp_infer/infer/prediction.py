@@ -9,6 +9,9 @@ Two sources of a predictive distribution:
   Bernoulli or categorical likelihood) with every released draw substituted for the latent sites,
   averaged over draws -- the mean of NumPyro's ``Predictive`` without the sampling noise.
 
+A loss run with an interval release can also predict at the release's centre (``source="intervals"``), one
+"draw" through the same rule.
+
 Feature columns are matched by name when the run knows the training names and ``X`` is a
 pandas DataFrame (extra columns are ignored, a missing one is an error); an array must have the
 training number of columns in the training order.
@@ -26,7 +29,11 @@ from numpyro import handlers
 from ..losses.registry import BUILTIN_BEHAVIOURS, loss_behaviour
 
 __all__ = ["align_features", "loss_predictive", "model_predictive", "log_loss", "expected_calibration_error",
-           "LINEAR_LOSSES"]
+           "LINEAR_LOSSES", "PREDICTION_SOURCES"]
+
+#: what a run's predictions are made from: its released draws (averaged), or its interval release's centre (a
+#: plug-in; :meth:`dp_infer.infer.run.PrivateRun.predict`)
+PREDICTION_SOURCES = ("draws", "intervals")
 
 #: built-in losses with a prediction rule (a link of the linear score ``X @ theta``): their behaviours'
 LINEAR_LOSSES = tuple(b.name for b in BUILTIN_BEHAVIOURS if b.predictive is not None)

@@ -25,7 +25,7 @@ import numpy as np
 from ..losses.base import PerExampleLoss
 from ..losses.registry import loss_behaviour
 from ..routes.plan import SamplingPlan
-from .prediction import align_features, labels_from, loss_predictive, model_predictive
+from .prediction import PREDICTION_SOURCES, align_features, labels_from, loss_predictive, model_predictive
 from .extension import EXTEND_ROUTE, extended_plan
 from .driver import Hooks, execute
 from .result import RESULT_TYPE_ATTR, stored_result_kind
@@ -349,8 +349,12 @@ class PrivateRun:
         return run_from_tree(cls, dt, model=model) if dt is not None else run_from_fallback(cls, data, model=model)
 
     # ------------------------------------------------------------------ predictions
-    def _predictive(self, X, site, max_draws):
+    def _predictive(self, X, site, max_draws, source: str = "draws"):
+        if source not in PREDICTION_SOURCES:
+            raise ValueError(f"source must be one of {PREDICTION_SOURCES}, got {source!r}")
         Xa = align_features(X, self.feature_names, self._num_features())
+        if source == "intervals":
+            return loss_predictive(self._loss(), self._interval_centre()[None, :], Xa, max_draws=max_draws)
         if self.model_description is not None:
             if self.model is None:
                 raise ValueError("this is a model run: predictions need the NumPyro model "
@@ -364,6 +368,19 @@ class PrivateRun:
             raise ValueError("theta: the released draws hold a non-finite value (NaN or inf: a diverged chain or a "
                              "damaged run file); predictions from them would be meaningless")
         return loss_predictive(loss, theta, Xa, max_draws=max_draws)
+
+    def _interval_centre(self) -> np.ndarray:
+        """The interval release's centre (``intervals().centre``: the noise-aware posterior's mean, where the
+        tempered draws may sit near the prior), for a loss run's predictions; refused with the reason for a
+        model run (its centre is in the model's unconstrained coordinates) or a run without a release."""
+        if self.model_description is not None:
+            raise ValueError("source='intervals': a model run's interval centre is in its unconstrained coordinates; "
+                             "predict from the draws (source='draws')")
+        if "interval_release" not in self.report_extras:
+            why = self.report_extras.get("interval_release_skipped") or "interval_share=0"
+            raise ValueError(f"source='intervals': this run has no interval release ({why}); predict from the draws "
+                             "(source='draws')")
+        return np.asarray(self.intervals(0.9).centre, dtype=np.float64)
 
     def _num_features(self) -> int | None:
         if self.model_description is not None:
@@ -380,17 +397,23 @@ class PrivateRun:
         own = getattr(self._potential, "loss", None)
         return own if isinstance(own, PerExampleLoss) else (self.potential_description.get("loss") or {}).get("name")
 
-    def predict(self, X, *, site: str | None = None, max_draws: int | None = 1000) -> np.ndarray:
+    def predict(self, X, *, site: str | None = None, max_draws: int | None = 1000,
+                source: str = "draws") -> np.ndarray:
         """Point predictions for the rows ``X`` (post-processing of the release): class labels
-        for a binary or categorical likelihood, the predictive mean otherwise. Averaged over the
-        released draws after burn-in (at most ``max_draws``, evenly spaced); the pure route uses
-        its purified estimate. A DataFrame's columns are matched to the training ones by name."""
-        return labels_from(self._predictive(X, site, max_draws))
+        for a binary or categorical likelihood, the predictive mean otherwise. ``source="draws"`` (default):
+        averaged over the released draws after burn-in (at most ``max_draws``, evenly spaced); the pure route
+        uses its purified estimate. ``source="intervals"``: at the interval release's centre (a plug-in, a loss
+        run with an interval release only): where the tempered draws are close to the prior (``run.report()``'s
+        prior dominance), the centre is what carries the data. A DataFrame's columns are matched to the training
+        ones by name."""
+        return labels_from(self._predictive(X, site, max_draws, source))
 
-    def predict_proba(self, X, *, site: str | None = None, max_draws: int | None = 1000) -> np.ndarray:
+    def predict_proba(self, X, *, site: str | None = None, max_draws: int | None = 1000,
+                      source: str = "draws") -> np.ndarray:
         """Class probabilities (binary: P(y = 1), shape (n,); categorical: (n, K)), averaged over the
-        released draws after burn-in. Only for Bernoulli / categorical likelihoods."""
-        pred = self._predictive(X, site, max_draws)
+        released draws after burn-in, or at the interval release's centre (``source="intervals"``, as
+        :meth:`predict`). Only for Bernoulli / categorical likelihoods."""
+        pred = self._predictive(X, site, max_draws, source)
         if "probs" not in pred:
             raise ValueError(f"predict_proba needs a binary or categorical likelihood; this run predicts a "
                              f"{pred['kind']} outcome: use predict")

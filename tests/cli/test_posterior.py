@@ -69,13 +69,22 @@ def test_sample_with_a_public_test_file_gets_intervals_from_its_features(tmp_pat
     assert "their curvature comes from the --test-csv file's 300 feature rows (declared public)" in res.output
     assert "of 3 coefficients determined" in res.output and "not available" not in res.output
     assert "gradients only, the curvature from public feature rows" in res.output  # the forecast knew
-    rel = dp_infer.PrivateRun.load(out).report_extras["interval_release"]
+    run = dp_infer.PrivateRun.load(out)
+    rel = run.report_extras["interval_release"]
     assert rel["curvature_source"] == "public" and rel["public_rows"] == 300
+    # the intervals' centre predicts the test labels, printed before the draws' figures (the oracle: the centre
+    # read from the run file, on the test rows clipped to the row norm as the command clips them)
+    _, Xt, yt = _csv(tmp_path / "..", n=300, seed=1)
+    Xt = Xt / np.maximum(1.0, np.linalg.norm(Xt, axis=1, keepdims=True) / 3.0)
+    line = res.output.split("accuracy of the intervals' centre ")[1]
+    assert float(line.split()[0]) == pytest.approx(np.mean(((Xt @ run.intervals(0.9).centre) > 0) == yt), abs=6e-5)
+    assert "(dp-infer predict --from intervals)" in line.splitlines()[0] and "accuracy of the posterior mean" in line
     # and off by name: the rows' own curvature, which at this n and d is noise (no release, the reason said)
     off = CliRunner().invoke(main, ["sample", str(path), "--target", "label", "--row-norm", "3", "--mode", "posterior",
                                     "--prior-precision", "1", "--ess", "100", "--eps", "2", "--no-progress",
                                     "--test-csv", str(test), "--interval-curvature", "private"])
     assert off.exit_code == 0 and "intervals for theta: not available" in off.output, off.output
+    assert "intervals' centre" not in off.output and "accuracy of the posterior mean" in off.output
 
 
 @pytest.mark.parametrize("extra,match", [
