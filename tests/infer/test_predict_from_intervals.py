@@ -68,7 +68,7 @@ def test_the_intervals_source_is_the_plug_in_at_their_centre_and_the_draws_stay_
 
 
 @pytest.mark.filterwarnings("ignore:the chains did not mix")
-def test_a_run_without_a_centre_is_refused_with_the_reason(public_run):
+def test_a_run_without_a_centre_is_refused_with_the_reason(public_run, monkeypatch, capsys, tmp_path):
     X, y = _rows(600, 4)
     with pytest.raises(ValueError, match=r"source must be one of \('draws', 'intervals'\), got 'centre'"):
         public_run.predict(X, source="centre")
@@ -77,6 +77,13 @@ def test_a_run_without_a_centre_is_refused_with_the_reason(public_run):
     with pytest.raises(ValueError, match="source='intervals': this run has no interval release"):
         bare.predict_proba(X, source="intervals")
     assert bare.predict(X).shape == (600,)  # the draws still predict
+    # the command says the same, naming its own option
+    bare.feature_names = list(NAMES)
+    X.to_csv(tmp_path / "rows.csv", index=False)
+    code, so, err = run_cli(monkeypatch, capsys, ["predict", bare.save(tmp_path / "bare.zip"), tmp_path / "rows.csv",
+                                                  "--from", "intervals"])
+    assert code != 0 and "--from intervals: this run has no interval release" in so + err
+    assert "(--from draws)" in so + err and "Traceback" not in so + err
 
 
 @pytest.mark.filterwarnings("ignore:the chains did not mix")
