@@ -31,7 +31,8 @@ Monte-Carlo error):
 * ``small_n``: Adult on 5,000 rows, the posterior mean's accuracy against the estimate mode's
   (:func:`benchmarks.small_n.one`), seeds 0, 1 [0].
 
-The whole command takes hours on a 2-core machine (``--quick``: about 40 minutes); docs/results.md has the run.
+On a 2-core machine ``--quick`` took 18 minutes and the full size takes about 80 (from the parts' times);
+docs/results.md has the runs.
 """
 
 from __future__ import annotations
