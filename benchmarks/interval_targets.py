@@ -199,7 +199,10 @@ def _coverage_rows(results: dict) -> list:
                          f"{s['all']['coverage']:.3f} (se {_se(s)}), width {s['median_width_ratio']:.2f}x",
                          _within(s["all"]["coverage"], COVERAGE_BAND)))
     h = results.get("coverage_hierarchical")
-    if h and h.get("datasets"):
+    if h is not None and not h.get("datasets"):  # every dataset without a release: no coverage, and said
+        rows.append(_row(target, f"hierarchical NumPyro model, {h.get('skipped', 0)} datasets, none with a release",
+                         "--", False, "; ".join(h.get("skip_reasons", []))))
+    elif h is not None:
         a = h["model_prior"]["all"]
         rows.append(_row(target, f"hierarchical NumPyro model, {h['datasets']} datasets ({h['skipped']} without a "
                                  "release)", f"{a['coverage']:.3f} (se {a['se_datasets']:.3f}); unflagged "
@@ -232,7 +235,9 @@ def to_markdown(rows: list, command: str, sizes: dict, wall: dict) -> str:
     out = [f"Command: `{command}`; parts and their wall time: "
            + ", ".join(f"{k} {wall[k] / 60:.1f} min" for k in wall) + f"; sizes {json.dumps(sizes)}.", "",
            "| target | case | measured | met? |", "|---|---|---|---|"]
-    out += [f"| {r['target']} | {r['case']} | {r['measured']} | {'yes' if r['met'] else '**no**'} |" for r in rows]
+    for r in rows:
+        measured = f"{r['measured']} ({r['note']})" if r["note"] else r["measured"]
+        out.append(f"| {r['target']} | {r['case']} | {measured} | {'yes' if r['met'] else '**no**'} |")
     return "\n".join(out)
 
 

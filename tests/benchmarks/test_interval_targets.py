@@ -94,3 +94,10 @@ def test_a_logged_part_is_read_back_not_run_again(tmp_path, monkeypatch, capsys)
     assert calls == [10, 50]
     assert "| small n:" in md.read_text() and "| yes |" in md.read_text()
     assert "accuracy 0.800 against 0.700" in capsys.readouterr().out
+
+
+def test_a_hierarchical_part_without_any_release_is_a_row_that_fails_not_a_missing_row():
+    rows = it.target_rows({"coverage_hierarchical": {"datasets": 0, "skipped": 3, "skip_reasons": ["diverged"]}})
+    assert [(r["met"], r["measured"]) for r in rows] == [(False, "--")]
+    assert "3 datasets, none with a release" in rows[0]["case"] and rows[0]["note"] == "diverged"
+    assert "| -- (diverged) | **no** |" in it.to_markdown(rows, "cmd", {}, {})
