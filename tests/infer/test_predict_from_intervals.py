@@ -13,6 +13,9 @@ from dp_infer.infer.posterior import fit_posterior
 from dp_infer.infer.run import PrivateRun
 from tests.support.cli import run_cli
 
+# the slow tier: two posterior fits (about 25 s of CPU) pushed the everyday tier past its 3 minutes (194 s)
+pytestmark = pytest.mark.slow
+
 THETA = np.array([2.0, -1.5, 1.0, 0.5, -0.5])
 NAMES = ["a", "b", "c", "d", "e"]
 
