@@ -195,9 +195,9 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
             yt = np.asarray(y_test, dtype=float) > 0.5
             click.echo("")
             if "interval_release" in run.report_extras:  # as the demo: the intervals' centre carries the data
-                centre = np.asarray(run.intervals(0.9).centre, dtype=np.float64)
                 click.echo(f"on the public test data: accuracy of the intervals' centre "
-                           f"{np.mean(((X_test @ centre) > 0) == yt):.4f} (dp-infer predict --from intervals)")
+                           f"{np.mean((run.predict(X_test, source='intervals') > 0.5) == yt):.4f} "
+                           "(dp-infer predict --from intervals)")
             click.echo(f"on the public test data ((eps, delta) = ({report['eps_spent']:.3g}, {delta:g})): accuracy of "
                        f"the posterior mean {np.mean(((X_test @ draws.mean(axis=0)) > 0) == yt):.4f}; posterior "
                        f"predictive: accuracy {np.mean((prob > 0.5) == yt):.4f}, log loss {log_loss(prob, yt):.4f}, "

@@ -118,14 +118,10 @@ def predict_command(run_file, data_file, out, model_spec, source, delimiter, no_
         if run.model_description is None and isinstance(row_norm, (int, float)) and math.isfinite(row_norm):
             X, rep = clip_rows(X, float(row_norm))
             click.echo(f"rows clipped to the run's public row norm {row_norm:g}, as in training")
-    try:
-        pred = run._predictive(pd.DataFrame(X, columns=names), None, 1000, source)
-    except ValueError as e:  # the run's refusal names its keyword; the command's option here
-        prefix = "source='intervals'"
-        if str(e).startswith(prefix):
-            why = str(e)[len(prefix):].replace("(source='draws')", "(--from draws)")
-            raise ValueError("--from intervals" + why) from None
-        raise
+    why = run.interval_centre_refusal() if source == "intervals" else None
+    if why is not None:
+        raise ValueError(f"--from intervals: {why}; predict from the draws (--from draws)")
+    pred = run._predictive(pd.DataFrame(X, columns=names), None, 1000, source)
     table = {}
     if "probs" in pred and np.ndim(pred["probs"]) == 1:
         table["probability"] = np.asarray(pred["probs"])

@@ -369,17 +369,24 @@ class PrivateRun:
                              "damaged run file); predictions from them would be meaningless")
         return loss_predictive(loss, theta, Xa, max_draws=max_draws)
 
-    def _interval_centre(self) -> np.ndarray:
-        """The interval release's centre (``intervals().centre``: the noise-aware posterior's mean, where the
-        tempered draws may sit near the prior), for a loss run's predictions; refused with the reason for a
-        model run (its centre is in the model's unconstrained coordinates) or a run without a release."""
+    def interval_centre_refusal(self) -> str | None:
+        """Why this run cannot predict from its intervals' centre (``source="intervals"``), in words without the
+        option's name (each entry point names its own), or None where it can: a model run (its centre is in the
+        model's unconstrained coordinates) or a run without an interval release cannot."""
         if self.model_description is not None:
-            raise ValueError("source='intervals': a model run's interval centre is in its unconstrained coordinates; "
-                             "predict from the draws (source='draws')")
+            return "a model run's interval centre is in its unconstrained coordinates"
         if "interval_release" not in self.report_extras:
             why = self.report_extras.get("interval_release_skipped") or "interval_share=0"
-            raise ValueError(f"source='intervals': this run has no interval release ({why}); predict from the draws "
-                             "(source='draws')")
+            return f"this run has no interval release ({why})"
+        return None
+
+    def _interval_centre(self) -> np.ndarray:
+        """The interval release's centre (``intervals().centre``: the noise-aware posterior's mean, where the
+        tempered draws may sit near the prior), for a loss run's predictions; refused with
+        :meth:`interval_centre_refusal`'s reason."""
+        why = self.interval_centre_refusal()
+        if why is not None:
+            raise ValueError(f"source='intervals': {why}; predict from the draws (source='draws')")
         return np.asarray(self.intervals(0.9).centre, dtype=np.float64)
 
     def _num_features(self) -> int | None:
