@@ -190,14 +190,12 @@ def _coverage_rows(results: dict) -> list:
                          f"{e['coverage']:.3f} (se {e['clustered_se']:.3f}), width "
                          f"{e['median_ratio']:.2f}x",
                          _within(e["coverage"], COVERAGE_BAND)))
-    for design, s in results.get("coverage_public", {}).items():
-        rows.append(_row(target, f"{design}, public feature rows, {s['datasets']} datasets",
-                         f"{s['all']['coverage']:.3f} (se {_se(s)}), width {s['median_width_ratio']:.2f}x",
-                         _within(s["all"]["coverage"], COVERAGE_BAND)))
-    for design, s in results.get("coverage_model", {}).items():
-        rows.append(_row(target, f"your own NumPyro model, {design}, public rows, {s['datasets']} datasets",
-                         f"{s['all']['coverage']:.3f} (se {_se(s)}), width {s['median_width_ratio']:.2f}x",
-                         _within(s["all"]["coverage"], COVERAGE_BAND)))
+    for part, case in (("coverage_public", "{}, public feature rows"),
+                       ("coverage_model", "your own NumPyro model, {}, public rows")):
+        for design, s in results.get(part, {}).items():
+            rows.append(_row(target, f"{case.format(design)}, {s['datasets']} datasets",
+                             f"{s['all']['coverage']:.3f} (se {_se(s)}), width {s['median_width_ratio']:.2f}x",
+                             _within(s["all"]["coverage"], COVERAGE_BAND)))
     h = results.get("coverage_hierarchical")
     if h is not None and not h.get("datasets"):  # every dataset without a release: no coverage, and said
         rows.append(_row(target, f"hierarchical NumPyro model, {h.get('skipped', 0)} datasets, none with a release",

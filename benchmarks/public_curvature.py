@@ -246,29 +246,17 @@ def adult_noise_check(seed: int = 0, keys: int = 20) -> dict:
     posterior's extra shrinkage: the release's noise lowers the data's precision against the prior's."""
     import jax
 
-    from dp_infer.diagnostics.released_interval import released_interval
-    from dp_infer.infer.posterior import interval_release_inputs
-    from dp_infer.releases.newton import release_newton_statistics
-
-    a, X, y, lam, run, _ = adult_demo_run(1.0, seed, "public")
+    c = _rerelease(seed)
+    run, X, y, lam, det = c["run"], c["X"], c["y"], c["lam"], c["det"]
     rel = run.report_extras["interval_release"]
-    Xp = np.asarray(a.X_test, dtype=np.float64)
-    loss = demo_loss(a)
-    inputs = interval_release_inputs(run, loss, Xp)
-    assert inputs["rho"] == rel["rho"], "the inputs differ from the run's own release"
+    assert c["inputs"]["rho"] == rel["rho"], "the inputs differ from the run's own release"
     mu = run.plan.posterior.mu_interval
 
-    def interval(key, m):
-        r = release_newton_statistics(loss, X, y, mu=m, key=key, X_public=Xp, **inputs)
-        return released_interval(r.to_dict(), n=run.plan.n, prior_precision=run.plan.prior_precision, prob=0.9)
-
     t0 = time.time()
-    free = interval(jax.random.key(0), mu * 1e6)
-    ivs = [interval(jax.random.key(100 + k), mu) for k in range(keys)]
+    free = _remade_interval(c, mu * 1e6, jax.random.key(0))
+    ivs = [_remade_interval(c, mu, jax.random.key(100 + k)) for k in range(keys)]
     cs, sds = np.array([iv.centre for iv in ivs]), np.array([iv.sd for iv in ivs])
     tw = _weighted_map(X, y, lam, rel)
-    t, sd_np = nonprivate_laplace(X, y, lam)
-    det = np.abs(t) > Z90 * sd_np
     stated = np.median(sds, axis=0)
 
     def q(v, mask=det):
@@ -312,6 +300,17 @@ def _rerelease(seed: int):
             "lam": lam, "t": t, "sd_np": sd_np, "det": np.abs(t) > Z90 * sd_np}
 
 
+def _remade_interval(c: dict, mu: float, key, rho: float | None = None):
+    """The 90% intervals of :func:`_rerelease`'s run with its interval release made again at GDP ``mu`` with the
+    noise ``key``, from the same draws, metric and (unless ``rho`` is given) weights' radius."""
+    from dp_infer.diagnostics.released_interval import released_interval
+    from dp_infer.releases.newton import release_newton_statistics
+
+    inputs = c["inputs"] if rho is None else dict(c["inputs"], rho=rho)
+    r = release_newton_statistics(c["loss"], c["X"], c["y"], mu=mu, key=key, X_public=c["Xp"], **inputs)
+    return released_interval(r.to_dict(), n=c["run"].plan.n, prior_precision=c["run"].plan.prior_precision, prob=0.9)
+
+
 def _release_scores(c: dict, keys: int, mu: float, rho: float) -> dict:
     """The interval release of :func:`_rerelease`'s run made again at GDP ``mu`` and weights' radius ``rho`` with the
     noise keys 100 .. 100 + keys - 1. Over the keys (:func:`intervals_against_nonprivate`'s figures): the mean share
@@ -321,16 +320,9 @@ def _release_scores(c: dict, keys: int, mu: float, rho: float) -> dict:
     posterior's determined coefficients."""
     import jax
 
-    from dp_infer.diagnostics.released_interval import released_interval
-    from dp_infer.releases.newton import release_newton_statistics
-
-    run = c["run"]
     share, signs, width = [], [], []
     for k in range(keys):
-        r = release_newton_statistics(c["loss"], c["X"], c["y"], mu=mu, key=jax.random.key(100 + k), X_public=c["Xp"],
-                                      **dict(c["inputs"], rho=rho))
-        iv = released_interval(r.to_dict(), n=run.plan.n, prior_precision=run.plan.prior_precision, prob=0.9)
-        f = intervals_against_nonprivate(iv, c["t"], c["sd_np"])
+        f = intervals_against_nonprivate(_remade_interval(c, mu, jax.random.key(100 + k), rho), c["t"], c["sd_np"])
         share.append(f["share_determined"])
         signs.append(np.nan if f["signs_right"] is None else f["signs_right"])
         width.append(f["median_width_over_np_sd"])
@@ -362,7 +354,8 @@ def adult_radius_check(seed: int = 0, keys: int = 12, factors: int = 12) -> dict
              **_release_scores(c, keys, mu, f * rho0)} for f in RHO_GRID[:factors]]
     return {"seed": seed, "keys": keys, "np_determined": int(c["det"].sum()),
             "picked_factor": round(inputs["rho"] / rho0, 3),
-            "run_share_determined": float((run.intervals(0.9).determined & c["det"]).sum() / c["det"].sum()),
+            "run_share_determined":
+                intervals_against_nonprivate(run.intervals(0.9), c["t"], c["sd_np"])["share_determined"],
             "radii": rows}
 
 
