@@ -173,7 +173,7 @@ def _release_weights(X, rel) -> np.ndarray:
     """The interval release's row weights ``min(1, (rho / (r ||C^T x||))^weight_power)`` in its metric C, ``r`` the
     logistic link's envelope ``max(s, 1 - s)`` at the last point where the release records ``weight_envelope`` (else
     1; the power 2 for a release made before it was recorded)."""
-    from dp_infer.releases.newton import row_weights
+    from dp_infer.routes.public_rows import row_weights
 
     r = None
     if rel.get("weight_envelope"):
@@ -339,7 +339,7 @@ def adult_radius_check(seed: int = 0, keys: int = 12, factors: int = 12) -> dict
     :data:`~dp_infer.routes.newton_release.RHO_GRID` (times the public rows' root mean ``||C^T x||``), each with the
     same noise keys (:func:`_release_scores`). Per factor: the width the release's predictor gives at the draws' mean
     (what the pick reads), and the scores over the keys."""
-    from dp_infer.releases.newton import predicted_width_ratio
+    from dp_infer.routes.public_rows import predicted_width_ratio
     from dp_infer.routes.newton_release import RHO_GRID, link_bounds
 
     c = _rerelease(seed)

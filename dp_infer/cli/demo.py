@@ -112,7 +112,8 @@ def expected_seconds(plan) -> float:
     return sampling_seconds(expected_steps(plan), plan.n, plan.dim, plan.num_chains)
 
 
-def _print_forecast(plan, *, full: bool, eps: float, delta: float, interval_curvature: str = "private") -> float:
+def _print_forecast(plan, *, full: bool, eps: float, delta: float, interval_curvature: str = "private",
+                    interval_width: float | None = None) -> float:
     import os
 
     from .. import losses
@@ -135,6 +136,10 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float, interval_curv
         click.echo(f"  theta        an interval release of {p.interval_share:.0%} of mu^2 after sampling: intervals for "
                    "theta (the draws get the rest)" + ("; gradients only, the curvature from the public test file's "
                                                        "features (declared public)" if public else ""))
+        if interval_width is not None:
+            click.echo(f"               their width forecast at about {interval_width:.2g}x the non-private "
+                       "posterior's for the median coordinate" + (" (read from the public test file's features)"
+                                                                   if public else ""))
     else:
         from ..privacy.conversions import gdp_mu
         from ..routes.newton_release import default_interval_share
@@ -157,17 +162,20 @@ def _print_forecast(plan, *, full: bool, eps: float, delta: float, interval_curv
     return expected
 
 
-def _prior_warning(loss, n, dim, **kw):
-    """Print the close-to-prior lines of :func:`dp_infer.routes.forecast.forecast_posterior` (public inputs
-    only; planned as the run is, the test file's features giving each coordinate's mean square) and
-    return the forecast, so the run's measurement can be printed beside it."""
+def _forecast(loss, n, dim, **kw):
+    """:func:`dp_infer.routes.forecast.forecast_posterior` (public inputs only; planned as the run is, the test
+    file's features giving each coordinate's mean square and, with public curvature, the intervals' width), so
+    the run's measurement can be printed beside it."""
     from ..routes.forecast import forecast_posterior
 
-    fc = forecast_posterior(loss, n, dim, num_chains=kw.pop("chains"), **kw)
+    return forecast_posterior(loss, n, dim, num_chains=kw.pop("chains"), **kw)
+
+
+def _echo_prior_warning(fc) -> None:
+    """Print the close-to-prior lines of a :class:`~dp_infer.routes.forecast.PosteriorForecast`."""
     for line in fc.explain().splitlines():
         if "WARNING" in line or "prior sd" in line or "within 10% of the prior" in line:
             click.echo(line)
-    return fc
 
 
 def _coefficient_table(draws: np.ndarray, names, mix_table) -> "object":
@@ -239,11 +247,13 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
                              chains=chains, rows=rows, precond_share=precond_share, X_public=a.X_test,
                              num_draws=num_draws, kernel=kernel, friction=friction, clip_radius=clip_radius,
                              interval_curvature=interval_curvature)
-        _print_forecast(plan, full=full, eps=eps, delta=delta, interval_curvature=interval_curvature)
-        sd_forecast = _prior_warning(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
-                                     chains=chains, rows=rows, precond_share=precond_share, kernel=kernel,
-                                     friction=friction, clip_radius=clip_radius, X_public=a.X_test,
-                                     interval_curvature=interval_curvature)
+        sd_forecast = _forecast(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
+                                chains=chains, rows=rows, precond_share=precond_share, kernel=kernel,
+                                friction=friction, clip_radius=clip_radius, X_public=a.X_test,
+                                interval_curvature=interval_curvature)
+        _print_forecast(plan, full=full, eps=eps, delta=delta, interval_curvature=interval_curvature,
+                        interval_width=sd_forecast.interval_width)
+        _echo_prior_warning(sd_forecast)
         if plan.posterior.interval_inflation > 10:
             click.echo(f"  note         at this n and eps the tempered posterior is far wider than the data's own: "
                        f"its sd is about {plan.posterior.interval_inflation:.3g}x the untempered posterior's; "
@@ -259,7 +269,9 @@ def run_demo_posterior(a, rows, *, full, eps, delta, chains, kernel, friction, e
                                 precond_share=precond_share, seed=seed, key_impl=key_impl, ledger=led,
                                 dataset_id=dataset_id, progress_bar=progress, num_draws=num_draws, clip_radius=clip_radius,
                                 interval_curvature=interval_curvature,
-                                X_public=a.X_test if interval_curvature == "public" else None)
+                                X_public=a.X_test if interval_curvature == "public" else None,
+                                **({"public_interval_width": sd_forecast.interval_width}
+                                   if interval_curvature == "public" and sd_forecast.interval_width else {}))
         t_sampled = time.perf_counter()
     with keep_draws(run, out=out, ledger=ledger, step="building the run file") as keeper:
         _report_demo_run(run, keeper, a=a, loss=loss, n=n, dim=dim, full=full, eps=eps, delta=delta, ess=ess,
@@ -318,6 +330,9 @@ def _report_demo_run(run, keeper, *, a, loss, n, dim, full, eps, delta, ess, cha
         run, f"coefficients (logistic, on the schema's scaled features): 90% intervals for theta, what the data say "
              f"(the run's interval release; the {TABLE_ROWS} of {dim} with the largest |centre| / sd):",
         names=a.feature_names, rows=TABLE_ROWS))
+    if sd_forecast is not None and sd_forecast.interval_width is not None:
+        click.echo(f"  forecast before the run (public inputs): median width {sd_forecast.interval_width:.2f}x the "
+                   "non-private posterior's")
     click.echo("")
     click.echo(f"the tempered draws (a private posterior at beta / n = {p.beta_over_n:.3g}, "
                f"{p.interval_inflation:.3g}x wider than the data's own): the {len(shown)} of {dim} with the largest "

@@ -10,9 +10,10 @@ rows, the dimension and the loss's declared constants (never the data), then sam
 :func:`dp_infer.infer.fit.sample`. ``target="posterior"`` (logistic and Huber) plans for ``ess``
 effective draws of ``N(0, I / prior_precision) x exp(-beta L)`` instead
 (:func:`dp_infer.infer.posterior.fit_posterior`; ``horizon`` and ``lam_rel`` are then not used);
-the default ``"estimate"``'s draws are an estimate path, not a posterior. ``coef_`` is the released estimate (the posterior mean of the
-released draws, or the purified mean on the pure route); ``sample_posterior`` returns released
-draws (post-processing: free).
+the default ``"estimate"``'s draws are an estimate path, not a posterior. ``coef_`` is the released estimate
+(the mean of the released draws, or the purified mean on the pure route; in the posterior mode, by default
+(``coef_source="auto"``), the centre of the run's intervals for theta where it made an interval release,
+``coef_source_`` saying which); ``sample_posterior`` returns released draws (post-processing: free).
 
 Hyper-parameter search on private data costs privacy: every ``fit`` of a grid search or of a
 cross-validation fold is a separate release on (part of) the same data, and the selection
@@ -51,8 +52,12 @@ __all__ = ["PrivateLogisticRegression", "PrivatePoissonRegression", "PrivateHube
            "SchemaTransformer"]
 
 _COMMON = ("eps", "delta", "route", "horizon", "num_chains", "kernel", "lam_rel", "row_norm",
-           "clip_rows", "random_state", "ledger", "dataset_id", "progress_bar", "target", "prior_precision", "ess")
+           "clip_rows", "random_state", "ledger", "dataset_id", "progress_bar", "target", "prior_precision", "ess",
+           "coef_source")
 _TARGETS = ("estimate", "posterior")
+#: where a posterior-mode fit takes ``coef_`` from: ``"auto"`` the interval release's centre where the run made
+#: one (else the draws' mean), ``"draws"`` always the tempered draws' mean
+COEF_SOURCES = ("auto", "draws")
 
 
 def _seed(random_state):
@@ -116,6 +121,8 @@ class _PrivateGLM(BaseEstimator):
         X, y = loss.check_data(X, y)
         if target not in _TARGETS:
             raise ValueError(f"target must be one of {_TARGETS}, got {target!r}")
+        if getattr(self, "coef_source", "auto") not in COEF_SOURCES:
+            raise ValueError(f"coef_source must be one of {COEF_SOURCES}, got {self.coef_source!r}")
         if target == "posterior":
             return self._fit_posterior(loss, X, y, seed, X_public)
         public = estimate_public(loss, X.shape[0], loss.num_params(dim), eps=self.eps, delta=self.delta,
@@ -149,9 +156,11 @@ class _PrivateGLM(BaseEstimator):
     def _fit_posterior(self, loss, X, y, seed, X_public=None):
         """target='posterior': :func:`dp_infer.infer.posterior.fit_posterior` (prior N(0, I /
         prior_precision), ``ess`` effective draws over ``num_chains`` chains, preconditioner from a
-        privately released X'X/n); ``coef_`` is the mean of the released draws after burn-in;
-        ``intervals_``: the run's 90% intervals for theta (None where it made no interval release,
-        ``intervals_note_`` the reason)."""
+        privately released X'X/n); ``intervals_``: the run's 90% intervals for theta (None where it made no
+        interval release, ``intervals_note_`` the reason); ``coef_``: with ``coef_source="auto"`` (default) their
+        centre where there are intervals (the noise-aware estimate the data determine, where the tempered draws
+        sit near the prior: Adult at eps = 1, accuracy 0.83 against the draws' mean's 0.79), else the mean of the
+        released draws after burn-in (``coef_source="draws"``: always); ``coef_source_`` says which."""
         from .fallback import keep_draws
         from .posterior import fit_posterior
 
@@ -168,11 +177,14 @@ class _PrivateGLM(BaseEstimator):
                                             progress_bar=self.progress_bar,
                                             interval_curvature="private" if X_public is None else "public",
                                             X_public=X_public))
-            self._store(run, run.posterior_mean(), np.asarray(run.draws()), seed, None)
             try:
                 self.intervals_, self.intervals_note_ = run.intervals(0.9), None
             except ValueError as e:
                 self.intervals_, self.intervals_note_ = None, str(e)
+            centre = self.intervals_ is not None and self.coef_source == "auto"
+            self.coef_source_ = "intervals" if centre else "draws"
+            self._store(run, self.intervals_.centre if centre else run.posterior_mean(), np.asarray(run.draws()),
+                        seed, None)
             return self
 
     def sample_posterior(self, n_samples: int | None = None) -> np.ndarray:
@@ -201,8 +213,8 @@ class _PrivateGLM(BaseEstimator):
 
 def _common_kwargs(obj, eps, delta, route, horizon, num_chains, kernel, lam_rel, row_norm, clip_rows,
                    random_state, ledger, dataset_id, progress_bar, *posterior):
-    if posterior:  # (target, prior_precision, ess): the estimators with a posterior mode
-        obj.target, obj.prior_precision, obj.ess = posterior
+    if posterior:  # (target, prior_precision, ess, coef_source): the estimators with a posterior mode
+        obj.target, obj.prior_precision, obj.ess, obj.coef_source = posterior
     obj.eps, obj.delta, obj.route, obj.horizon = eps, delta, route, horizon
     obj.num_chains, obj.kernel, obj.lam_rel, obj.row_norm = num_chains, kernel, lam_rel, row_norm
     obj.clip_rows, obj.random_state, obj.ledger, obj.dataset_id = clip_rows, random_state, ledger, dataset_id
@@ -219,9 +231,10 @@ class PrivateLogisticRegression(ClassifierMixin, _PrivateGLM):
     def __init__(self, *, eps=1.0, delta=1e-5, route="auto", horizon=1.0, num_chains=2,
                  kernel="langevin", lam_rel=None, row_norm=1.0, clip_rows=True, random_state=None,
                  ledger=None, dataset_id=None, progress_bar=False, target="estimate", prior_precision=1.0,
-                 ess=400):
+                 ess=400, coef_source="auto"):
         _common_kwargs(self, eps, delta, route, horizon, num_chains, kernel, lam_rel, row_norm,
-                       clip_rows, random_state, ledger, dataset_id, progress_bar, target, prior_precision, ess)
+                       clip_rows, random_state, ledger, dataset_id, progress_bar, target, prior_precision, ess,
+                       coef_source)
 
     def _loss(self, dim):
         return losses.logistic(row_norm=self.row_norm)
@@ -260,10 +273,11 @@ class PrivateHuberRegression(RegressorMixin, _PrivateGLM):
     def __init__(self, *, threshold=1.0, eps=1.0, delta=1e-5, route="auto", horizon=1.0,
                  num_chains=2, kernel="langevin", lam_rel=None, row_norm=1.0, clip_rows=True,
                  random_state=None, ledger=None, dataset_id=None, progress_bar=False, target="estimate",
-                 prior_precision=1.0, ess=400):
+                 prior_precision=1.0, ess=400, coef_source="auto"):
         self.threshold = threshold
         _common_kwargs(self, eps, delta, route, horizon, num_chains, kernel, lam_rel, row_norm,
-                       clip_rows, random_state, ledger, dataset_id, progress_bar, target, prior_precision, ess)
+                       clip_rows, random_state, ledger, dataset_id, progress_bar, target, prior_precision, ess,
+                       coef_source)
 
     def _loss(self, dim):
         return losses.huber(threshold=self.threshold, row_norm=self.row_norm)

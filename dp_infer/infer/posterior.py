@@ -37,7 +37,8 @@ from ..model.clipping import count_part_appended, split_budget
 from .clip_count import clip_count_plan, release_loss_clip_count
 from ..routes.newton_release import (check_interval_curvature, default_interval_share, newton_event,
                                      newton_releasable, weight_radius)
-from ..releases.newton import public_release_metric, release_newton_statistics
+from ..releases.newton import release_newton_statistics
+from ..routes.public_rows import public_interval_width_forecast, public_release_metric
 from ..randomness import secret_key
 from ..parallel.sharding import ShardedRows, check_placed_rows, same_key_on_all_processes, shard_rows
 from ..parallel.sharded_posterior import ShardedMetricPotential, sharded_second_moment
@@ -395,6 +396,10 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
                          "per feature, on one device; pass interval_share=0")
     plan_kw["interval_share"] = interval_share
     plan_kw["interval_curvature"] = interval_curvature
+    if public_rows is not None and interval_share and plan_kw.get("public_interval_width") is None:
+        # the plan's note: the intervals' width read from the public rows (free), once for both plans
+        plan_kw["public_interval_width"] = public_interval_width_forecast(loss, public_rows, prior_precision, n,
+                                                                          math.sqrt(interval_share) * mu)
     public = {"loss": loss, "n": n, "dim": dim, "eps": eps_run, "delta": delta, "second_moment": sm, "plan": plan_kw,
               "private_second_moment": preconditioner == "private", "row_bound": R2, "sharded": sharded,
               "seed": seed, "key_impl": key_impl, "progress_bar": progress_bar, "chain_method": chain_method,

@@ -62,7 +62,8 @@ import numpy as np
 
 from .._validation import check_positive
 from ..randomness import gaussian_noise
-from ..releases.newton import box_newton, whitening_metric
+from ..releases.newton import box_newton
+from ..routes.public_rows import whitening_metric
 from ..routes.newton_release import PUBLIC_STEP_BOX, RHO_GRID
 from .score_release import (RELEASE_KIND, check_release_point, score_function, score_release_event,
                             symmetric_score_function)

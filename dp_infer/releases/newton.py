@@ -1,7 +1,8 @@
 """The posterior mode's interval release, the part that reads rows: each row's weighted gradient and
 curvature at public points, and the Newton statistics released from them with Gaussian mechanisms
 (the schedule, the sensitivities, the event and the forecasts are the plan's side,
-:mod:`dp_infer.routes.newton_release`, whose module doc derives them).
+:mod:`dp_infer.routes.newton_release`, whose module doc derives them; the weights, the public curvature and
+metric, and what public feature rows predict are :mod:`dp_infer.routes.public_rows`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ import numpy as np
 from .._validation import check_finite_array, check_positive
 from ..losses.base import PerExampleLoss
 from ..randomness import gaussian_noise
-from ..routes.newton_release import (PUBLIC_STEP_BOX, PUBLIC_WEIGHT_POWER, RHO_FACTOR, RHO_GRID, TRUST_RADIUS,
-                                     NewtonRelease, link_bounds, newton_event, noise_floor, public_curvature_refusal)
+from ..routes.newton_release import (PUBLIC_STEP_BOX, PUBLIC_WEIGHT_POWER, TRUST_RADIUS, NewtonRelease, link_bounds,
+                                     newton_event, noise_floor, public_curvature_refusal)
+from ..routes.public_rows import link_envelope, public_curvature, public_curvature_terms, public_hessian, row_weights
 from .second_moment import private_second_moment_of_gram
 
-__all__ = ["weighted_rows", "row_weights", "release_newton_statistics", "public_curvature", "public_surrogate_step",
-           "public_release_metric", "predicted_width_ratio", "box_newton", "whitening_metric",
-           "link_envelope"]
+__all__ = ["weighted_rows", "release_newton_statistics", "public_surrogate_step", "box_newton"]
 
 
 def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float, power: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -35,37 +35,6 @@ def weighted_rows(loss: PerExampleLoss, X, y, theta, chol, rho: float, power: in
     w = row_weights(XC, rho, power)
     return _rows(loss, XC, w, np.asarray(X, dtype=np.float64) @ np.asarray(theta, dtype=np.float64),
                  np.asarray(y, dtype=np.float64))
-
-
-def row_weights(XC: np.ndarray, rho: float, power: int = 2, envelope=None) -> np.ndarray:
-    """The release's weights ``w = min(1, (rho / (r ||C^T x||))^power)`` of rows ``XC = X C`` (a zero row weighs 1;
-    ``power`` 2 for the private release, :data:`~dp_infer.routes.newton_release.PUBLIC_WEIGHT_POWER` for the
-    public one; ``envelope``: each row's ``r`` in (0, 1], :func:`link_envelope` at the stage's point, None: 1):
-    a function of the row's features and public quantities only, never of its label (the module doc of
-    :mod:`dp_infer.routes.newton_release`)."""
-    if power not in (1, 2):
-        raise ValueError(f"power must be 1 or 2, got {power!r}")
-    sq = np.sum(XC * XC, axis=1)
-    if envelope is not None:
-        sq = sq * np.square(envelope)
-    safe = np.where(sq > 0, sq, 1.0)
-    return np.where(sq > 0, np.minimum(1.0, rho * rho / safe if power == 2 else rho / np.sqrt(safe)), 1.0)
-
-
-def link_envelope(loss: PerExampleLoss, z) -> np.ndarray | None:
-    """Each row's ``r = sup_y |phi'(z, y)| / G`` (in (0, 1]) at scores ``z = <theta, x>`` for a loss whose behaviour
-    declares its link's label-free derivative envelope (logistic: ``max(s, 1 - s)``, ``G = 1``), else None (``r = 1``
-    for every row). A row weighed ``min(1, rho / (r ||C^T x||))`` has a weighted gradient of norm ``<= G rho``
-    whatever its label, as with ``r = 1``, but keeps up to ``1 / r`` times more of itself: twice as much for a
-    logistic row the model finds uncertain (``s = 1/2``). ``theta`` public (a release's stage point): public."""
-    env = loss.behaviour.link_derivative_envelope
-    bounds = link_bounds(loss)
-    if env is None or bounds is None:
-        return None
-    r = np.asarray(env(np.asarray(z, dtype=np.float64))) / bounds[0]  # the envelope is handed float64 scores
-    if not np.all((r > 0) & (r <= 1.0 + 1e-12)):
-        raise ValueError(f"the {loss.name} loss's link_derivative_envelope must lie in (0, G = {bounds[0]}]")
-    return np.minimum(r, 1.0)
 
 
 def _rows(loss: PerExampleLoss, XC: np.ndarray, w: np.ndarray, z: np.ndarray, y: np.ndarray):
@@ -81,23 +50,6 @@ def _solve_floored(H: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
     w, U = np.linalg.eigh(0.5 * (H + H.T))
     w = np.maximum(w, max(floor, 1e-6 * max(float(w[-1]), 1e-300)))
     return U @ ((U.T @ g) / w)
-
-
-def public_curvature(loss: PerExampleLoss, X_public: np.ndarray, theta, C: np.ndarray, rho: float):
-    """``(H, J)`` at ``theta`` from feature rows declared public (psi-coordinates, the loss's L2 term in H):
-    ``H = mean w phi'' C^T x x^T C`` and the model-based ``J = mean w^2 phi'' C^T x x^T C``, with the release's
-    weights ``w = min(1, rho / (r ||C^T x||))`` (:data:`~dp_infer.routes.newton_release.PUBLIC_WEIGHT_POWER`, ``r``
-    the link's envelope at ``theta``, :func:`link_envelope`) computed on the public rows. Needs a label-free curvature
-    (:func:`~dp_infer.routes.newton_release.public_curvature_refusal`): the labels passed to the link are
-    zeros, which its curvature ignores. Reads no private row: free."""
-    Xp = np.asarray(X_public, dtype=np.float64)
-    C = np.asarray(C, dtype=np.float64)
-    XC = Xp @ C
-    z = Xp @ np.asarray(theta, dtype=np.float64)
-    w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER, link_envelope(loss, z))
-    k = _public_curvature_terms(loss, z)
-    H = _public_hessian(XC, w * k, l2=float(loss.l2 or 0.0), A=C)
-    return H, _public_hessian(XC, w * w * k)
 
 
 @functools.partial(jax.jit, static_argnums=2)
@@ -160,7 +112,7 @@ def public_surrogate_step(loss: PerExampleLoss, X_public: np.ndarray, point, gra
             return val - float(v @ shift), grd - shift
 
         def hessian(v):  # the surrogate's (the anchor's term is linear), in the coordinates v: theta = p + D v
-            return _public_hessian(Xs, w * _public_curvature_terms(loss, z0 + Xs @ v), l2=l2, A=np.diag(D))
+            return public_hessian(Xs, w * public_curvature_terms(loss, z0 + Xs @ v), l2=l2, A=np.diag(D))
 
         v = box_newton(objective, hessian, p.size, half_width)
     return p + D * v
@@ -211,113 +163,6 @@ def box_newton(objective, hessian, dim: int, half_width: float, max_iter: int = 
         if frozen:
             break
     return v
-
-
-def predicted_width_ratio(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.ndarray, rho: float,
-                          prior_precision, n: int, mu_last: float) -> float:
-    """The median over coordinates of the intervals' sd over the non-private posterior's, predicted from the
-    public rows alone for weights' radius ``rho`` (the release's, :func:`link_envelope` at ``point`` included): the
-    weighted model-based ``H_w = mean w phi'' C^T x x^T C`` and
-    ``J_w = mean w^2 phi'' C^T x x^T C`` at ``point``, the last gradient's noise ``sd_g = 2 G rho / (n mu_last)``,
-    the data's precision ``H_w (J_w / n + sd_g^2 I)^-1 H_w`` combined with the prior's (as
-    :mod:`dp_infer.diagnostics.released_interval` combines them), against ``(n H_1 + Lambda)^-1`` with unit weights.
-    Public rows, a released point and public constants: free."""
-    return _width_predictor(loss, X_public, point, C, prior_precision, n, mu_last)(rho)
-
-
-def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.ndarray, prior_precision, n: int,
-                     mu_last: float):
-    """``rho -> predicted_width_ratio(..., rho, ...)``, with the rows' curvature, the prior and the unit-weight
-    reference (none of which depends on ``rho``) computed once."""
-    Xp = np.asarray(X_public, dtype=np.float64)
-    d = Xp.shape[1]
-    XC = Xp @ C
-    z = Xp @ np.asarray(point, dtype=np.float64)
-    k, r = _public_curvature_terms(loss, z), link_envelope(loss, z)
-    l2 = float(loss.l2 or 0.0)  # the loss's own L2 term: curvature for the estimate and its reference alike
-    H1 = _public_hessian(XC, k, l2=l2, A=C)
-    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
-    lp = C.T @ (lam[:, None] * C)
-    ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H1 + lp) @ C.T))
-    G = link_bounds(loss)[0]
-
-    def ratio(rho: float) -> float:
-        w = row_weights(XC, rho, PUBLIC_WEIGHT_POWER, r)
-        Hw, Jw = _public_hessian(XC, w * k, l2=l2, A=C), _public_hessian(XC, w * w * k)  # J: scores only
-        sd_g = 2.0 * G * rho / (n * mu_last)
-        Q = Hw @ np.linalg.solve(Jw / n + sd_g * sd_g * np.eye(d), Hw) + lp
-        sd = np.sqrt(np.diag(C @ np.linalg.inv(0.5 * (Q + Q.T)) @ C.T))
-        return float(np.median(sd / ref))
-
-    return ratio
-
-
-def _public_curvature_terms(loss: PerExampleLoss, z: np.ndarray) -> np.ndarray:
-    """``phi''(z, 0)`` per row (label-free curvature), float64, floored at 0 (a convex link's rounding)."""
-    with jax.enable_x64(True):
-        zz = jnp.asarray(z, dtype=jnp.float64)
-        k = np.asarray(jax.vmap(jax.grad(jax.grad(loss.index_fn)))(zz, jnp.zeros_like(zz)), dtype=np.float64)
-    return np.maximum(k, 0.0)
-
-
-def _public_hessian(XA: np.ndarray, r: np.ndarray, *, l2: float = 0.0, A: np.ndarray | None = None) -> np.ndarray:
-    """``mean_i r_i (XA)_i (XA)_i^T + l2 A^T A``: the public rows' curvature in the coordinates ``A`` maps to
-    theta (``XA = X_public A``), ``r_i`` each row's weighted curvature (``w phi''`` for the loss's Hessian,
-    ``w^2 phi''`` for the model-based J); the loss's L2 term is unweighted. The one formula of the public
-    curvature (:func:`public_curvature`, in psi), the width predictor's and the surrogate's Newton step's (in
-    draws' sds)."""
-    H = (XA * r[:, None]).T @ XA / XA.shape[0]
-    return H + l2 * (A.T @ A) if l2 else H
-
-
-def whitening_metric(curvature, prior_precision, n: int, *, purpose: str = "a public release") -> np.ndarray:
-    """``C`` (lower triangular) with ``C C^T = (F + diag(prior_precision) / n)^-1``: the metric that whitens a mean
-    per-row curvature ``F`` (symmetrised) plus the prior's precision spread over ``n`` rows, which keeps the
-    directions ``F`` does not span finite. Used by the loss route's public release (``F`` the public rows' mean
-    Hessian) and the model route's weighted one (``F`` the model's expected information on the public rows).
-    Raises ``ValueError`` naming ``prior_precision`` (and ``purpose``) where the sum is not positive definite."""
-    F = np.asarray(curvature, dtype=np.float64)
-    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (F.shape[0],))
-    ev, U = np.linalg.eigh(0.5 * (F + F.T) + np.diag(lam) / n)
-    if not np.all(ev > 0):
-        raise ValueError(f"prior_precision must be positive for {purpose} (the metric needs it)")
-    return np.linalg.cholesky((U / ev) @ U.T)
-
-
-def public_release_metric(loss: PerExampleLoss, X_public: np.ndarray, point, prior_precision, n: int,
-                          mu_last: float | None = None):
-    """``(C, rho)`` for a public-curvature release: the metric that whitens the public curvature at ``point``
-    (``C C^T = (H_pub + Lambda / n)^-1``, theta-coordinates, unweighted rows; the prior's precision over n keeps
-    directions the public rows do not span finite) and the weights' radius ``rho``.
-
-    Why not the run's metric: the gradient's noise is isotropic in the release's psi-coordinates, and the
-    sampling error of the gradient there is ``C^T J C / n``. The run's metric whitens the TEMPERED posterior,
-    whose prior share differs by coordinate, so the noise-to-sampling ratio differs by direction and the typical
-    interval pays for the worst ones (measured on the Adult-shaped design, n = 30,000, d = 100, eps = 1: median
-    width 2.6x the non-private on the coefficients it determines). Whitening the curvature makes the ratio the
-    same in every direction the data inform (2.1x there, at the same share); rows of high leverage
-    ``x^T H^-1 x`` (rare levels) are the ones the weights shrink.
-
-    ``rho``: :data:`~dp_infer.routes.newton_release.RHO_FACTOR` times the root of the public rows' mean
-    ``||C^T x||^2`` when ``mu_last`` (the last gradient's GDP mu) is None; given it, the factor in
-    :data:`~dp_infer.routes.newton_release.RHO_GRID` that minimises :func:`predicted_width_ratio` on the public
-    rows. Where leverage is heavy-tailed the mean is set by a few rows and a smaller radius is better (Adult:
-    the 99th percentile of ``||C^T x||`` is 3.9x the root mean square; predicted median width 2.92x at factor 1,
-    2.52x at 0.71). Public rows, a released point and public constants: free."""
-    Xp = np.asarray(X_public, dtype=np.float64)
-    d = Xp.shape[1]
-    n = check_positive("n", n)
-    lam = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (d,))
-    H = public_curvature(loss, Xp, np.asarray(point, dtype=np.float64), np.eye(d), 1e300)[0]
-    C = whitening_metric(H, lam, n, purpose="a public-curvature release")
-    XC = Xp @ C
-    rho0 = float(np.sqrt(np.mean(np.sum(XC * XC, axis=1))))
-    if mu_last is None:
-        return C, RHO_FACTOR * rho0
-    check_positive("mu_last", mu_last)
-    predict = _width_predictor(loss, Xp, point, C, lam, n, mu_last)
-    widths = [predict(f * rho0) for f in RHO_GRID]
-    return C, float(RHO_GRID[int(np.argmin(widths))]) * rho0
 
 
 def release_newton_statistics(loss: PerExampleLoss, X, y, *, point, chol, rho: float, mu: float, key,

@@ -25,6 +25,7 @@ from ..privacy.events import GdpEvent
 from .plan import step_schedule
 from ..losses.metric_clip import resolve_clip_radius
 from .newton_release import curvature_snr, default_interval_share, interval_width_forecast
+from .public_rows import public_interval_width_forecast
 from .posterior import DEFAULT_ESS, DEFAULT_POSTERIOR_KERNEL, expected_steps, plan_posterior
 from .preconditioning import SecondMoment, pending_second_moment, prior_second_moment, second_moment_row_bound
 
@@ -143,8 +144,10 @@ class PosteriorForecast(TemperedRunForecast):
 
     ``interval_inflation`` is a floor for a clipped target, which the clip makes flatter than ``beta L`` (on
     Adult's 8 features the tempered draws' 90% widths measured 1.1x it at eps = 0.5 and 2.3x at eps = 4,
-    notebook 07); ``inflation_typical`` the same for a typical coordinate. ``interval_width``:
-    :func:`~dp_infer.routes.newton_release.interval_width_forecast`.
+    notebook 07); ``inflation_typical`` the same for a typical coordinate. ``interval_width``: with
+    ``interval_curvature="public"`` and ``X_public``, read from the public rows as the release reads them
+    (:func:`~dp_infer.routes.public_rows.public_interval_width_forecast`, at the prior's centre); else
+    :func:`~dp_infer.routes.newton_release.interval_width_forecast` (the rows spread evenly).
     ``sd_ratios``: each coordinate's tempered posterior sd over its prior sd (:func:`tempered_sd_ratios`:
     the link's curvature averaged over the target's own spread, clip included, where the loss declares
     it; else ``sqrt(lambda / (beta kappa_P m2 + lambda))``), from each coordinate's feature mean square
@@ -231,7 +234,8 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
     The tempered sds (:func:`tempered_sd_ratios`) need each coordinate's feature mean square:
     ``X_public`` (feature rows declared public, e.g. a test file's: their per-column mean squares),
     else ``feature_mean_square`` (a number, or one per coordinate), else the row norm spread evenly,
-    ``R^2 / dim``.
+    ``R^2 / dim``. With ``interval_curvature="public"``, ``X_public`` also gives the intervals' width
+    (``public_interval_width=`` takes a figure already read from them instead).
     """
     if not isinstance(loss, PerExampleLoss):
         raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
@@ -299,9 +303,8 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
                      "second moment and may differ from this forecast")
     share = float(plan_kwargs.get("interval_share") or 0.0)
     if share > 0:
-        width = interval_width_forecast(n, dim, mu, typical_curvature=kappa_P, share=share, curvature=curvature)
-        source = ("gradients only, the curvature from public feature rows" if curvature == "public" else
-                  f"curvature signal to noise {curvature_snr(n, dim, mu, share):.2g}")
+        width, source = _interval_width(loss, n, dim, mu, plan, share, curvature, X_public,
+                                        plan_kwargs.get("public_interval_width"))
         intervals = (f"intervals for theta: an interval release of {share:.0%} of mu^2 ({source}); their width "
                      f"forecast at about {width:.2g}x the non-private posterior's for a typical coordinate")
     else:
@@ -314,6 +317,24 @@ def forecast_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, de
         num_steps=int(steps), seconds=seconds, eps_per_extra_effective_draw=post.eps_per_extra_effective_draw,
         beta_at_double_ess=double.beta, clip_radius=clip_radius, second_moment=sm.source,
         prior_held_below=(1 / CLOSE_TO_PRIOR ** 2 - 1) * lam_typ / (plan.beta * k_spread), notes=tuple(notes))
+
+
+def _interval_width(loss, n: int, dim: int, mu: float, plan, share: float, curvature: str, X_public,
+                    given: float | None) -> tuple[float, str]:
+    """The interval release's forecast width over the non-private posterior's, and where it comes from: with
+    public curvature and ``X_public``, read from the public rows as the release reads them
+    (:func:`~dp_infer.routes.public_rows.public_interval_width_forecast`, or ``given``, the same figure computed
+    by the caller); else the closed form for a typical coordinate
+    (:func:`~dp_infer.routes.newton_release.interval_width_forecast`)."""
+    if curvature == "public" and (X_public is not None or given is not None):
+        width = given if given is not None else public_interval_width_forecast(
+            loss, X_public, plan.prior_precision, n, plan.posterior.mu_interval)
+        return width, ("gradients only, the curvature from public feature rows; the width read from them at the "
+                       "prior's centre, for the median coordinate")
+    width = interval_width_forecast(n, dim, mu, typical_curvature=plan.posterior.step.preconditioner_curvature,
+                                    share=share, curvature=curvature)
+    return width, ("gradients only, the curvature from public feature rows" if curvature == "public" else
+                   f"curvature signal to noise {curvature_snr(n, dim, mu, share):.2g}")
 
 
 def _feature_mean_squares(dim: int, R2: float, feature_mean_square, X_public) -> tuple[np.ndarray, str]:

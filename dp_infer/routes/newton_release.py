@@ -52,18 +52,18 @@ released gradient (:func:`dp_infer.releases.newton.public_surrogate_step`, each 
 :data:`PUBLIC_STEP_BOX` draws' sds) instead of a linear step held within one draws' sd, so it reaches the
 estimate from a draws' mean many data sds away (on the Adult-shaped design the linear path did not, and the
 numeric columns' intervals covered 0.27). The metric: the release works in the coordinates that whiten the public
-curvature at the draws' mean (:func:`dp_infer.releases.newton.public_release_metric`), with ``rho`` from the
+curvature at the draws' mean (:func:`dp_infer.routes.public_rows.public_release_metric`), with ``rho`` from the
 public rows, rather than the run's metric, so the gradient's isotropic noise has the same ratio to the sampling
 error in every direction the data inform; ``rho`` is the factor of :data:`RHO_GRID` (times the public rows' root
 mean ``||C^T x||``) whose interval width, predicted from the public rows, is smallest
-(:func:`dp_infer.releases.newton.predicted_width_ratio`). The weights: ``min(1, rho / ||C^T x||)``
+(:func:`dp_infer.routes.public_rows.predicted_width_ratio`). The weights: ``min(1, rho / ||C^T x||)``
 (:data:`PUBLIC_WEIGHT_POWER` 1), not the private release's ``min(1, rho^2 / ||C^T x||^2)``: the square was there
 so that the released curvature's rows ``sqrt(w phi'') C^T x`` have a bounded norm; with the curvature public only
 the gradient's bound ``G rho`` is needed, which the first power gives, and it keeps more of each high-leverage
 row's information (Adult, eps = 1, at the non-private MAP: predicted median width 2.54x with the square, 1.99x
 with the first power). Where the loss declares its link's label-free derivative envelope (the logistic loss:
 ``max(s, 1 - s)``), each stage divides ``||C^T x||`` by it over ``G`` at the stage's public point
-(:func:`dp_infer.releases.newton.link_envelope`): the weighted gradient is still within ``G rho`` whatever the
+(:func:`dp_infer.routes.public_rows.link_envelope`): the weighted gradient is still within ``G rho`` whatever the
 label, and a row the model finds uncertain keeps up to twice its weight (Adult: median width on the coefficients
 the non-private posterior determines 1.69-1.84x without it, 1.47-1.65x with it; docs/results.md). Then no curvature signal-to-noise rule applies; the intervals' width over the sampling
 error is set by the last gradient's noise, ``sqrt(1 + 4 d RHO_FACTOR^2 G^2 / (n mu_g^2 kappa_P))``
@@ -138,7 +138,7 @@ PUBLIC_WEIGHT_POWER = 1
 RHO_FACTOR = 1.0
 
 #: the factors of the public rows' root mean ``||C^T x||`` among which a public-curvature release picks its
-#: weights' radius (:func:`dp_infer.releases.newton.public_release_metric`: the one whose predicted interval
+#: weights' radius (:func:`dp_infer.routes.public_rows.public_release_metric`: the one whose predicted interval
 #: width, from the public rows, is smallest)
 RHO_GRID = tuple(float(2.0 ** (k / 4)) for k in range(-12, 5))
 
@@ -170,7 +170,7 @@ class NewtonRelease:
     ``public_rows_sha256``: exact, sds 0); ``weight_power``: the rows' weights are ``min(1, (rho / ||C^T
     x||)^weight_power)`` (2: private curvature, and releases made before the public one's first power);
     ``weight_envelope``: True where each stage's weights divide ``||C^T x||`` by the link's label-free derivative
-    envelope at the stage's point (:func:`dp_infer.releases.newton.link_envelope`; the intervals' weights: at the
+    envelope at the stage's point (:func:`dp_infer.routes.public_rows.link_envelope`; the intervals' weights: at the
     last point, ``path[-1]``), False (releases made before it, and losses without one): not;
     ``previous_gradient_sd``: the noise sd of the gradient of the
     stage before the last (public curvature: it sets the last step's expected length); ``centre``: public

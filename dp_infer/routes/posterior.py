@@ -174,7 +174,7 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
                    clip_radius: float | None = None, adapt_metric: bool = False,
                    adaptation_windows: tuple[float, ...] | str = "auto",
                    interval_share: float = 0.0, path_budget: float | None = None,
-                   interval_curvature: str = "private") -> SamplingPlan:
+                   interval_curvature: str = "private", public_interval_width: float | None = None) -> SamplingPlan:
     """A posterior-mode plan for ``ess`` effective draws over ``num_chains`` chains at (eps, delta).
 
     ``prior_precision``: the Gaussian prior's precision (number or one per coordinate; mean 0).
@@ -213,12 +213,18 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
     the plan's event. ``interval_curvature``: ``"private"`` (default: the release's curvature and scores'
     second moment are released from the rows) or ``"public"`` (computed by the run from feature rows
     declared public, so the release is gradients only: :data:`~dp_infer.routes.newton_release.PUBLIC_SCHEDULE`;
-    the plan notes the intervals' width forecast). The plan does not see the public rows.
+    the plan notes the intervals' width forecast). The plan does not see the public rows:
+    ``public_interval_width`` is the width forecast its caller read from them
+    (:func:`dp_infer.routes.public_rows.public_interval_width_forecast`, as ``fit`` does), noted as it is; None:
+    the closed form with the rows spread evenly over the ``dim`` directions
+    (:func:`~dp_infer.routes.newton_release.interval_width_forecast`).
     ``path_budget``: the path's GDP mu is at most this (default: the path's share of the budget). A run
     that plans again once its second moment is released passes the charged plan's own path mu
     (``plan.posterior.mu_path``), so the plan it runs never spends more than the plan it was charged for.
     """
     schedule(interval_curvature)  # refuses an unknown source by name
+    if public_interval_width is not None:
+        public_interval_width = check_positive("public_interval_width", public_interval_width)
     q = _checked_inputs(loss, n, dim, eps=eps, delta=delta, prior_precision=prior_precision, ess=ess,
                         num_chains=num_chains, second_moment=second_moment, rows=rows, kernel=kernel,
                         friction=friction, mixing_rate=mixing_rate, burn_in_time=burn_in_time,
@@ -237,7 +243,8 @@ def plan_posterior(loss: PerExampleLoss, n: int, dim: int, *, eps: float, delta:
         n=q.n, dim=q.dim, sensitivity=path.delta_P, event=event,
         assumptions=_posterior_assumptions(loss, path.clip_radius, rows, q.n),
         excess_risk_bound=None, relaxation_time=1.0 / (q.mixing_rate * step.h),
-        notes=_posterior_notes(q, path, posterior, event) + _public_curvature_notes(q, path, interval_curvature),
+        notes=_posterior_notes(q, path, posterior, event) + _public_curvature_notes(q, path, interval_curvature,
+                                                                                    public_interval_width),
         target="posterior",
         prior_precision=tuple(float(v) for v in q.lam),
         preconditioner=tuple(tuple(float(v) for v in row) for row in path.P), posterior=posterior)
@@ -438,19 +445,28 @@ def _posterior_notes(q: _Inputs, path: _PathPlan, post: PosteriorDetails, event)
             f"interval inflation sqrt(n / beta) = {math.sqrt(n / path.beta):.3g} relative to the untempered posterior")
 
 
-def _public_curvature_notes(q: _Inputs, path: _PathPlan, interval_curvature: str) -> tuple[str, ...]:
+def _public_curvature_notes(q: _Inputs, path: _PathPlan, interval_curvature: str,
+                            public_width: float | None = None) -> tuple[str, ...]:
     """With ``interval_curvature="public"`` and an interval release: what it releases and its width forecast
-    (public inputs only: n, d, mu, the planner's typical curvature)."""
+    (``public_width``, read from the public rows by the caller, or else the closed form from n, d, mu and the
+    planner's typical curvature)."""
     mu_int = path.budget.mu_interval
     if interval_curvature != "public" or mu_int <= 0:
         return ()
-    mu_total = path.budget.mu_total
-    share = (mu_int / mu_total) ** 2
-    width = interval_width_forecast(q.n, q.dim, mu_total, typical_curvature=q.kappa_P, share=share, curvature="public")
+    if public_width is None:
+        mu_total = path.budget.mu_total
+        width = interval_width_forecast(q.n, q.dim, mu_total, typical_curvature=q.kappa_P,
+                                        share=(mu_int / mu_total) ** 2, curvature="public")
+        forecast = (f"intervals forecast at about {width:.2g}x the non-private posterior's width for a typical "
+                    "coordinate (the rows spread evenly over the directions; the public rows' own reading: "
+                    "dp_infer.forecast_posterior with X_public)")
+    else:
+        forecast = (f"intervals forecast at about {public_width:.2g}x the "
+                    "non-private posterior's width for the median coordinate (read from the public rows at the "
+                    "prior's centre)")
     return (f"interval release with public curvature: gradients only (mu = {mu_int:.4g}); the curvature and the "
             "model-based scores' second moment come from the public feature rows (X_public, assumed drawn from the "
-            f"private rows' distribution; a correctly specified model); intervals forecast at about {width:.2g}x the "
-            "non-private posterior's width for a typical coordinate",)
+            f"private rows' distribution; a correctly specified model); {forecast}",)
 
 
 def preconditioner_chol(plan: SamplingPlan) -> np.ndarray:

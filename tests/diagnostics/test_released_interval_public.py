@@ -16,11 +16,12 @@ from dp_infer import losses
 from dp_infer.diagnostics.released_interval import released_interval
 from dp_infer.infer.posterior import fit_posterior
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
-from dp_infer.releases.newton import (predicted_width_ratio, public_curvature, public_release_metric,
-                                      public_surrogate_step, release_newton_statistics)
+from dp_infer.releases.newton import public_surrogate_step, release_newton_statistics
 from dp_infer.routes.newton_release import (PUBLIC_INTERVAL_SHARE, PUBLIC_SCHEDULE, PUBLIC_STEP_BOX, RHO_GRID,
                                             default_interval_share, interval_width_forecast, newton_event,
                                             weight_radius)
+from dp_infer.routes.public_rows import (predicted_width_ratio, public_curvature, public_interval_width_forecast,
+                                         public_release_metric)
 
 THETA = np.linspace(-2.0, 2.0, 5)
 PRIOR = 0.01
@@ -405,6 +406,9 @@ def test_the_ledger_is_charged_the_reports_event_whose_eps_is_the_asked_one(tmp_
     assert math.sqrt(sum(p["mu"] ** 2 for p in newton["metadata"]["parts"])) == pytest.approx(newton["mu"], rel=1e-12)
     # the run's release spent what the plan reserved: its mu is the planned interval mu
     assert run.report_extras["interval_release"]["mu"] == pytest.approx(newton["mu"], rel=1e-12)
+    # the plan's note states the width forecast read from the public rows before the charge
+    width = public_interval_width_forecast(losses.logistic(row_norm=1.0), Xp, PRIOR, 2000, newton["mu"])
+    assert any(f"about {width:.2g}x" in t and "read from the public rows" in t for t in run.plan.notes)
 
 
 def test_neighbouring_datasets_give_identical_plans(monkeypatch):

@@ -27,7 +27,7 @@ from dp_infer.model import weighted_release as wr
 from dp_infer.model.public_information import public_second_moment
 from dp_infer.model.score_release import PUBLIC_SCHEDULE, noise_aware_step, score_function, score_release_event
 from dp_infer.privacy.conversions import gdp_mu
-from dp_infer.releases.newton import whitening_metric
+from dp_infer.routes.public_rows import whitening_metric
 
 from tests.infer.test_model_intervals import DELTA, logreg
 from tests.infer.test_model_public_curvature import logistic_mle

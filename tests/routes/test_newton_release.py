@@ -54,7 +54,7 @@ def test_the_public_releases_first_power_weights_keep_the_gradient_bound_and_mor
     # the public-curvature release weighs rows min(1, rho / ||C^T x||) (PUBLIC_WEIGHT_POWER): the gradient bound G rho
     # that its only released statistic rests on holds for the same adversarial rows, and a row beyond rho keeps
     # rho / ||C^T x|| of its weight, not the square's (rho / ||C^T x||)^2
-    from dp_infer.releases.newton import row_weights
+    from dp_infer.routes.public_rows import row_weights
     from dp_infer.routes.newton_release import PUBLIC_WEIGHT_POWER, weight_power
 
     assert PUBLIC_WEIGHT_POWER == 1 and weight_power("public") == 1 and weight_power("private") == 2
@@ -76,7 +76,7 @@ def test_the_envelope_weights_bound_every_label_and_keep_up_to_twice_an_uncertai
     # the public release divides ||C^T x|| by the logistic link's largest |s - y| over the labels, max(s, 1 - s) at
     # the stage's point: the weighted gradient stays within G rho for BOTH labels of every adversarial row at every
     # point, and a row at s = 1/2 keeps twice the envelope-free weight. Huber declares no envelope (r = 1)
-    from dp_infer.releases.newton import link_envelope, row_weights
+    from dp_infer.routes.public_rows import link_envelope, row_weights
 
     loss = losses.logistic(row_norm=1.0)
     z = np.array([-40.0, -2.0, 0.0, 0.7, 40.0])
@@ -100,7 +100,7 @@ def test_the_envelope_is_read_in_units_of_the_declared_bound_and_one_outside_it_
     # would let a row's weighted gradient exceed G rho) or at 0 (a weight of infinity) is refused, not used
     import dataclasses
 
-    from dp_infer.releases.newton import link_envelope
+    from dp_infer.routes.public_rows import link_envelope
 
     loss = losses.logistic(row_norm=1.0)
     twice = dataclasses.replace(loss, constants=dataclasses.replace(loss.constants, link_derivative_bound=2.0))
