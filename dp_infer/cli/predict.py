@@ -121,7 +121,7 @@ def predict_command(run_file, data_file, out, model_spec, source, delimiter, no_
     why = run.interval_centre_refusal() if source == "intervals" else None
     if why is not None:
         raise ValueError(f"--from intervals: {why}; predict from the draws (--from draws)")
-    pred = run._predictive(pd.DataFrame(X, columns=names), None, 1000, source)
+    pred = run.predictive(pd.DataFrame(X, columns=names), source=source)
     table = {}
     if "probs" in pred and np.ndim(pred["probs"]) == 1:
         table["probability"] = np.asarray(pred["probs"])

@@ -349,7 +349,12 @@ class PrivateRun:
         return run_from_tree(cls, dt, model=model) if dt is not None else run_from_fallback(cls, data, model=model)
 
     # ------------------------------------------------------------------ predictions
-    def _predictive(self, X, site, max_draws, source: str = "draws"):
+    def predictive(self, X, *, site: str | None = None, max_draws: int | None = 1000, source: str = "draws") -> dict:
+        """The predictive distribution's summary for the rows ``X`` (post-processing of the release), what
+        :meth:`predict` and :meth:`predict_proba` read: a dict with ``mean`` (the predictive mean per row),
+        ``kind`` (the outcome's kind, e.g. ``"binary"`` or ``"continuous"``) and, for a binary or categorical
+        likelihood, ``probs`` (P(y = 1) per row, or a row of class probabilities). ``site``, ``max_draws`` and
+        ``source`` as :meth:`predict`."""
         if source not in PREDICTION_SOURCES:
             raise ValueError(f"source must be one of {PREDICTION_SOURCES}, got {source!r}")
         Xa = align_features(X, self.feature_names, self._num_features())
@@ -413,14 +418,14 @@ class PrivateRun:
         run with an interval release only): where the tempered draws are close to the prior (``run.report()``'s
         prior dominance), the centre is what carries the data. A DataFrame's columns are matched to the training
         ones by name."""
-        return labels_from(self._predictive(X, site, max_draws, source))
+        return labels_from(self.predictive(X, site=site, max_draws=max_draws, source=source))
 
     def predict_proba(self, X, *, site: str | None = None, max_draws: int | None = 1000,
                       source: str = "draws") -> np.ndarray:
         """Class probabilities (binary: P(y = 1), shape (n,); categorical: (n, K)), averaged over the
         released draws after burn-in, or at the interval release's centre (``source="intervals"``, as
         :meth:`predict`). Only for Bernoulli / categorical likelihoods."""
-        pred = self._predictive(X, site, max_draws, source)
+        pred = self.predictive(X, site=site, max_draws=max_draws, source=source)
         if "probs" not in pred:
             raise ValueError(f"predict_proba needs a binary or categorical likelihood; this run predicts a "
                              f"{pred['kind']} outcome: use predict")
