@@ -4,7 +4,10 @@ intervals' width predicted from them (the plan's side of ``interval_curvature="p
 which reads the rows, is :mod:`dp_infer.releases.newton`; the module doc of :mod:`dp_infer.routes.newton_release`
 derives both).
 
-Every function here reads public rows, public points and public constants only: free.
+The functions are pure: called on public rows, public points and public constants (as the plan and the forecast
+call them) they are free. :func:`row_weights` and :func:`link_envelope` are also the release's rule for the
+private rows (a row's weight depends on its features and public quantities only, never on its label), which
+:mod:`dp_infer.releases.newton` applies to them.
 """
 
 from __future__ import annotations
@@ -189,7 +192,10 @@ def public_interval_width_forecast(loss: PerExampleLoss, X_public: np.ndarray, p
     spread evenly over ``d`` directions, a typical curvature), it sees the design's leverage and the weights."""
     Xp = np.asarray(X_public, dtype=np.float64)
     d = Xp.shape[1]
-    lam = np.asarray(prior_precision if prior_precision is not None else np.nan, dtype=np.float64)
+    try:
+        lam = np.asarray(prior_precision, dtype=np.float64)  # None reads as nan: refused below
+    except (TypeError, ValueError):  # not numbers
+        lam = np.asarray(np.nan)
     if lam.shape not in ((), (d,)) or not np.all(np.isfinite(lam) & (lam > 0)):
         raise ValueError(f"prior_precision must be a number or {d} numbers in (0, inf) for the intervals' width "
                          f"forecast, got {prior_precision!r}")

@@ -68,6 +68,10 @@ def test_the_public_releases_first_power_weights_keep_the_gradient_bound_and_mor
     np.testing.assert_allclose(w1[0], 0.7 / 30.0, rtol=1e-12)
     np.testing.assert_allclose(w2[0], (0.7 / 30.0) ** 2, rtol=1e-12)
     assert w1[5] == 1.0 and w1[3] == 1.0  # a zero row and a tiny one weigh 1
+    with np.errstate(divide="raise", invalid="raise"):  # and the zero row is never divided by
+        assert row_weights(X @ C, 0.7, 1)[5] == row_weights(X @ C, 0.7, 2)[5] == 1.0
+    # the default power is the private release's square
+    np.testing.assert_array_equal(row_weights(X @ C, 0.7), w2)
     with pytest.raises(ValueError, match="power must be 1 or 2"):
         row_weights(X @ C, 0.7, 3)
 
@@ -117,7 +121,7 @@ def test_the_envelope_is_read_in_units_of_the_declared_bound_and_one_outside_it_
     assert seen == [np.float64]
     for bad in (lambda z: np.full(np.shape(z), 1.5), lambda z: np.zeros(np.shape(z))):
         broken = dataclasses.replace(loss, behaviour=dataclasses.replace(loss.behaviour, link_derivative_envelope=bad))
-        with pytest.raises(ValueError, match="link_derivative_envelope must lie in"):
+        with pytest.raises(ValueError, match=r"link_derivative_envelope must lie in \(0, G = 1\.0\]"):  # G, not kappa
             link_envelope(broken, z)
 
 

@@ -56,7 +56,7 @@ def test_at_a_point_where_the_rows_are_confident_the_forecast_is_wider():
     assert far > 1.2 * at0
 
 
-@pytest.mark.parametrize("bad", [None, 0.0, -1.0, float("nan"), np.ones(D + 1)])
+@pytest.mark.parametrize("bad", [None, 0.0, -1.0, float("nan"), np.ones(D + 1), "abc", [0.01, "x", 1.0, 1.0]])
 def test_a_bad_prior_is_refused_by_name(bad):
     with pytest.raises(ValueError, match="prior_precision must be a number or 4 numbers in"):
         public_interval_width_forecast(losses.logistic(row_norm=2.0), _balanced(40), bad, 5000, 0.25)
