@@ -330,7 +330,7 @@ def _interval_width(loss, n: int, dim: int, mu: float, plan, share: float, curva
         width = given if given is not None else public_interval_width_forecast(
             loss, X_public, plan.prior_precision, n, plan.posterior.mu_interval)
         return width, ("gradients only, the curvature from public feature rows; the width read from them at the "
-                       "prior's centre, for the median coordinate")
+                       "prior's centre")
     width = interval_width_forecast(n, dim, mu, typical_curvature=plan.posterior.step.preconditioner_curvature,
                                     share=share, curvature=curvature)
     return width, ("gradients only, the curvature from public feature rows" if curvature == "public" else
