@@ -35,7 +35,7 @@ from ..releases.second_moment import private_second_moment, private_second_momen
 from ..privacy.conversions import gdp_mu
 from ..model.clipping import count_part_appended, split_budget
 from .clip_count import clip_count_plan, release_loss_clip_count
-from ..routes.newton_release import (check_interval_curvature, default_interval_share, newton_event,
+from ..routes.newton_release import (check_interval_curvature, default_interval_share, last_gradient_mu,
                                      newton_releasable, weight_radius)
 from ..releases.newton import release_newton_statistics
 from ..routes.public_rows import public_interval_width_forecast, public_release_metric
@@ -501,9 +501,8 @@ def interval_release_inputs(run: PrivateRun, loss: PerExampleLoss, X_public=None
         C = preconditioner_chol(run.plan)
         rho = weight_radius(C, rows_second_moment(run.planned, loss))
     else:  # the public curvature's whitening (public_release_metric's doc says why)
-        last = newton_event(mu, n=run.plan.n, curvature="public").metadata["parts"][-1]["mu"]  # sets the radius
         C, rho = public_release_metric(loss, X_public, draws.mean(axis=0), run.plan.prior_precision, run.plan.n,
-                                       mu_last=last)
+                                       mu_last=last_gradient_mu(mu, n=run.plan.n))  # sets the radius
     psi = draws @ np.linalg.inv(C).T
     cov = np.atleast_2d(np.cov(psi.T)) + 1e-12 * np.eye(run.plan.dim)
     return {"point": draws.mean(axis=0), "chol": C, "rho": rho, "trust_covariance": cov}

@@ -88,7 +88,8 @@ from .preconditioning import GRAM_SENSITIVITY_FACTOR
 
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
            "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds",
-           "noise_floor", "newton_releasable", "newton_event", "weight_radius", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES",
+           "noise_floor", "newton_releasable", "newton_event",
+           "last_gradient_mu", "weight_radius", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES",
            "schedule", "check_interval_curvature", "public_curvature_refusal", "PUBLIC_STEP_BOX", "PUBLIC_INTERVAL_SHARE",
            "RHO_GRID", "check_public_rows", "PUBLIC_WEIGHT_POWER", "weight_power"]
 
@@ -380,6 +381,12 @@ def newton_event(mu: float, *, n: int, curvature: str = "private") -> GdpEvent:
                                  "the points, the weights and the metric are post-processing of released draws and of "
                                  "this release's earlier stages"),
                     metadata={"parts": [{"statistic": k, "mu": v, "stage": st} for k, v, st in _parts(mu)], "n": n})
+
+
+def last_gradient_mu(mu: float, *, n: int, curvature: str = "public") -> float:
+    """The GDP mu of the release's last gradient (its final stage's), read from the event that is charged
+    (:func:`newton_event`), so that whoever sizes the weights' radius for it uses the figure the release does."""
+    return float(newton_event(mu, n=n, curvature=curvature).metadata["parts"][-1]["mu"])
 
 
 def noise_floor(d: int, sd: float) -> float:

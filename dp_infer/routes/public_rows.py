@@ -12,16 +12,19 @@ private rows (a row's weight depends on its features and public quantities only,
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_positive
 from ..losses.base import PerExampleLoss
-from .newton_release import PUBLIC_WEIGHT_POWER, RHO_FACTOR, RHO_GRID, link_bounds, newton_event
+from .newton_release import PUBLIC_WEIGHT_POWER, RHO_FACTOR, RHO_GRID, last_gradient_mu, link_bounds
 
 __all__ = ["row_weights", "link_envelope", "public_curvature_terms", "public_hessian", "public_curvature",
-           "whitening_metric", "predicted_width_ratio", "public_release_metric", "public_interval_width_forecast"]
+           "whitening_metric", "predicted_width_ratio", "public_release_metric", "PublicReleaseDesign",
+           "public_release_design", "public_interval_width_forecast"]
 
 
 def row_weights(XC: np.ndarray, rho: float, power: int = 2, envelope=None) -> np.ndarray:
@@ -163,6 +166,22 @@ def public_release_metric(loss: PerExampleLoss, X_public: np.ndarray, point, pri
     rows. Where leverage is heavy-tailed the mean is set by a few rows and a smaller radius is better (Adult:
     the 99th percentile of ``||C^T x||`` is 3.9x the root mean square; predicted median width 2.92x at factor 1,
     2.52x at 0.71). Public rows, a released point and public constants: free."""
+    choice = public_release_design(loss, X_public, point, prior_precision, n, mu_last)
+    return choice.chol, choice.rho
+
+
+class PublicReleaseDesign(NamedTuple):
+    """A public-curvature release's metric ``chol`` (C), weights' radius ``rho`` and, where the radius was chosen
+    for a last gradient's mu, the median width ratio :func:`predicted_width_ratio` predicts at it (else None)."""
+    chol: np.ndarray
+    rho: float
+    predicted_width: float | None
+
+
+def public_release_design(loss: PerExampleLoss, X_public: np.ndarray, point, prior_precision, n: int,
+                          mu_last: float | None = None) -> PublicReleaseDesign:
+    """:func:`public_release_metric` with the predicted width of the radius it chose kept (the grid's minimum),
+    so a forecast need not build the predictor again."""
     Xp = np.asarray(X_public, dtype=np.float64)
     d = Xp.shape[1]
     n = check_positive("n", n)
@@ -172,24 +191,26 @@ def public_release_metric(loss: PerExampleLoss, X_public: np.ndarray, point, pri
     XC = Xp @ C
     rho0 = float(np.sqrt(np.mean(np.sum(XC * XC, axis=1))))
     if mu_last is None:
-        return C, RHO_FACTOR * rho0
+        return PublicReleaseDesign(C, RHO_FACTOR * rho0, None)
     check_positive("mu_last", mu_last)
     predict = _width_predictor(loss, Xp, point, C, lam, n, mu_last)
     widths = [predict(f * rho0) for f in RHO_GRID]
-    return C, float(RHO_GRID[int(np.argmin(widths))]) * rho0
+    best = int(np.argmin(widths))
+    return PublicReleaseDesign(C, float(RHO_GRID[best]) * rho0, float(widths[best]))
 
 
 def public_interval_width_forecast(loss: PerExampleLoss, X_public: np.ndarray, prior_precision, n: int,
                                    mu_interval: float, point=None) -> float:
     """Before anything is charged: the median coordinate's interval sd over the non-private posterior's for a
     public-curvature release of GDP ``mu_interval``, read from the public rows as the release will read them
-    (:func:`public_release_metric` and :func:`predicted_width_ratio` at ``point``, its last gradient's mu from
-    :data:`~dp_infer.routes.newton_release.PUBLIC_SCHEDULE`). ``point`` (theta) defaults to the prior's centre
-    (0): the release is made at the draws' mean, which is not known yet, and where the model separates rows well
-    there, a logistic row carries less information for the same weight, so the run may measure somewhat wider
-    (Adult, eps = 1, docs/results.md). Assumes the public rows are drawn like the private ones and the model is
-    correctly specified. Unlike :func:`~dp_infer.routes.newton_release.interval_width_forecast` (the rows' norm
-    spread evenly over ``d`` directions, a typical curvature), it sees the design's leverage and the weights."""
+    (:func:`public_release_design` at ``point``: the radius it chooses and :func:`predicted_width_ratio` there, its
+    last gradient's mu from :func:`~dp_infer.routes.newton_release.last_gradient_mu`). ``point`` (theta) defaults
+    to the prior's centre (0): the release is made at the draws' mean, which is not known yet, and where the model
+    separates rows well there, a logistic row carries less information for the same weight, so the run may measure
+    somewhat wider (Adult, eps = 1, docs/results.md). Assumes the public rows are drawn like the private ones and
+    the model is correctly specified. Unlike :func:`~dp_infer.routes.newton_release.interval_width_forecast` (the
+    rows' norm spread evenly over ``d`` directions, a typical curvature), it sees the design's leverage and the
+    weights."""
     Xp = np.asarray(X_public, dtype=np.float64)
     d = Xp.shape[1]
     try:
@@ -201,6 +222,5 @@ def public_interval_width_forecast(loss: PerExampleLoss, X_public: np.ndarray, p
                          f"forecast, got {prior_precision!r}")
     lam = np.broadcast_to(lam, (d,))
     theta = np.zeros(d) if point is None else np.asarray(point, dtype=np.float64)
-    last = newton_event(check_positive("mu_interval", mu_interval), n=n, curvature="public").metadata["parts"][-1]["mu"]
-    C, rho = public_release_metric(loss, Xp, theta, lam, n, mu_last=last)
-    return predicted_width_ratio(loss, Xp, theta, C, rho, lam, n, last)
+    last = last_gradient_mu(check_positive("mu_interval", mu_interval), n=n)
+    return public_release_design(loss, Xp, theta, lam, n, mu_last=last).predicted_width

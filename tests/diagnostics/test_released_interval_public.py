@@ -17,11 +17,10 @@ from dp_infer.diagnostics.released_interval import released_interval
 from dp_infer.infer.posterior import fit_posterior
 from dp_infer.privacy.conversions import gdp_epsilon, gdp_mu
 from dp_infer.releases.newton import public_surrogate_step, release_newton_statistics
-from dp_infer.routes.newton_release import (PUBLIC_INTERVAL_SHARE, PUBLIC_SCHEDULE, PUBLIC_STEP_BOX, RHO_GRID,
+from dp_infer.routes.newton_release import (PUBLIC_INTERVAL_SHARE, PUBLIC_SCHEDULE, PUBLIC_STEP_BOX,
                                             default_interval_share, interval_width_forecast, newton_event,
                                             weight_radius)
-from dp_infer.routes.public_rows import (predicted_width_ratio, public_curvature, public_interval_width_forecast,
-                                         public_release_metric)
+from dp_infer.routes.public_rows import public_curvature, public_interval_width_forecast
 
 THETA = np.linspace(-2.0, 2.0, 5)
 PRIOR = 0.01
@@ -49,28 +48,6 @@ def _laplace(X, y, prior=PRIOR):
     return t, np.sqrt(np.diag(np.linalg.inv((X * (s * (1 - s))[:, None]).T @ X + prior * np.eye(X.shape[1]))))
 
 
-def test_public_curvature_is_the_weighted_model_curvature_and_model_based_score_moment():
-    # an independent closed form for the logistic link: H = mean w s(1-s) C'x x'C (+ l2), J = mean w^2 s(1-s) C'x x'C
-    rng = np.random.default_rng(0)
-    Xp = rng.normal(size=(400, 3)) * np.array([1.0, 0.3, 2.0])
-    C = np.array([[1.5, 0, 0], [0.2, 0.7, 0], [0.1, -0.3, 0.4]])
-    theta = np.array([0.5, -1.0, 0.2])
-    rho = 0.8
-    loss = losses.logistic(row_norm=10.0)
-    H, J = public_curvature(loss, Xp, theta, C, rho)
-    XC = Xp @ C
-    s = 1 / (1 + np.exp(-Xp @ theta))
-    # the public release's first power (PUBLIC_WEIGHT_POWER), each norm times the logistic link's largest
-    # |s - y| over the labels, max(s, 1 - s)
-    w = np.minimum(1.0, rho / (np.maximum(s, 1 - s) * np.linalg.norm(XC, axis=1)))
-    v = s * (1 - s)
-    np.testing.assert_allclose(H, (XC * (w * v)[:, None]).T @ XC / 400, rtol=2e-5)
-    np.testing.assert_allclose(J, (XC * (w * w * v)[:, None]).T @ XC / 400, rtol=2e-5)
-    assert np.any(w < 1)  # the weights bind on some rows, so the test tells w from w^2 and from the square's weights
-    # ... and the envelope moves some binding weights (the test tells them from min(1, rho / ||C^T x||))
-    assert np.max(w / np.minimum(1.0, rho / np.linalg.norm(XC, axis=1))) > 1.2
-
-
 def test_the_public_event_has_gradient_parts_only_and_composes_to_its_mu():
     ev = newton_event(0.3, n=1000, curvature="public")
     parts = ev.metadata["parts"]
@@ -95,113 +72,6 @@ def test_public_curvature_gets_the_larger_default_share():
     loss = losses.logistic(row_norm=1.0)
     assert default_interval_share(loss, 100, n=30000, mu=0.3, curvature="public") == (PUBLIC_INTERVAL_SHARE, None)
     assert PUBLIC_INTERVAL_SHARE > default_interval_share(loss, 5, n=30000, mu=0.3)[0]
-
-
-def test_the_public_release_metric_whitens_the_public_curvature_and_sets_rho_from_public_rows():
-    # closed form: C C^T = (mean s(1-s) x x^T + Lambda / n)^-1 at the point, rho = root of the public rows' mean
-    # ||C^T x||^2 (RHO_FACTOR 1): so the weighted curvature in psi is about I where few rows are down-weighted
-    rng = np.random.default_rng(4)
-    Xp = rng.normal(size=(3000, 4)) * np.array([1.0, 0.2, 0.5, 2.0])
-    point = np.array([0.3, -1.0, 0.5, 0.1])
-    lam = np.array([0.01, 0.02, 0.01, 0.5])
-    loss = losses.logistic(row_norm=10.0)
-    C, rho = public_release_metric(loss, Xp, point, lam, 1000)
-    s = 1 / (1 + np.exp(-Xp @ point))
-    A = (Xp * (s * (1 - s))[:, None]).T @ Xp / 3000 + np.diag(lam) / 1000
-    np.testing.assert_allclose(C @ C.T, np.linalg.inv(A), rtol=1e-4)
-    XC = Xp @ C
-    assert rho == pytest.approx(math.sqrt(np.mean(np.sum(XC * XC, axis=1))), rel=1e-12)
-    with pytest.raises(ValueError, match="prior_precision must be positive"):
-        public_release_metric(loss, np.zeros((10, 4)), point, 0.0, 1000)
-
-
-def test_the_predicted_width_is_the_closed_form_where_every_row_keeps_weight_one():
-    # logistic at theta = 0: phi'' = 1/4 on every row, so in the metric whitening the public curvature H_psi = I
-    # (up to the prior's 1e-9 share); with rho at the largest row norm every weight is 1 and J_psi = H_psi: the
-    # data's precision per direction is 1 / (1/n + sd_g^2) against n, so the ratio is sqrt(1 + n sd_g^2),
-    # sd_g = 2 G rho / (n mu) with G = 1
-    rng = np.random.default_rng(8)
-    Xp = rng.normal(size=(4000, 4))
-    loss = losses.logistic(row_norm=10.0)
-    n, mu = 5000, 0.3
-    lam = np.full(4, 1e-9)
-    C, _ = public_release_metric(loss, Xp, np.zeros(4), lam, n)
-    rho = float(np.max(np.linalg.norm(Xp @ C, axis=1))) * 1.0001
-    sd_g = 2 * rho / (n * mu)
-    assert predicted_width_ratio(loss, Xp, np.zeros(4), C, rho, lam, n, mu) == pytest.approx(
-        math.sqrt(1 + n * sd_g ** 2), rel=1e-6)
-
-
-def test_the_predicted_width_counts_the_losss_l2_term_in_the_curvature_not_in_the_scores():
-    # logistic with l2 at theta = 0, every weight 1: the estimate's curvature and the non-private reference's are
-    # H = C^T (S / 4 + l2 I) C (S = the public rows' mean x x^T), the scores' second moment J = C^T (S / 4) C (the
-    # L2 term's gradient has no sampling variance); the ratio is the median of
-    # sqrt(diag(C Q^-1 C^T)) / sqrt(diag(C (n H + L)^-1 C^T)), Q = H (J / n + sd_g^2 I)^-1 H + L, L = C^T Lambda C
-    rng = np.random.default_rng(12)
-    Xp = rng.normal(size=(3000, 4)) * np.array([1.0, 0.5, 0.2, 0.05])
-    loss = losses.logistic(row_norm=10.0, l2=0.5)
-    n, mu, l2 = 4000, 0.3, 0.5
-    lam = np.full(4, 1e-3)
-    C = np.diag([2.0, 1.0, 0.7, 0.3])
-    rho = float(np.max(np.linalg.norm(Xp @ C, axis=1))) * 1.0001
-    S = Xp.T @ Xp / Xp.shape[0]
-    H = C.T @ (S / 4 + l2 * np.eye(4)) @ C
-    J = C.T @ (S / 4) @ C
-    L = C.T @ np.diag(lam) @ C
-    sd_g = 2 * rho / (n * mu)
-    Q = H @ np.linalg.solve(J / n + sd_g ** 2 * np.eye(4), H) + L
-    ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H + L) @ C.T))
-    want = np.median(np.sqrt(np.diag(C @ np.linalg.inv(Q) @ C.T)) / ref)
-    got = predicted_width_ratio(loss, Xp, np.zeros(4), C, rho, lam, n, mu)
-    assert got == pytest.approx(want, rel=1e-9)
-    assert abs(want / predicted_width_ratio(losses.logistic(row_norm=10.0), Xp, np.zeros(4), C, rho, lam, n, mu)
-               - 1) > 0.05  # the L2 term moves it here
-
-
-def test_the_predicted_width_weighs_the_rows_by_the_envelope_at_the_point():
-    # logistic at a point where s varies and rho binds: the release's weights min(1, rho / (max(s, 1 - s) ||C^T x||))
-    # enter the prediction; H_w = C^T mean(w s (1 - s) x x^T) C, J_w with w^2, Q = H_w (J_w / n + sd_g^2 I)^-1 H_w + L
-    # against (n H_1 + L); without the envelope (r = 1) the prediction moves by more than 5% here
-    rng = np.random.default_rng(13)
-    Xp = np.concatenate([np.ones((3000, 1)), rng.normal(size=(3000, 3))], axis=1)
-    loss = losses.logistic(row_norm=10.0)
-    point, n, mu = np.array([0.3, 2.0, -1.5, 0.5]), 4000, 0.3
-    lam = np.full(4, 1e-3)
-    C = np.diag([1.0, 0.5, 0.5, 0.8])
-    XC = Xp @ C
-    rho = 0.5 * float(np.median(np.linalg.norm(XC, axis=1)))
-    s = 1 / (1 + np.exp(-Xp @ point))
-    k = s * (1 - s)
-
-    def oracle(r):
-        w = np.minimum(1.0, rho / (r * np.linalg.norm(XC, axis=1)))
-        Hw, Jw = (XC * (w * k)[:, None]).T @ XC / len(XC), (XC * (w * w * k)[:, None]).T @ XC / len(XC)
-        H1 = (XC * k[:, None]).T @ XC / len(XC)
-        L = C.T @ np.diag(lam) @ C
-        sd_g = 2 * rho / (n * mu)
-        Q = Hw @ np.linalg.solve(Jw / n + sd_g ** 2 * np.eye(4), Hw) + L
-        ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H1 + L) @ C.T))
-        return float(np.median(np.sqrt(np.diag(C @ np.linalg.inv(Q) @ C.T)) / ref))
-
-    got = predicted_width_ratio(loss, Xp, point, C, rho, lam, n, mu)
-    assert got == pytest.approx(oracle(np.maximum(s, 1 - s)), rel=1e-6)
-    assert abs(oracle(np.ones_like(s)) / got - 1) > 0.05
-
-
-def test_the_radius_is_the_grids_best_predicted_width():
-    # a rare level (0.5% of rows) beside dense columns: the picked radius is the grid's argmin of the predicted
-    # width, which varies over the grid by more than 10% here
-    rng = np.random.default_rng(9)
-    m = 6000
-    Xp = np.concatenate([np.ones((m, 1)), rng.normal(0, 0.5, (m, 3)), (rng.uniform(size=(m, 1)) < 0.005)], axis=1)
-    loss = losses.logistic(row_norm=10.0)
-    point, lam, n, mu = np.array([-1.0, 0.5, 0.0, -0.5, 1.0]), np.full(5, 0.01), 20000, 0.2
-    C, rho = public_release_metric(loss, Xp, point, lam, n, mu_last=mu)
-    C1, rho0 = public_release_metric(loss, Xp, point, lam, n)
-    np.testing.assert_allclose(C, C1)
-    widths = [predicted_width_ratio(loss, Xp, point, C, f * rho0, lam, n, mu) for f in RHO_GRID]
-    assert rho == pytest.approx(RHO_GRID[int(np.argmin(widths))] * rho0, rel=1e-12)
-    assert max(widths) > 1.1 * min(widths) and rho != rho0  # the choice matters here, and moved off factor 1
 
 
 def _weighted_minimiser(X, y, C, rho, l2=0.0, at=None):
