@@ -334,30 +334,10 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
         check_choice("preconditioner", preconditioner, PRECONDITIONERS)
     if not 0 < precond_share < 1:
         raise ValueError(f"precond_share must lie in (0, 1), got {precond_share!r}")
-    sharded = mesh is not None or isinstance(X, ShardedRows)
-    raw = X  # the rows as given (the admissible-rows check reads them)
-    if isinstance(X, ShardedRows):
-        if y is not None:
-            raise ValueError("y must be None when X is ShardedRows (the labels were placed with the rows)")
-        if rows is not None:
-            raise ValueError("rows: the admissible-rows check needs the raw rows; pass X as an array with mesh= "
-                             "(the rows are checked, then placed)")
-        check_placed_rows(loss, X)  # rows placed for another loss (row norm, labels): refused before the charge
-    elif sharded:  # checked chunk by chunk while placed (shard_rows), before anything is charged
-        X, y = shard_rows(loss, X, y, None if mesh == "auto" else mesh), None
-    else:
-        X, y = loss.check_data(X, y)
-        raw = X
+    X, y, sharded = _checked_rows(loss, X, y, rows=rows, mesh=mesh, num_chains=num_chains,
+                                  chain_method=chain_method)
     n, num_features = (X.n, X.num_features) if sharded else X.shape
     dim = loss.num_params(num_features)
-    if sharded:
-        X.chain_method(num_chains, chain_method)  # refuses 'parallel' on a mesh
-    if rows is not None:
-        if int(rows.dim) != num_features:
-            raise ValueError(f"rows have dim {rows.dim} but X has {num_features} columns")
-        if not bool(np.all(rows.contains(np.asarray(raw, dtype=np.float64)))):
-            raise ValueError("X: some rows are not admissible rows of the schema (read the data through the "
-                             "schema's reader, which maps every row into the admissible set)")
     if preconditioner == "public" and X_public is None:
         raise ValueError("preconditioner='public' needs X_public (rows you declare public)")
     # the interval release's curvature from public feature rows: checked by name before anything is charged
@@ -365,35 +345,15 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
     # the clipped-row count's share comes out of the target first: the run is planned at the rest
     eps_run, mu_count = split_budget(eps, delta, count_share) if count_share > 0 else (eps, 0.0)
     mu = gdp_mu(eps_run, delta)
-    R2 = None
-    if isinstance(preconditioner, SecondMoment):
-        sm = preconditioner
-    elif preconditioner == "prior":
-        sm = prior_second_moment()
-    elif preconditioner == "public":
-        sm = public_second_moment(X_public)
-    else:
-        R2 = second_moment_row_bound(loss, rows)
-        if not math.isfinite(R2):
-            raise ValueError("preconditioner='private' needs a finite row bound (rows= or a loss row_norm)")
-        if dim != num_features:  # refused here: the stand-in below has no matrix, so the plan cannot see it
-            raise ValueError(f"preconditioner='private' releases the {num_features} x {num_features} second moment "
-                             f"of the rows, but the model has {dim} parameters: use preconditioner='prior'")
-        # the release is not made yet: plan with a stand-in that carries its event (no data), so the
-        # whole run is validated and its composed event charged before any private computation
-        sm = pending_second_moment(n, num_features, max_sq_norm=R2, mu=math.sqrt(precond_share) * mu)
+    sm, R2 = _planned_second_moment(preconditioner, loss, X_public, rows, n=n, num_features=num_features,
+                                    dim=dim, mu=math.sqrt(precond_share) * mu)
     plan_kw = dict(prior_precision=prior_precision, ess=ess, num_chains=num_chains, rows=rows, kernel=kernel,
                    friction=friction, mixing_rate=mixing_rate, curvature=curvature,
                    preconditioner_curvature=preconditioner_curvature,
                    clip_radius=resolve_clip_radius(clip_radius, loss, dim), **plan_kwargs)
     plan_kw["adapt_metric"] = (plan_kw["clip_radius"] is not None) if adapt_metric is None else adapt_metric
-    skipped = None
-    if interval_share is None:
-        interval_share, skipped = default_interval_share(loss, num_features, sharded=sharded, n=n, mu=mu,
-                                                         curvature=interval_curvature)
-    elif interval_share and (sharded or not newton_releasable(loss, num_features)):
-        raise ValueError("interval_share: the interval release needs a generalised linear loss with one parameter "
-                         "per feature, on one device; pass interval_share=0")
+    interval_share, skipped = _interval_share(loss, interval_share, num_features, sharded=sharded, n=n, mu=mu,
+                                              curvature=interval_curvature)
     plan_kw["interval_share"] = interval_share
     plan_kw["interval_curvature"] = interval_curvature
     if public_rows is not None and interval_share and plan_kw.get("public_interval_width") is None:
@@ -420,6 +380,72 @@ def fit_posterior(loss: PerExampleLoss, X, y, *, eps: float, delta: float, prior
 
     return execute(POSTERIOR_ROUTE, public, (X, y), ledger=ledger, dataset_id=dataset_id,
                    hooks=Hooks(finish=count, step="fit(target='posterior'): the private clip count"))
+
+
+def _checked_rows(loss: PerExampleLoss, X, y, *, rows, mesh, num_chains: int, chain_method: str):
+    """``(X, y, sharded)``: the private rows checked against the loss (and, given ``rows``, the schema's
+    admissible set) and, on a mesh, placed on its devices (``y`` then None: the labels travel with the rows),
+    all before anything is charged. Refuses by name: labels beside :class:`ShardedRows`, ``rows=`` without the
+    raw rows, rows placed for another loss, a mismatched or inadmissible row, 'parallel' chains on a mesh."""
+    sharded = mesh is not None or isinstance(X, ShardedRows)
+    raw = X  # the rows as given (the admissible-rows check reads them)
+    if isinstance(X, ShardedRows):
+        if y is not None:
+            raise ValueError("y must be None when X is ShardedRows (the labels were placed with the rows)")
+        if rows is not None:
+            raise ValueError("rows: the admissible-rows check needs the raw rows; pass X as an array with mesh= "
+                             "(the rows are checked, then placed)")
+        check_placed_rows(loss, X)  # rows placed for another loss (row norm, labels): refused before the charge
+    elif sharded:  # checked chunk by chunk while placed (shard_rows), before anything is charged
+        X, y = shard_rows(loss, X, y, None if mesh == "auto" else mesh), None
+    else:
+        X, y = loss.check_data(X, y)
+        raw = X
+    num_features = X.num_features if sharded else X.shape[1]
+    if sharded:
+        X.chain_method(num_chains, chain_method)  # refuses 'parallel' on a mesh
+    if rows is not None:
+        if int(rows.dim) != num_features:
+            raise ValueError(f"rows have dim {rows.dim} but X has {num_features} columns")
+        if not bool(np.all(rows.contains(np.asarray(raw, dtype=np.float64)))):
+            raise ValueError("X: some rows are not admissible rows of the schema (read the data through the "
+                             "schema's reader, which maps every row into the admissible set)")
+    return X, y, sharded
+
+
+def _planned_second_moment(preconditioner, loss: PerExampleLoss, X_public, rows, *, n: int, num_features: int,
+                           dim: int, mu: float):
+    """``(second_moment, row_bound)`` the plan is made with: the user's :class:`SecondMoment`, the prior's,
+    the public rows', or (``"private"``) a stand-in that carries the release's event at GDP ``mu`` and no matrix
+    (the release is made after the charge), with the rows' squared-norm bound ``row_bound`` (None otherwise)."""
+    if isinstance(preconditioner, SecondMoment):
+        return preconditioner, None
+    if preconditioner == "prior":
+        return prior_second_moment(), None
+    if preconditioner == "public":
+        return public_second_moment(X_public), None
+    R2 = second_moment_row_bound(loss, rows)
+    if not math.isfinite(R2):
+        raise ValueError("preconditioner='private' needs a finite row bound (rows= or a loss row_norm)")
+    if dim != num_features:  # refused here: the stand-in has no matrix, so the plan cannot see it
+        raise ValueError(f"preconditioner='private' releases the {num_features} x {num_features} second moment "
+                         f"of the rows, but the model has {dim} parameters: use preconditioner='prior'")
+    # plan with a stand-in that carries the release's event (no data), so the whole run is validated and its
+    # composed event charged before any private computation
+    return pending_second_moment(n, num_features, max_sq_norm=R2, mu=mu), R2
+
+
+def _interval_share(loss: PerExampleLoss, interval_share, num_features: int, *, sharded: bool, n: int, mu: float,
+                    curvature: str):
+    """``(share, reason_skipped)`` of the run's ``mu^2`` for the interval release: the default
+    (:func:`~dp_infer.routes.newton_release.default_interval_share`, with its reason where it is 0) when
+    ``interval_share`` is None, else the share given, refused by name where the release cannot run."""
+    if interval_share is None:
+        return default_interval_share(loss, num_features, sharded=sharded, n=n, mu=mu, curvature=curvature)
+    if interval_share and (sharded or not newton_releasable(loss, num_features)):
+        raise ValueError("interval_share: the interval release needs a generalised linear loss with one parameter "
+                         "per feature, on one device; pass interval_share=0")
+    return interval_share, None
 
 
 def _with_clip_count(plan: SamplingPlan, public) -> SamplingPlan:
