@@ -241,12 +241,16 @@ def demo(mode, full, plots, interval_curvature, eps, delta, pure, route, radius,
                    "--test-csv file's features (declared public; logistic and Poisson), releasing only gradients; "
                    "'private' released from the rows. Default: public when --test-csv is given and the loss allows "
                    "it, else private")
+@click.option("--residual-scale", type=float, default=None,
+              help="--mode posterior, --loss huber: the residuals' sd you expect (labels' units; a public "
+                   "assumption, never read from the rows), so the forecast's interval width counts the scores' "
+                   "spread; without it the forecast can be narrow when the residuals are small next to the threshold")
 @mode_option("estimate")
 @with_options(COMMON_OPTIONS)
 def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshold, test_csv, schema_file,
-           split, split_seed, interval_curvature, mode, eps, delta, pure, route, radius, horizon, chains, kernel,
-           friction, lam_rel, ess, prior_precision, precond_share, clip_radius, ledger, dataset_id, budget, seed,
-           key_impl, progress, out, nonprivate):
+           split, split_seed, interval_curvature, residual_scale, mode, eps, delta, pure, route, radius, horizon,
+           chains, kernel, friction, lam_rel, ess, prior_precision, precond_share, clip_radius, ledger, dataset_id,
+           budget, seed, key_impl, progress, out, nonprivate):
     """Private draws for a CSV: any mixed table with --schema, else numeric features on a public scale.
 
     --mode posterior plans for --ess effective draws of N(0, I / --prior-precision) x exp(-beta L)
@@ -256,6 +260,11 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     preflight(out=out, seed=seed, key_impl=key_impl, dataset_id=dataset_id, ledger=ledger, budget=budget)
     if interval_curvature is not None and mode != "posterior":
         raise ValueError("--interval-curvature applies to --mode posterior only")
+    if residual_scale is not None and (mode != "posterior" or loss_name != "huber"):
+        raise ValueError("--residual-scale applies to --mode posterior with --loss huber (the intervals' width "
+                         "forecast of a regression loss)")
+    if residual_scale is not None and not (np.isfinite(residual_scale) and residual_scale > 0):
+        raise ValueError(f"--residual-scale must be a number in (0, inf) (the residuals' sd), got {residual_scale}")
     if interval_curvature == "public" and test_csv is None:
         raise ValueError("--interval-curvature public needs --test-csv (a separate public file whose features give "
                          "the curvature; held-out rows of the private file, --split, are not public)")
@@ -270,7 +279,7 @@ def sample(csv_file, target, loss_name, quantile_level, row_norm, huber_threshol
     post = dict(command="sample", eps=eps, delta=delta, chains=chains, kernel=kernel, friction=friction, ess=ess,
                 prior_precision=prior_precision, precond_share=precond_share, seed=seed, key_impl=key_impl,
                 progress=progress, ledger=ledger, dataset_id=dataset_id, budget=budget, out=out,
-                nonprivate=nonprivate, clip_radius=clip_radius)
+                nonprivate=nonprivate, clip_radius=clip_radius, residual_scale=residual_scale)
 
     if schema_file is not None:  # read, encoded and checked before anything is charged
         from .schema_commands import schema_sample_data

@@ -94,11 +94,13 @@ def _print_plan(plan) -> None:
 def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel, friction, ess, prior_precision,
                              precond_share, rows, seed, key_impl, progress, ledger, dataset_id, budget,
                              X_test=None, y_test=None, out=None, feature_names=None, extra_attrs=None,
-                             nonprivate=False, clip_radius="auto", test_is_public=False, interval_curvature=None):
+                             nonprivate=False, clip_radius="auto", test_is_public=False, interval_curvature=None,
+                             residual_scale=None):
     """Plan, charge, sample and print a posterior-mode run (``loss`` a smooth GLM loss).
     ``interval_curvature``: ``"public"`` takes the interval release's curvature from ``X_test``'s features
     (``test_is_public`` must say that they come from a separate public file); None: public where the test
-    features are public and the loss's curvature reads no label, else ``"private"`` (said in one line)."""
+    features are public and the loss's curvature reads no label, else ``"private"`` (said in one line).
+    ``residual_scale``: the residuals' sd the user declares (Huber), read by the forecast's interval width only."""
     from .._validation import check_delta
     from ..infer.posterior import fit_posterior
     from ..infer.prediction import expected_calibration_error, log_loss, loss_predictive
@@ -137,7 +139,7 @@ def run_and_report_posterior(loss, X, y, *, command, eps, delta, chains, kernel,
                             prior_precision=prior_precision, ess=DEFAULT_ESS if ess is None else ess,
                             num_chains=chains, rows=rows, precond_share=0.1 if precond_share is None else precond_share,
                             kernel=kernel, friction=friction, clip_radius=clip_radius,
-                            interval_curvature=interval_curvature, X_public=X_public)
+                            interval_curvature=interval_curvature, X_public=X_public, residual_scale=residual_scale)
     click.echo(fc.explain())
     click.echo("")
     t0 = time.time()

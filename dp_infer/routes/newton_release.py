@@ -79,6 +79,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_positive, check_positive_int
@@ -88,6 +90,7 @@ from .preconditioning import GRAM_SENSITIVITY_FACTOR
 
 __all__ = ["NewtonRelease", "DEFAULT_INTERVAL_SHARE", "SCHEDULE", "RHO_FACTOR", "TRUST_RADIUS",
            "MIN_CURVATURE_SNR", "curvature_snr", "default_interval_share", "interval_width_forecast", "link_bounds",
+           "residual_scores_mean_square", "RESIDUAL_LOSSES",
            "noise_floor", "newton_releasable", "newton_event",
            "last_gradient_mu", "weight_radius", "PUBLIC_SCHEDULE", "INTERVAL_CURVATURES",
            "schedule", "check_interval_curvature", "public_curvature_refusal", "PUBLIC_STEP_BOX", "PUBLIC_INTERVAL_SHARE",
@@ -289,23 +292,63 @@ def curvature_snr(n: int, d: int, mu: float, share: float = None) -> float:
 
 
 def interval_width_forecast(n: int, d: int, mu: float, *, typical_curvature: float, share: float = None,
-                            curvature: str = "private") -> float:
+                            curvature: str = "private", link_bound: float = 1.0,
+                            scores_mean_square: float | None = None) -> float:
     """The intervals' width over the non-private posterior's for a typical coordinate, from public
-    inputs: ``sqrt(1 + 4 d RHO_FACTOR^2 G^2 / (n mu_g^2 kappa_P))`` (the last gradient's noise over the
-    sampling variance; ``G = 1``, ``kappa_P`` the planner's typical curvature, standing in for the
-    scores' mean square, and ``mu_g`` the last gradient's share of ``share`` of ``mu^2``). Measured
-    against it (docs/results.md): logistic n = 5000, d = 5, eps = 1: 1.53 forecast, 1.65 measured;
-    n = 2000, d = 3: 1.74 and 2.06.
+    inputs: ``sqrt(1 + 4 d RHO_FACTOR^2 G^2 / (n mu_g^2 j))`` (the last gradient's noise over the
+    sampling variance; ``G`` the link's bound ``link_bound``, ``mu_g`` the last gradient's share of ``share`` of
+    ``mu^2``, ``j`` the scores' mean square per unit ``(x^T v)^2``: ``scores_mean_square`` where the caller knows
+    it (:func:`residual_scores_mean_square` for a regression loss with a declared residual scale), else the
+    planner's typical curvature ``kappa_P`` stands in for it). Measured against it (docs/results.md): logistic
+    n = 5000, d = 5, eps = 1: 1.53 forecast, 1.65 measured; n = 2000, d = 3: 1.74 and 2.06.
 
     ``curvature="public"``: the same expression with the last gradient's share of :data:`PUBLIC_SCHEDULE`
     (0.7 of the release instead of 0.47). The derivation: the centre's privacy noise has covariance
     ``H^-1 sd_g^2 H^-1`` with ``sd_g = 2 G rho / (n mu_g)``, its sampling error ``H^-1 J H^-1 / n``; in a
-    typical direction ``J ~ kappa_P rho^2 / (d RHO_FACTOR^2)`` (the rows' mean ``||C^T x||^2`` spread over d
-    directions), so the noise's variance over the sampling variance is ``4 d RHO_FACTOR^2 G^2 / (n mu_g^2
-    kappa_P)``, and the width ratio is the root of one plus it (no curvature noise: H and J are exact)."""
+    typical direction ``J ~ j rho^2 / (d RHO_FACTOR^2)`` (the rows' mean ``||C^T x||^2`` spread over d
+    directions, whatever the metric C), so the noise's variance over the sampling variance is
+    ``4 d RHO_FACTOR^2 G^2 / (n mu_g^2 j)``, and the width ratio is the root of one plus it (no curvature
+    noise: H and J are exact; H cancels)."""
     share = _default_share(curvature) if share is None else share
+    j = typical_curvature if scores_mean_square is None else check_positive("scores_mean_square",
+                                                                            scores_mean_square)
     mu_g2 = share * dict(schedule(curvature)[-1])["gradient"] * mu * mu
-    return math.sqrt(1.0 + 4.0 * d * RHO_FACTOR ** 2 / (n * mu_g2 * typical_curvature))
+    return math.sqrt(1.0 + 4.0 * d * RHO_FACTOR ** 2 * link_bound ** 2 / (n * mu_g2 * j))
+
+
+#: the losses whose link is a function of the residual ``<theta, x> - y``, for which a declared residual scale
+#: gives the scores' mean square
+RESIDUAL_LOSSES = ("huber", "squared")
+#: the residual grid of the scores' mean square: this many points over +-RESIDUAL_GRID_SDS sds (trapezoid rule;
+#: a kinked link such as Huber's converges as the grid's step squared, about 1e-7 relative here)
+RESIDUAL_GRID_POINTS = 40001
+RESIDUAL_GRID_SDS = 10.0
+
+
+def residual_scores_mean_square(loss: PerExampleLoss, residual_scale: float) -> float:
+    """``E[phi'(r)^2]`` for residuals ``r ~ N(0, residual_scale^2)``: the scores' mean square per unit ``(x^T v)^2`` of
+    a regression loss (:data:`RESIDUAL_LOSSES`; Huber's ``phi'`` is the residual clipped at its threshold), by
+    the trapezoid rule on a fine grid of the loss's own link (its kink rules out Gauss-Hermite).
+    ``residual_scale`` is a public assumption (the residuals' sd at the estimate, in the labels' units: domain
+    knowledge or earlier public data), never read from the private rows. Refused by name for a loss whose link is
+    not a residual's."""
+    name = getattr(getattr(loss, "behaviour", None), "name", None)
+    if name not in RESIDUAL_LOSSES or loss.index_fn is None:
+        raise ValueError(f"residual_scale applies to a regression loss ({', '.join(RESIDUAL_LOSSES)}), got "
+                         f"{name or type(loss).__name__}: leave residual_scale=None (the model fixes its scores' "
+                         "spread)")
+    try:
+        sigma = float(residual_scale)
+    except (TypeError, ValueError):
+        sigma = float("nan")
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"residual_scale must be a number in (0, inf) (the residuals' sd), got {residual_scale!r}")
+    t = np.linspace(-RESIDUAL_GRID_SDS, RESIDUAL_GRID_SDS, RESIDUAL_GRID_POINTS)
+    with jax.enable_x64(True):
+        r = jnp.asarray(sigma * t, dtype=jnp.float64)  # label 0 at index r: the residual is r
+        score = np.asarray(jax.vmap(jax.grad(loss.index_fn))(r, jnp.zeros_like(r)), dtype=np.float64)
+    density = np.exp(-0.5 * t * t) / math.sqrt(2.0 * math.pi)
+    return float(np.trapezoid(density * score * score, t))
 
 
 def default_interval_share(loss, num_features: int, *, sharded: bool = False, n: int | None = None,

@@ -179,3 +179,49 @@ def test_demo_full_is_a_posterior_that_passes_its_own_checks():
     assert m, res.output
     total, comp, programs, compiled, loaded = float(m[1]), float(m[2]), int(m[3]), int(m[4]), int(m[5])
     assert 0 < comp <= total + 1 and programs == compiled + loaded and programs >= 10
+
+
+def _regression_csv(tmp_path, n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = X @ np.array([1.5, -1.0, 0.5]) + 0.3 * rng.normal(size=n)
+    path = tmp_path / "reg.csv"
+    path.write_text("\n".join(["a,b,c,label"] + [",".join(f"{v:.6f}" for v in X[i]) + f",{y[i]:.6f}"
+                                                  for i in range(n)]) + "\n")
+    return path
+
+
+def test_the_declared_residual_scale_reaches_the_forecasts_interval_width(tmp_path):
+    # the forecast is printed before the charge; a budget below the run's eps then refuses it, nothing recorded
+    path, led = _regression_csv(tmp_path), tmp_path / "l.sqlite"
+    base = ["sample", str(path), "--target", "label", "--row-norm", "3", "--loss", "huber", "--mode", "posterior",
+            "--prior-precision", "1", "--eps", "2", "--no-progress", "--ledger", str(led), "--budget", "1", "1e-5"]
+    said = {}
+    for scale in (None, "0.3"):
+        res = CliRunner().invoke(main, base + ([] if scale is None else ["--residual-scale", scale]))
+        assert isinstance(res.exception, BudgetExceededError), res.output
+        said[scale] = float(re.search(r"their width forecast at about ([0-9.]+)x", res.output).group(1))
+        assert ("residual_scale = 0.3 (Gaussian residuals)" in res.output) == (scale is not None)
+    # residuals of sd 0.3 against a threshold of 1: little sampling spread, so the noise weighs more than the
+    # typical curvature's stand-in says
+    assert said["0.3"] > said[None]
+    assert Ledger(led).spent("default")["n_runs"] == 0
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--residual-scale", "0.5"], "--residual-scale applies to --mode posterior with --loss huber"),
+    (["--residual-scale", "0.5", "--loss", "huber", "--mode", "estimate"], "--residual-scale applies to --mode"),
+    (["--residual-scale", "0", "--loss", "huber"], r"--residual-scale must be a number in (0, inf)"),
+    (["--residual-scale", "nan", "--loss", "huber"], r"--residual-scale must be a number in (0, inf)"),
+])
+def test_a_residual_scale_the_run_cannot_use_is_refused_before_the_charge(tmp_path, extra, match):
+    path, led = _regression_csv(tmp_path, n=200), tmp_path / "l.sqlite"
+    args = ["sample", str(path), "--target", "label", "--mode", "posterior", "--prior-precision", "1",
+            "--ledger", str(led), "--budget", "5", "1e-5"] + extra
+    if "estimate" in extra:
+        args = [a for a in args if a not in ("--prior-precision", "1")]
+        args.remove("posterior"), args.remove("--mode")
+    res = CliRunner().invoke(main, args)
+    said = res.output + str(res.exception)
+    assert res.exit_code != 0 and isinstance(res.exception, ValueError) and match in said, said
+    assert not led.exists() or Ledger(led).spent("default")["n_runs"] == 0
