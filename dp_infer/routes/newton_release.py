@@ -332,11 +332,12 @@ def residual_scores_mean_square(loss: PerExampleLoss, residual_scale: float) -> 
     ``residual_scale`` is a public assumption (the residuals' sd at the estimate, in the labels' units: domain
     knowledge or earlier public data), never read from the private rows. Refused by name for a loss whose link is
     not a residual's."""
-    name = getattr(getattr(loss, "behaviour", None), "name", None)
+    if not isinstance(loss, PerExampleLoss):
+        raise ValueError(f"loss must be a dp_infer.losses.PerExampleLoss, got {type(loss).__name__}")
+    name = loss.behaviour.name
     if name not in RESIDUAL_LOSSES or loss.index_fn is None:
         raise ValueError(f"residual_scale applies to a regression loss ({', '.join(RESIDUAL_LOSSES)}), got "
-                         f"{name or type(loss).__name__}: leave residual_scale=None (the model fixes its scores' "
-                         "spread)")
+                         f"{name}: leave residual_scale=None (the model fixes its scores' spread)")
     try:
         sigma = float(residual_scale)
     except (TypeError, ValueError):

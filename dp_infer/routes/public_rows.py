@@ -93,7 +93,7 @@ def public_curvature(loss: PerExampleLoss, X_public: np.ndarray, theta, C: np.nd
     return H, public_hessian(XC, w * w * k)
 
 
-def whitening_metric(curvature, prior_precision, n: int, *, purpose: str = "a public release") -> np.ndarray:
+def whitening_metric(curvature, prior_precision, n: int, *, purpose: str) -> np.ndarray:
     """``C`` (lower triangular) with ``C C^T = (F + diag(prior_precision) / n)^-1``: the metric that whitens a mean
     per-row curvature ``F`` (symmetrised) plus the prior's precision spread over ``n`` rows, which keeps the
     directions ``F`` does not span finite. Used by the loss route's public release (``F`` the public rows' mean
@@ -123,7 +123,7 @@ def _width_predictor(loss: PerExampleLoss, X_public: np.ndarray, point, C: np.nd
                      mu_last: float):
     """``rho -> predicted_width_ratio(..., rho, ...)``, with the rows' curvature, the prior and the unit-weight
     reference (none of which depends on ``rho``) computed once."""
-    Xp = np.asarray(X_public, dtype=np.float64)
+    Xp, C = np.asarray(X_public, dtype=np.float64), np.asarray(C, dtype=np.float64)
     d = Xp.shape[1]
     XC = Xp @ C
     z = Xp @ np.asarray(point, dtype=np.float64)

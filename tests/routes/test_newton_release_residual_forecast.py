@@ -14,7 +14,8 @@ from dp_infer import losses
 from dp_infer.domains import L2Ball
 from dp_infer.privacy.conversions import gdp_mu
 from dp_infer.routes.forecast import forecast_posterior
-from dp_infer.routes.newton_release import (RHO_FACTOR, SCHEDULE, interval_width_forecast,
+from dp_infer.routes.newton_release import (DEFAULT_INTERVAL_SHARE, PUBLIC_INTERVAL_SHARE, PUBLIC_SCHEDULE,
+                                            RHO_FACTOR, SCHEDULE, interval_width_forecast,
                                             residual_scores_mean_square)
 
 
@@ -79,8 +80,27 @@ def test_a_bad_residual_scale_is_refused_by_name(bad):
 
 
 def test_a_residual_scale_for_a_classification_loss_is_refused_by_name():
-    with pytest.raises(ValueError, match="residual_scale applies to a regression loss"):
+    with pytest.raises(ValueError, match=r"residual_scale applies to a regression loss \(huber, squared\), got "
+                                         "logistic: leave residual_scale=None"):
         forecast_posterior(losses.logistic(row_norm=1.0), 5000, 5, eps=1.0, delta=1e-5, prior_precision=0.01,
                            residual_scale=0.5)
     assert np.isfinite(forecast_posterior(losses.logistic(row_norm=1.0), 5000, 5, eps=1.0, delta=1e-5,
                                           prior_precision=0.01).interval_width)
+    with pytest.raises(ValueError, match="loss must be a dp_infer.losses.PerExampleLoss, got str"):
+        residual_scores_mean_square("huber", 0.5)
+
+
+def test_the_width_follows_the_weights_radius_factor_and_the_default_shares(monkeypatch):
+    import dp_infer.routes.newton_release as NR
+
+    n, d, mu = 5000, 5, gdp_mu(1.0, 1e-5)
+    last, last_pub = dict(SCHEDULE[-1])["gradient"], dict(PUBLIC_SCHEDULE[-1])["gradient"]
+    # no share given: the curvature source's default share (DEFAULT_INTERVAL_SHARE, PUBLIC_INTERVAL_SHARE)
+    assert interval_width_forecast(n, d, mu, typical_curvature=0.5) == pytest.approx(
+        math.sqrt(1 + 4 * d / (n * DEFAULT_INTERVAL_SHARE * last * mu * mu * 0.5)), rel=1e-12)
+    assert interval_width_forecast(n, d, mu, typical_curvature=0.5, curvature="public") == pytest.approx(
+        math.sqrt(1 + 4 * d / (n * PUBLIC_INTERVAL_SHARE * last_pub * mu * mu * 0.5)), rel=1e-12)
+    # the radius is RHO_FACTOR times the rows' root mean square norm: the noise's sd scales with it
+    monkeypatch.setattr(NR, "RHO_FACTOR", 2.0)
+    assert interval_width_forecast(n, d, mu, typical_curvature=0.5, share=0.7) == pytest.approx(
+        math.sqrt(1 + 4 * d * 4.0 / (n * 0.7 * last * mu * mu * 0.5)), rel=1e-12)

@@ -14,8 +14,8 @@ from dp_infer.routes.forecast import forecast_posterior
 from dp_infer.routes.newton_release import (PUBLIC_INTERVAL_SHARE, RHO_GRID, interval_width_forecast,
                                            last_gradient_mu, newton_event)
 from dp_infer.routes.posterior import plan_posterior
-from dp_infer.routes.public_rows import (predicted_width_ratio, public_curvature, public_interval_width_forecast,
-                                         public_release_design, public_release_metric)
+from dp_infer.routes.public_rows import (predicted_width_ratio, public_curvature, public_curvature_terms,
+                                         public_interval_width_forecast, public_release_design, public_release_metric)
 
 D = 4
 
@@ -136,8 +136,36 @@ def test_the_public_release_metric_whitens_the_public_curvature_and_sets_rho_fro
     np.testing.assert_allclose(C @ C.T, np.linalg.inv(A), rtol=1e-4)
     XC = Xp @ C
     assert rho == pytest.approx(math.sqrt(np.mean(np.sum(XC * XC, axis=1))), rel=1e-12)
-    with pytest.raises(ValueError, match="prior_precision must be positive"):
+    with pytest.raises(ValueError, match="prior_precision must be positive for a public-curvature release "
+                                         r"\(the metric needs it\)"):
         public_release_metric(loss, np.zeros((10, 4)), point, 0.0, 1000)
+
+
+def test_the_losss_l2_term_enters_the_public_curvature_and_the_metric_but_not_j():
+    # H = mean w s(1-s) C'x x'C + l2 C'C, J without the L2 term (its gradient has no sampling spread); the metric
+    # whitens the unweighted H + l2 I + Lambda / n
+    rng = np.random.default_rng(3)
+    Xp = rng.normal(size=(500, 3)) * np.array([1.0, 0.5, 2.0])
+    C = np.array([[1.2, 0, 0], [0.3, 0.8, 0], [-0.2, 0.1, 0.5]])
+    theta, rho, l2 = np.array([0.4, -0.7, 0.3]), 0.6, 0.8
+    H, J = public_curvature(losses.logistic(row_norm=10.0, l2=l2), Xp, theta, C, rho)
+    H0, J0 = public_curvature(losses.logistic(row_norm=10.0), Xp, theta, C, rho)
+    np.testing.assert_allclose(H, H0 + l2 * C.T @ C, rtol=1e-10)
+    np.testing.assert_allclose(J, J0, rtol=1e-12)
+    lam = np.array([0.01, 0.02, 0.05])
+    design = public_release_design(losses.logistic(row_norm=10.0, l2=l2), Xp, theta, lam, 1000)
+    s = 1 / (1 + np.exp(-Xp @ theta))
+    A = (Xp * (s * (1 - s))[:, None]).T @ Xp / 500 + l2 * np.eye(3) + np.diag(lam) / 1000
+    np.testing.assert_allclose(design.chol @ design.chol.T, np.linalg.inv(A), rtol=1e-8)
+
+
+def test_the_curvature_terms_are_computed_in_float64():
+    # phi''(z) = s (1 - s) to double precision, whatever JAX's default precision (float32 rounding errs ~1e-7)
+    z = np.array([1e-4, 0.1, 1.7, -3.3, 7.1])  # (past ~10 JAX's own derivative cancels in float64 too)
+    e = np.exp(-np.abs(z))  # s (1 - s) = e / (1 + e)^2 without the cancellation of 1 - s at large z
+    got = public_curvature_terms(losses.logistic(row_norm=1.0), z)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, e / (1 + e) ** 2, rtol=1e-12)
 
 
 def test_the_predicted_width_is_the_closed_form_where_every_row_keeps_weight_one():
@@ -213,6 +241,41 @@ def test_the_predicted_width_weighs_the_rows_by_the_envelope_at_the_point():
     assert abs(oracle(np.ones_like(s)) / got - 1) > 0.05
 
 
+def test_the_predicted_width_reads_the_declared_link_bound_in_the_noise_and_the_envelope():
+    # a logistic loss declaring G = 2 (a valid, loose bound on |phi'|): the last gradient's noise sd_g = 2 G rho /
+    # (n mu) doubles and the envelope r = max(s, 1 - s) / G halves, so the weights min(1, rho / (r ||C^T x||)) bind
+    # less; the prediction is the oracle's at both, and differs from the unit bound's
+    import dataclasses
+
+    rng = np.random.default_rng(14)
+    Xp = np.concatenate([np.ones((2000, 1)), rng.normal(size=(2000, 2))], axis=1)
+    loss = losses.logistic(row_norm=10.0)
+    twice = dataclasses.replace(loss, constants=dataclasses.replace(loss.constants, link_derivative_bound=2.0))
+    point, n, mu, lam = np.array([0.2, 1.5, -1.0]), 3000, 0.3, np.full(3, 1e-3)
+    C = np.diag([1.0, 0.6, 0.7])
+    XC = Xp @ C
+    rho = 0.4 * float(np.median(np.linalg.norm(XC, axis=1)))
+    s = 1 / (1 + np.exp(-Xp @ point))
+    k = s * (1 - s)
+
+    def oracle(G, G_noise=None):
+        G_noise = G if G_noise is None else G_noise
+        w = np.minimum(1.0, rho / (np.maximum(s, 1 - s) / G * np.linalg.norm(XC, axis=1)))
+        Hw, Jw = (XC * (w * k)[:, None]).T @ XC / len(XC), (XC * (w * w * k)[:, None]).T @ XC / len(XC)
+        H1 = (XC * k[:, None]).T @ XC / len(XC)
+        L = C.T @ np.diag(lam) @ C
+        sd_g = 2 * G_noise * rho / (n * mu)
+        Q = Hw @ np.linalg.solve(Jw / n + sd_g ** 2 * np.eye(3), Hw) + L
+        ref = np.sqrt(np.diag(C @ np.linalg.inv(n * H1 + L) @ C.T))
+        return float(np.median(np.sqrt(np.diag(C @ np.linalg.inv(Q) @ C.T)) / ref))
+
+    got = predicted_width_ratio(twice, Xp, point, C, rho, lam, n, mu)
+    assert got == pytest.approx(oracle(2.0), rel=1e-6)
+    assert predicted_width_ratio(loss, Xp, point, C, rho, lam, n, mu) == pytest.approx(oracle(1.0), rel=1e-6)
+    # each half of the bound's reading matters here: the noise's G alone (or the envelope's alone) moves it by > 5%
+    assert abs(got / oracle(2.0, G_noise=1.0) - 1) > 0.05 and abs(got / oracle(1.0, G_noise=2.0) - 1) > 0.05
+
+
 def test_the_radius_is_the_grids_best_predicted_width():
     # a rare level (0.5% of rows) beside dense columns: the picked radius is the grid's argmin of the predicted
     # width, which varies over the grid by more than 10% here
@@ -231,3 +294,25 @@ def test_the_radius_is_the_grids_best_predicted_width():
     assert design.rho == rho and design.predicted_width == pytest.approx(min(widths), rel=1e-12)
     np.testing.assert_allclose(design.chol, C)
     assert public_release_design(loss, Xp, point, lam, n).predicted_width is None  # no last mu: no width
+
+
+def test_float32_inputs_give_the_float64_figures():
+    # public rows, metric, point and prior handed over in float32 (JAX's default) are read as float64: the same
+    # figures as the float64 copies of the same numbers, to double precision
+    rng = np.random.default_rng(21)
+    X64 = rng.normal(size=(800, 3)).astype(np.float32).astype(np.float64)
+    C64 = np.array([[1.3, 0, 0], [0.2, 0.9, 0], [-0.1, 0.3, 0.6]], dtype=np.float32).astype(np.float64)
+    p64 = np.array([0.3, -0.8, 0.45], dtype=np.float32).astype(np.float64)
+    lam64 = np.array([0.01, 0.03, 0.2], dtype=np.float32).astype(np.float64)
+    f32 = [a.astype(np.float32) for a in (X64, C64, p64, lam64)]
+    loss = losses.logistic(row_norm=10.0, l2=0.1)
+    for a, b in zip(public_curvature(loss, f32[0], f32[2], f32[1], 0.7), public_curvature(loss, X64, p64, C64, 0.7)):
+        assert a.dtype == np.float64
+        np.testing.assert_allclose(a, b, rtol=1e-13)
+    assert predicted_width_ratio(loss, f32[0], f32[2], f32[1], 0.7, f32[3], 2000, 0.3) == pytest.approx(
+        predicted_width_ratio(loss, X64, p64, C64, 0.7, lam64, 2000, 0.3), rel=1e-13)
+    got, want = (public_release_design(loss, X, p, lam, 2000, mu_last=0.3) for X, p, lam in
+                 ((f32[0], f32[2], f32[3]), (X64, p64, lam64)))
+    np.testing.assert_allclose(got.chol, want.chol, rtol=1e-13)
+    assert got.rho == pytest.approx(want.rho, rel=1e-13)
+    assert got.predicted_width == pytest.approx(want.predicted_width, rel=1e-13)
