@@ -92,7 +92,7 @@ def test_every_weighted_score_is_within_rho_for_every_label_and_the_weight_ignor
     np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-6)
     p = 1.0 / (1.0 + np.exp(-X @ (s * phi)))
     np.testing.assert_allclose(G[0], (p[:, None] * X) * s, rtol=1e-5, atol=1e-7)  # y = 0: (p - 0) s x
-    M = whitening_metric(wr.information(G, P), np.ones(3), 500)
+    M = whitening_metric(wr.information(G, P), np.ones(3), 500, purpose="the weighted release")
     rho = 0.5 * math.sqrt(np.trace(M.T @ wr.information(G, P) @ M))
     w = np.minimum(1.0, rho / wr.row_bounds(G, M))
     for k in range(2):
@@ -131,7 +131,7 @@ def test_the_predicted_width_is_the_closed_form_where_every_weight_is_one():
     X = rng.normal(size=(20000, 3))
     s, phi, n, mu = np.ones(3), np.zeros(3), 5000, 0.5
     G, P = wr.enumerated_scores(_whitened_nll(s), X, phi, (0.0, 1.0))
-    M = whitening_metric(wr.information(G, P), np.full(3, 1e-9), n)
+    M = whitening_metric(wr.information(G, P), np.full(3, 1e-9), n, purpose="the weighted release")
     rho = 1e3 * float(wr.row_bounds(G, M).max())
     sd_g = 2.0 * rho / (n * mu)
     assert wr.predicted_width_ratio(G, P, M, np.full(3, 1e-9), n, mu)(rho) == pytest.approx(
